@@ -1,0 +1,3 @@
+"""SAI: semantic code search over a local DuckDB index."""
+
+__version__ = "0.1.0"

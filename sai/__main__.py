@@ -1,0 +1,3 @@
+from sai.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,279 @@
+"""Configuration: defaults, then `sai-cfg.yml`, then environment, then flags; validated once.
+
+`load_config()` returns a frozen `Config`; nothing below the front ends reads the environment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sai.errors import ConfigError
+from sai.languages import DEFAULT_EXTS, normalize_exts
+
+CONFIG_NAMES = ("sai-cfg.yml", "sai-cfg.yaml")
+ALWAYS_PRUNED = (
+    ".git", "node_modules", "dist", "build", "target", ".next", "coverage", ".turbo",
+    "__pycache__", ".venv", "venv", ".index",
+)
+COLLECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_MODELS = {"ollama": "nomic-embed-text", "local": "all-MiniLM-L6-v2"}
+PREFIX_STYLES = ("nomic", "e5", "qwen", "none")
+
+# Similarity scales differ by model: these defaults were calibrated per model
+# (docs/configuration.md, benchmarks/duplicates_recall.py). Unknown models get the generic row.
+SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
+    "all-minilm-l6-v2": {"find_similar_min_score": 0.75, "duplicate_min_score": 0.85},
+    "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.93},
+}
+
+# key -> (allowed python types, default); nested sections use dotted keys.
+_SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
+    "backend": ((str,), "duckdb"),
+    "embedder": ((str,), "ollama"),
+    "model": ((str,), None),
+    "vector_dim": ((int,), None),
+    "collection": ((str,), "source_code"),
+    "root": ((str,), "."),
+    "ext": ((list, str), None),
+    "chunker": ((str,), "ast"),
+    "max_chunk_chars": ((int,), 2000),
+    "prefix_style": ((str,), "auto"),
+    "exclude_dirs": ((list,), []),
+    "include": ((list,), []),
+    "exclude": ((list,), []),
+    "respect_gitignore": ((bool,), True),
+    "max_file_bytes": ((int,), 1048576),
+    "skip_generated_marker": ((bool,), True),
+    "strip_comments": ((bool,), False),
+    "honor_noindex_marker": ((bool,), True),
+    "honor_noduplicate_marker": ((bool,), True),
+    "duckdb.path": ((str,), ".index/code.duckdb"),
+    "duckdb.lock_timeout_s": ((int, float), 30.0),
+    "ollama.url": ((str,), None),
+    "ollama.model": ((str,), None),
+    "ollama.timeout_s": ((int, float), 60.0),
+    "ollama.batch_size": ((int,), 32),
+    "similarity.find_similar_min_score": ((int, float), None),
+    "similarity.duplicate_min_score": ((int, float), None),
+    "similarity.duplicate_min_cluster_size": ((int,), 2),
+    "similarity.top_k": ((int,), 10),
+}
+_SECTIONS = {key.split(".")[0] for key in _SCHEMA if "." in key}
+# Environment variables that may set a key (flag > env > file > default).
+ENV_KEYS = {
+    "SAI_EMBEDDER": "embedder", "SAI_MODEL": "model", "SAI_COLLECTION": "collection",
+    "SAI_ROOT": "root", "SAI_EXT": "ext", "SAI_CHUNKER": "chunker",
+    "SAI_DB_PATH": "duckdb.path", "OLLAMA_HOST": "ollama.url",
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting SAI uses, resolved and validated."""
+
+    root: Path
+    db_path: Path
+    config_path: Path | None
+    backend: str = "duckdb"
+    embedder: str = "ollama"
+    model: str = "nomic-embed-text"
+    vector_dim: int | None = None
+    collection: str = "source_code"
+    ext: tuple[str, ...] = DEFAULT_EXTS
+    chunker: str = "ast"
+    max_chunk_chars: int = 2000
+    prefix_style: str = "nomic"
+    exclude_dirs: tuple[str, ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    max_file_bytes: int = 1048576
+    skip_generated_marker: bool = True
+    strip_comments: bool = False
+    honor_noindex_marker: bool = True
+    honor_noduplicate_marker: bool = True
+    lock_timeout_s: float = 30.0
+    ollama_url: str = "http://localhost:11434"
+    ollama_timeout_s: float = 60.0
+    ollama_batch_size: int = 32
+    find_similar_min_score: float = 0.85
+    duplicate_min_score: float = 0.93
+    duplicate_min_cluster_size: int = 2
+    top_k: int = 10
+
+    @property
+    def pruned_dirs(self) -> tuple[str, ...]:
+        return tuple(sorted(set(ALWAYS_PRUNED) | set(self.exclude_dirs)))
+
+
+def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path | None:
+    """The config file to read: --config, else SAI_CONFIG, else sai-cfg.yml/.yaml in cwd."""
+    chosen = explicit or env.get("SAI_CONFIG")
+    if chosen:
+        path = (cwd / chosen).resolve()
+        if not path.is_file():
+            raise ConfigError(f"config file {chosen} not found; pass an existing file or run `sai init`")
+        return path
+    for name in CONFIG_NAMES:
+        if (cwd / name).is_file():
+            return (cwd / name).resolve()
+    return None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The file's settings flattened to dotted keys, each checked against the schema."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where else ""
+        raise ConfigError(f"config file {path} is not valid YAML{line}; fix the syntax") from exc
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must be a mapping of keys to values")
+    flat: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _SECTIONS and isinstance(value, dict):
+            for sub, subvalue in value.items():
+                flat[f"{key}.{sub}"] = subvalue
+        else:
+            flat[str(key)] = value
+    for key, value in flat.items():
+        _check_type(key, value, source=str(path))
+    return flat
+
+
+def _check_type(key: str, value: Any, *, source: str) -> None:
+    if key not in _SCHEMA:
+        allowed = ", ".join(sorted(_SCHEMA))
+        raise ConfigError(f"{source}: unknown key '{key}'; allowed keys: {allowed}")
+    types, _ = _SCHEMA[key]
+    if value is None:
+        return
+    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+    if not ok:
+        names = " or ".join("list" if t is list else t.__name__ for t in types)
+        raise ConfigError(f"{source}: key '{key}' must be {names}, got {value!r}")
+
+
+def load_config(
+    *,
+    config_file: str | None = None,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Config:
+    """Resolve settings (flag > env > file > default) and validate them into a Config.
+
+    `flags` uses the dotted schema keys (e.g. {"model": "x", "collection": "y"}); None values
+    are ignored. The project root is `root` resolved against the config file's directory.
+    """
+    env = env or {}
+    cwd = (cwd or Path.cwd()).resolve()
+    path = find_config_file(config_file, env, cwd)
+    values: dict[str, Any] = {key: default for key, (_, default) in _SCHEMA.items()}
+    values.update(read_config_file(path) if path else {})
+    for var, key in ENV_KEYS.items():
+        if env.get(var):
+            values[key] = env[var]
+    for key, value in (flags or {}).items():
+        if value is not None:
+            _check_type(key, value, source="command line")
+            values[key] = value
+    base = path.parent if path else cwd
+    return _build(values, base=base, config_path=path)
+
+
+def _build(v: dict[str, Any], *, base: Path, config_path: Path | None) -> Config:
+    where = str(config_path) if config_path else "configuration"
+    _choice(v, "backend", ("duckdb",), where)
+    _choice(v, "embedder", ("ollama", "local"), where)
+    _choice(v, "chunker", ("ast", "lines"), where)
+    _choice(v, "prefix_style", ("auto", *PREFIX_STYLES), where)
+    model = v["model"] or v["ollama.model"] or DEFAULT_MODELS[v["embedder"]]
+    if v["ollama.model"] and v["model"] and v["ollama.model"] != v["model"]:
+        raise ConfigError(
+            f"{where}: ollama.model '{v['ollama.model']}' contradicts model '{v['model']}'; "
+            "keep one of them"
+        )
+    if not COLLECTION_RE.match(v["collection"]):
+        raise ConfigError(
+            f"{where}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
+        )
+    for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "similarity.top_k"):
+        if v[key] <= 0:
+            raise ConfigError(f"{where}: key '{key}' must be a positive number, got {v[key]}")
+    root = (base / v["root"]).resolve()
+    if not root.is_dir():
+        raise ConfigError(f"project root {root} is not a directory; set `root` in {where}")
+    ext = v["ext"] if v["ext"] is not None else list(DEFAULT_EXTS)
+    ext = normalize_exts(ext.split(",") if isinstance(ext, str) else [str(e) for e in ext])
+    if not ext:
+        raise ConfigError(f"{where}: key 'ext' lists no extension")
+    sims = SIMILARITY_DEFAULTS.get(model.lower(), SIMILARITY_DEFAULTS["*"])
+    return Config(
+        root=root,
+        db_path=(root / v["duckdb.path"]).resolve(),
+        config_path=config_path,
+        backend=v["backend"],
+        embedder=v["embedder"],
+        model=model,
+        vector_dim=v["vector_dim"],
+        collection=v["collection"],
+        ext=ext,
+        chunker=v["chunker"],
+        max_chunk_chars=v["max_chunk_chars"],
+        prefix_style=resolve_prefix_style(v["prefix_style"], model),
+        exclude_dirs=tuple(str(d) for d in v["exclude_dirs"]),
+        include=tuple(str(g) for g in v["include"]),
+        exclude=tuple(str(g) for g in v["exclude"]),
+        respect_gitignore=v["respect_gitignore"],
+        max_file_bytes=v["max_file_bytes"],
+        skip_generated_marker=v["skip_generated_marker"],
+        strip_comments=v["strip_comments"],
+        honor_noindex_marker=v["honor_noindex_marker"],
+        honor_noduplicate_marker=v["honor_noduplicate_marker"],
+        lock_timeout_s=float(v["duckdb.lock_timeout_s"]),
+        ollama_url=v["ollama.url"] or "http://localhost:11434",
+        ollama_timeout_s=float(v["ollama.timeout_s"]),
+        ollama_batch_size=v["ollama.batch_size"],
+        find_similar_min_score=float(
+            _or(v["similarity.find_similar_min_score"], sims["find_similar_min_score"])
+        ),
+        duplicate_min_score=float(
+            _or(v["similarity.duplicate_min_score"], sims["duplicate_min_score"])
+        ),
+        duplicate_min_cluster_size=v["similarity.duplicate_min_cluster_size"],
+        top_k=v["similarity.top_k"],
+    )
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _choice(v: dict[str, Any], key: str, allowed: tuple[str, ...], where: str) -> None:
+    if v[key] not in allowed:
+        raise ConfigError(
+            f"{where}: unknown {key} '{v[key]}'; choose one of: {', '.join(allowed)}"
+        )
+
+
+def resolve_prefix_style(style: str, model: str) -> str:
+    """`auto` picks the prefix convention from the model name (nomic, e5, qwen, else none)."""
+    if style != "auto":
+        return style
+    lowered = model.lower()
+    for name in ("nomic", "e5", "qwen"):
+        if name in lowered:
+            return name
+    return "none"

@@ -1,0 +1,58 @@
+"""The Embedder seam, prefix conventions and vector normalisation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sai.config import Config
+
+# prefix_style -> (passage prefix, query prefix), SAI-SPEC §5
+PREFIXES: dict[str, tuple[str, str]] = {
+    "nomic": ("search_document: ", "search_query: "),
+    "e5": ("passage: ", "query: "),
+    "qwen": ("", "Instruct: Given a code search query, retrieve relevant code\nQuery: "),
+    "none": ("", ""),
+}
+
+
+class Embedder(Protocol):
+    """Turns text into L2-normalised float32 vectors; prefixes are applied inside."""
+
+    name: str
+    model: str
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors (n, d) for stored chunks or code snippets (passage prefix)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One vector (d,) for a search query (query prefix)."""
+        ...
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def make_embedder(config: Config) -> Embedder:
+    """The embedder a config names; heavy imports happen only for the one chosen."""
+    if config.embedder == "local":
+        from sai.embedders.local import LocalEmbedder
+
+        return LocalEmbedder(model=config.model, prefix_style=config.prefix_style)
+    from sai.embedders.ollama import OllamaEmbedder
+
+    return OllamaEmbedder(
+        model=config.model,
+        url=config.ollama_url,
+        timeout_s=config.ollama_timeout_s,
+        batch_size=config.ollama_batch_size,
+        prefix_style=config.prefix_style,
+    )

@@ -1,0 +1,37 @@
+"""Languages SAI knows: file extension -> language name (tree-sitter grammar name)."""
+
+LANGUAGE_BY_EXT: dict[str, str] = {
+    "py": "python", "pyi": "python",
+    "js": "javascript", "jsx": "javascript", "mjs": "javascript", "cjs": "javascript",
+    "ts": "typescript", "mts": "typescript", "cts": "typescript",
+    "tsx": "tsx",
+    "go": "go",
+    "rs": "rust",
+    "java": "java",
+    "c": "c", "h": "c",
+    "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
+    "cs": "c_sharp",
+    "rb": "ruby",
+    "php": "php",
+    "kt": "kotlin", "kts": "kotlin",
+}
+
+DEFAULT_EXTS: tuple[str, ...] = tuple(LANGUAGE_BY_EXT)
+
+
+def language_for(key: str) -> str | None:
+    """The language of a file by its extension, or None for a text file SAI has no grammar for."""
+    name = key.rsplit("/", 1)[-1]
+    if "." not in name:
+        return None
+    return LANGUAGE_BY_EXT.get(name.rsplit(".", 1)[-1].lower())
+
+
+def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Lower-case extensions without leading dots, in the order given, without repeats."""
+    seen: dict[str, None] = {}
+    for ext in exts:
+        cleaned = ext.strip().lstrip(".").lower()
+        if cleaned:
+            seen[cleaned] = None
+    return tuple(seen)
