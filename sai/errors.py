@@ -13,11 +13,11 @@ class UsageError(SaiError):
     """A call's arguments are wrong or missing (CLI exit 2, MCP -32602)."""
 
 
-class OutsideRootError(UsageError):
+class OutsideRootError(SaiError):
     """A path points outside the project root."""
 
 
-class NotFoundError(UsageError):
+class NotFoundError(SaiError):
     """The requested chunk or location is not in the index."""
 
 

@@ -1,0 +1,253 @@
+"""The `sai` command: parse, load config once, call the core, print; errors become one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from sai import indexer, render, search
+from sai.config import load_config
+from sai.errors import SaiError, UsageError
+from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
+from sai.progress import ProgressReporter
+from sai.project import Project
+
+S = argparse.SUPPRESS
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options valid before or after any subcommand (defaults suppressed so neither overrides)."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--config", default=S, metavar="PATH", help="config file (default: sai-cfg.yml)")
+    p.add_argument("--root", default=S, metavar="DIR", help="directory to index")
+    p.add_argument("--ext", default=S, metavar="LIST", help="comma list of extensions")
+    p.add_argument("--chunker", default=S, choices=["lines", "ast"])
+    p.add_argument("--embedder", default=S, choices=["ollama", "local"])
+    p.add_argument("--model", default=S, metavar="NAME")
+    p.add_argument("--collection", default=S, metavar="NAME")
+    p.add_argument("--json", action="store_true", default=S, help="machine output on stdout")
+    p.add_argument("--silent", action="store_true", default=S, help="errors only on stderr")
+    p.add_argument("-v", "--verbose", action="store_true", default=S)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="sai", parents=[common],
+        description="Semantic code search: index a tree, then search, find similar code and duplicates.",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="report what would be indexed")
+    parser.add_argument("--recreate", action="store_true", help="drop the collection first")
+    parser.add_argument("--query", metavar="Q", help="search after indexing")
+    parser.add_argument("--query-only", action="store_true", help="skip the index step")
+    parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_duplicates(sub.add_parser("duplicates", parents=[common], help="near-duplicate clusters"))
+    _add_similar(sub.add_parser("similar", parents=[common], help="code similar to a snippet or chunk"))
+    sub.add_parser("status", parents=[common], help="what the index holds")
+    _add_seed(sub.add_parser("sync", parents=[common], help="re-index files git reports changed"))
+    refresh = sub.add_parser("refresh", parents=[common], help="re-index the given files")
+    refresh.add_argument("paths", nargs="+", metavar="PATH")
+    sub.add_parser("flush", parents=[common], help="delete the collection")
+    init = sub.add_parser("init", parents=[common], help="write a commented sai-cfg.yml")
+    init.add_argument("--yes", action="store_true", help="do not ask")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.add_argument("--output", default="sai-cfg.yml", metavar="PATH")
+    mcp = sub.add_parser("mcp", parents=[common], help="serve the MCP tools (stdio or --http)")
+    mcp.add_argument("--allow-write", action="store_true", help="enable sai_refresh and sai_sync")
+    mcp.add_argument("--allow-setup", action="store_true", help="let sai_prepare_mcp_setup run")
+    mcp.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP at /mcp instead of stdio")
+    return parser
+
+
+def _add_seed(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--since", metavar="REV", help="files changed since REV (default HEAD~1)")
+    group.add_argument("--staged", action="store_true", help="files staged in git")
+    group.add_argument("--file", nargs="+", metavar="PATH", dest="files", help="these files")
+
+
+def _add_duplicates(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--min-score", type=float, metavar="F")
+    p.add_argument("--min-cluster-size", type=int, metavar="N")
+    p.add_argument("--top-k", type=int, metavar="N")
+    p.add_argument("--max-clusters", type=int, default=50, metavar="N")
+    p.add_argument("--path-glob", metavar="G")
+    _add_seed(p)
+
+
+def _add_similar(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--code", metavar="TEXT", help="snippet to compare")
+    p.add_argument("--path", metavar="P", help="file of an indexed chunk")
+    p.add_argument("--line", type=int, metavar="N", help="any line inside that chunk")
+    p.add_argument("--limit", type=int, default=8, metavar="N")
+    p.add_argument("--min-score", type=float, metavar="F")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
+    try:
+        return _dispatch(args, opts)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SaiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted; finished batches are kept — run `sai` again to complete the index",
+              file=sys.stderr)
+        return 130
+
+
+def _load(args: argparse.Namespace) -> Project:
+    flags = {
+        "root": getattr(args, "root", None), "ext": getattr(args, "ext", None),
+        "chunker": getattr(args, "chunker", None), "embedder": getattr(args, "embedder", None),
+        "model": getattr(args, "model", None), "collection": getattr(args, "collection", None),
+    }
+    config = load_config(config_file=getattr(args, "config", None), flags=flags,
+                         env=os.environ, cwd=Path.cwd())
+    if config.config_path is None and not getattr(args, "silent", False):
+        print(f"note: no sai-cfg.yml found; using built-in defaults (root {config.root})",
+              file=sys.stderr)
+    return Project(config)
+
+
+def _dispatch(args: argparse.Namespace, opts: dict[str, Any]) -> int:
+    if args.command == "init":
+        return _init(args)
+    project = _load(args)
+    try:
+        handler = _HANDLERS.get(args.command or "", _default)
+        return handler(project, args, bool(opts["json"]))
+    finally:
+        project.close()
+
+
+def _emit(as_json: bool, payload: Any, text: str) -> int:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n" if as_json else text)
+    sys.stdout.flush()
+    return 0
+
+
+def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    if args.query_only and not args.query:
+        raise UsageError("--query-only needs --query")
+    if args.dry_run:
+        from sai.files import walk
+
+        return _emit(False, None, render.dry_run(walk(project.config), project.config))
+    if not args.query_only:
+        silent = bool(getattr(args, "silent", False))
+        with ProgressReporter(sys.stderr, enabled=not silent) as progress:
+            report = indexer.index(project, recreate=args.recreate, progress=progress.update)
+        if not args.query:
+            payload = {"indexed": report.__dict__, "collection": project.config.collection}
+            return _emit(as_json, payload, render.index_summary(report, project.config))
+        if not silent and not as_json:
+            sys.stderr.write(render.index_summary(report, project.config))
+    hits = search.search(project, args.query, limit=max(1, args.limit))
+    return _emit(as_json, hits_json(hits), render.query_results(args.query, hits))
+
+
+def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    seeds = _seed_paths(project, args)
+    config = project.config
+    min_score = config.duplicate_min_score if args.min_score is None else args.min_score
+    size = config.duplicate_min_cluster_size if args.min_cluster_size is None else args.min_cluster_size
+    top_k = config.top_k if args.top_k is None else args.top_k
+    clusters = search.find_duplicates(
+        project, min_score=min_score, min_cluster_size=size, top_k=top_k,
+        max_clusters=args.max_clusters, path_glob=args.path_glob, seed_paths=seeds,
+    )
+    payload = duplicates_json(clusters, min_score=min_score, min_cluster_size=size, top_k=top_k,
+                              seeded=seeds is not None)
+    text = render.duplicate_clusters(clusters, min_score=min_score, min_cluster_size=size, top_k=top_k)
+    return _emit(as_json, payload, text)
+
+
+def _seed_paths(project: Project, args: argparse.Namespace) -> list[str] | None:
+    from sai.files import key_for
+    from sai.gitchanges import changed_files
+
+    if args.files:
+        return [key_for(project.config, p) for p in args.files]
+    if args.since or args.staged:
+        return changed_files(project.config.root, since=args.since, staged=args.staged)
+    return None
+
+
+def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    if args.code is not None and (args.path is not None or args.line is not None):
+        raise UsageError("give either --code or --path with --line, not both")
+    min_score = project.config.find_similar_min_score if args.min_score is None else args.min_score
+    hits = search.find_similar(project, code=args.code, path=args.path, line=args.line,
+                               limit=max(1, args.limit), min_score=min_score)
+    return _emit(as_json, hits_json(hits), render.similar_results(hits, min_score=min_score))
+
+
+def _status(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    payload = status_json(search.status(project))
+    return _emit(as_json, payload, render.status_lines(payload))
+
+
+def _sync(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    report = indexer.sync(project, since=args.since, staged=args.staged, paths=args.files)
+    return _emit(as_json, refresh_json(report, note_when_empty=True), render.sync_report(report))
+
+
+def _refresh(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    report = indexer.refresh(project, args.paths)
+    return _emit(as_json, refresh_json(report), render.sync_report(report))
+
+
+def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    existed = indexer.flush(project)
+    name = project.config.collection
+    text = f"deleted collection '{name}'\n" if existed else f"no collection '{name}' to delete\n"
+    return _emit(as_json, {"collection": name, "deleted": existed}, text)
+
+
+def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    from sai.mcp_server import serve
+
+    if not project.store.exists and not args.allow_write:
+        raise SaiError(
+            f"no index at {project.config.db_path}; run `sai` in the project first "
+            "or start the server with --allow-write"
+        )
+    serve(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http)
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    from sai.cfg_template import TEMPLATE
+
+    target = Path(args.output)
+    if target.exists() and not args.force:
+        raise SaiError(f"{target} already exists; pass --force to overwrite it")
+    if not args.yes and sys.stdin.isatty():
+        answer = input(f"write {target}? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            print("nothing written", file=sys.stderr)
+            return 1
+    try:
+        target.write_text(TEMPLATE, encoding="utf-8")
+    except OSError as exc:
+        raise SaiError(f"cannot write {target}: {exc.strerror}; choose another --output") from exc
+    print(f"wrote {target}")
+    return 0
+
+
+_HANDLERS = {
+    "duplicates": _duplicates, "similar": _similar, "status": _status, "sync": _sync,
+    "refresh": _refresh, "flush": _flush, "mcp": _mcp,
+}

@@ -1,0 +1,66 @@
+"""A project: its config, its index file and its embedder, opened once and shared."""
+
+from __future__ import annotations
+
+from sai.chunking.base import CHUNKER_VERSION
+from sai.config import Config
+from sai.embedders import Embedder, make_embedder
+from sai.errors import IndexMismatchError
+from sai.store import Store
+from sai.store.tables import SCHEMA_VERSION, IndexMeta
+
+# meta keys that must match between an index and the config that opens it
+_CHECKED = ("schema_version", "embedder", "model", "prefix_style", "chunker", "chunker_version")
+
+
+class Project:
+    """What every front end holds: config, store and a lazily created embedder."""
+
+    def __init__(self, config: Config, *, embedder: Embedder | None = None) -> None:
+        self.config = config
+        self.store = Store(
+            config.db_path, collection=config.collection, lock_timeout_s=config.lock_timeout_s
+        )
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = make_embedder(self.config)
+        return self._embedder
+
+    def expected_meta(self, vector_dim: int) -> IndexMeta:
+        return IndexMeta(
+            backend=self.config.backend,
+            embedder=self.config.embedder,
+            model=self.config.model,
+            prefix_style=self.config.prefix_style,
+            vector_dim=vector_dim,
+            chunker=self.config.chunker,
+            chunker_version=CHUNKER_VERSION,
+            schema_version=SCHEMA_VERSION,
+        )
+
+    def check_meta(self, meta: dict[str, str], *, vector_dim: int | None = None) -> None:
+        """Raise IndexMismatchError when the index was built differently from this config."""
+        if not meta:
+            return
+        expected = self.expected_meta(vector_dim or self.config.vector_dim or 0).__dict__
+        for key in _CHECKED:
+            if str(expected[key]) != meta.get(key):
+                raise IndexMismatchError(self._mismatch(key, meta.get(key), expected[key]))
+        stored_dim = int(meta.get("vector_dim", "0"))
+        wanted = vector_dim or self.config.vector_dim
+        if wanted and stored_dim != wanted:
+            raise IndexMismatchError(self._mismatch("vector_dim", stored_dim, wanted))
+
+    def _mismatch(self, key: str, stored: object, wanted: object) -> str:
+        what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
+        return (
+            f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
+            f"but this run uses {key} {wanted}; rebuild it with `sai --recreate` "
+            "or choose another collection"
+        )
+
+    def close(self) -> None:
+        self.store.close()

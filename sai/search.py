@@ -1,0 +1,183 @@
+"""The one search core: search, find_similar, find_duplicates and status, for every front end."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sai import files
+from sai.duplicates import neighbour_edges, union_find_groups
+from sai.errors import NotFoundError, StoreError, UsageError
+from sai.models import Cluster, ClusterMember, Hit, IndexStatus
+from sai.project import Project
+from sai.store.tables import ChunkRow, Connection
+
+OVERFETCH = 4  # filters apply after the nearest-neighbour query, so ask for more
+
+
+def search(
+    project: Project,
+    query: str,
+    *,
+    limit: int = 8,
+    language: str | None = None,
+    path_glob: str | None = None,
+) -> list[Hit]:
+    """Chunks closest in meaning to `query`, best first, after language and glob filters."""
+    if not query.strip():
+        raise UsageError("query is empty; give a few words describing the code you want")
+    vector = project.embedder.embed_query(query)
+    filtered = bool(language or path_glob)
+    with project.store.read() as conn:
+        _check(project, conn, vector)
+        rows = conn.nearest(vector, limit * OVERFETCH if filtered else limit)
+    rows = [r for r in rows if _passes(r, language=language, path_glob=path_glob)]
+    return [_hit(r) for r in rows[:limit]]
+
+
+def find_similar(
+    project: Project,
+    *,
+    code: str | None = None,
+    path: str | None = None,
+    line: int | None = None,
+    limit: int = 8,
+    min_score: float | None = None,
+) -> list[Hit]:
+    """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded)."""
+    threshold = project.config.find_similar_min_score if min_score is None else min_score
+    source_id = None
+    if code is not None:
+        if path is not None or line is not None:
+            raise UsageError("give either code or path+line, not both")
+        if not code.strip():
+            raise UsageError("code is empty; pass the snippet to compare")
+        vector = project.embedder.embed_documents([code])[0]
+    elif path is not None and line is not None:
+        key = files.key_for(project.config, path)
+        source_id, vector = _chunk_vector(project, key, int(line))
+    elif path is not None or line is not None:
+        raise UsageError("path and line go together; give both")
+    else:
+        raise UsageError("give code, or path and line of an indexed chunk")
+    with project.store.read() as conn:
+        _check(project, conn, vector)
+        rows = conn.nearest(vector, limit + 1)
+    rows = [r for r in rows if r.id != source_id and r.score >= threshold]
+    return [_hit(r) for r in rows[:limit]]
+
+
+def _chunk_vector(project: Project, key: str, line: int) -> tuple[int, np.ndarray]:
+    with project.store.read() as conn:
+        _check(project, conn, None)
+        found = conn.chunks_containing(key, line)
+        if not found:
+            raise NotFoundError(f"no indexed chunk at {key}:{line}")
+        return found[0].id, conn.vector_of(found[0].id)
+
+
+def find_duplicates(
+    project: Project,
+    *,
+    min_score: float | None = None,
+    min_cluster_size: int | None = None,
+    top_k: int | None = None,
+    max_clusters: int = 50,
+    path_glob: str | None = None,
+    seed_paths: list[str] | None = None,
+) -> list[Cluster]:
+    """Clusters of near-duplicate chunks (SAI-SPEC §7), deterministic in order."""
+    config = project.config
+    threshold = config.duplicate_min_score if min_score is None else float(min_score)
+    size = config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size)
+    k = config.top_k if top_k is None else int(top_k)
+    with project.store.read() as conn:
+        _check(project, conn, None)
+        rows, matrix = conn.all_chunks()
+    keep = [i for i, r in enumerate(rows) if not r.no_duplicate and _passes(r, path_glob=path_glob)]
+    rows, matrix = [rows[i] for i in keep], matrix[keep] if keep else matrix[:0]
+    queries = None
+    if seed_paths is not None:
+        seeds = set(seed_paths)
+        queries = np.array([i for i, r in enumerate(rows) if r.path in seeds], dtype=np.int64)
+    edges = neighbour_edges(
+        matrix, top_k=k, min_score=threshold, queries=queries, excluded=_nested_mask(rows)
+    )
+    clusters = [_cluster(rows, m, lo, hi) for m, lo, hi in union_find_groups(len(rows), edges)]
+    clusters = [c for c in clusters if c.size >= size]
+    clusters.sort(key=lambda c: (-c.size, -c.max_sim, _member_key(c.members[0])))
+    return clusters[: max(0, int(max_clusters))]
+
+
+def _nested_mask(rows: list[ChunkRow]):
+    """A pair test: True where both chunks are in one file and one's range contains the other's."""
+    paths = np.array([r.path for r in rows], dtype=object)
+    starts = np.array([r.start_line for r in rows])
+    ends = np.array([r.end_line for r in rows])
+
+    def excluded(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        same = paths[i] == paths[j]
+        i_in_j = (starts[j] <= starts[i]) & (ends[i] <= ends[j])
+        j_in_i = (starts[i] <= starts[j]) & (ends[j] <= ends[i])
+        return same & (i_in_j | j_in_i)
+
+    return excluded
+
+
+def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float) -> Cluster:
+    chosen = sorted((rows[i] for i in members), key=lambda r: (r.path, r.start_line, r.end_line))
+    return Cluster(
+        members=tuple(ClusterMember(r.path, r.start_line, r.end_line, r.symbol) for r in chosen),
+        min_sim=float(lo),
+        max_sim=float(hi),
+    )
+
+
+def _member_key(member: ClusterMember) -> tuple[str, int, int]:
+    return (member.path, member.start_line, member.end_line)
+
+
+def status(project: Project) -> IndexStatus:
+    """What the index holds, or what it would be built with when there is none yet."""
+    config = project.config
+    meta: dict[str, str] = {}
+    chunks = nfiles = 0
+    indexed_at = None
+    if project.store.exists:
+        with project.store.read() as conn:
+            meta = conn.meta()
+            if conn.has_collection():
+                chunks, nfiles = conn.chunk_count(), len(conn.files())
+                indexed_at = conn.last_indexed_at()
+    dim = meta.get("vector_dim")
+    return IndexStatus(
+        backend=meta.get("backend", config.backend),
+        collection=config.collection,
+        model=meta.get("model", config.model),
+        vector_dim=int(dim) if dim else None,
+        chunk_count=chunks,
+        chunker=meta.get("chunker", config.chunker),
+        embedder=meta.get("embedder", config.embedder),
+        file_count=nfiles,
+        indexed_at=indexed_at,
+    )
+
+
+def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> None:
+    if not conn.has_collection():
+        raise StoreError(
+            f"the index has no collection '{project.config.collection}'; run `sai` to build it"
+        )
+    project.check_meta(conn.meta(), vector_dim=None if vector is None else int(vector.shape[0]))
+
+
+def _passes(row: ChunkRow, *, language: str | None = None, path_glob: str | None = None) -> bool:
+    if language and (row.language or "").lower() != language.lower():
+        return False
+    return not path_glob or files.glob_match(path_glob, row.path)
+
+
+def _hit(row: ChunkRow) -> Hit:
+    return Hit(
+        path=row.path, start_line=row.start_line, end_line=row.end_line, symbol=row.symbol,
+        score=float(row.score), text=row.text, language=row.language,
+    )
