@@ -1,0 +1,219 @@
+"""The `ast` chunker: tree-sitter units (functions, classes, ...) plus gap chunks for the rest.
+
+Every line belongs to its innermost unit, or to the module when no unit spans it. Each owner's
+lines become chunks through `window_chunks`, so a class chunk holds its header, fields and closing
+brace (its range spans its methods'), and the module chunk holds imports and top-level statements.
+Symbols are qualified by every enclosing unit with '.': `Session.create`, `outer.inner`; C++
+`Foo::bar` is written `Foo.bar`, the same symbol an in-class definition gets.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from functools import cache
+
+from tree_sitter import Node, Parser
+from tree_sitter_languages import get_parser
+
+from sai.chunking.base import split_lines
+from sai.chunking.grammars import GRAMMARS, Grammar, UnitRule
+from sai.chunking.lines import LineChunker, Numbered, window_chunks
+from sai.models import Chunk
+
+_TYPE_ARGS = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
+_SCOPE = re.compile(r"\s*(?:::|\\)\s*")  # C++/Rust/Ruby `::` and PHP `\` separate scopes
+_MODULE = -1  # owner index of lines outside every unit
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit's 1-based inclusive line span and qualified symbol."""
+
+    start: int
+    end: int
+    symbol: str | None
+    container: bool
+    owns_lines: bool
+
+
+class TreeSitterChunker:
+    name = "ast"
+
+    def __init__(self, *, max_chunk_chars: int = 2000) -> None:
+        self.max_chunk_chars = max_chunk_chars
+        self._lines = LineChunker(max_chunk_chars=max_chunk_chars)
+
+    def chunk(self, key: str, text: str, language: str | None) -> list[Chunk]:
+        """Unit and gap chunks sorted by (start_line, end_line); line windows when unparseable."""
+        grammar = GRAMMARS.get(language) if language else None
+        if grammar is None or language is None:
+            return self._lines.chunk(key, text, language)
+        lines = split_lines(text)
+        try:
+            tree = parser_for(language).parse(text.encode("utf-8"))
+        except ValueError:  # a parser failure costs the file its units, not its chunks
+            return self._lines.chunk(key, text, language)
+        units = find_units(tree.root_node, grammar, last_line=len(lines))
+        if not units and tree.root_node.has_error:
+            return self._lines.chunk(key, text, language)
+        return self._owned_chunks(key, lines, units, language)
+
+    def _owned_chunks(
+        self, key: str, lines: list[str], units: list[Unit], language: str
+    ) -> list[Chunk]:
+        owner = owner_by_line(units, len(lines))
+        owned: dict[int, Numbered] = {}
+        for number, line in enumerate(lines, start=1):
+            owned.setdefault(owner[number], []).append((number, line))
+        chunks: list[Chunk] = []
+        for index, numbered in owned.items():
+            symbol = None if index == _MODULE else units[index].symbol
+            chunks += window_chunks(
+                key, numbered, max_bytes=self.max_chunk_chars, symbol=symbol, language=language
+            )
+        return sorted(chunks, key=lambda c: (c.start_line, c.end_line))
+
+
+@cache
+def parser_for(language: str) -> Parser:
+    """One parser per language for the life of the process (building one loads a library)."""
+    with warnings.catch_warnings():
+        # tree_sitter_languages still calls the deprecated Language(path, name).
+        warnings.simplefilter("ignore", FutureWarning)
+        return get_parser(language)
+
+
+def owner_by_line(units: list[Unit], line_count: int) -> list[int]:
+    """Index of each line's innermost owning unit (`_MODULE` if none); index 0 is unused.
+
+    `units` is in pre-order, so a nested unit overwrites its parent's claim on its lines.
+    """
+    owner = [_MODULE] * (line_count + 1)
+    for index, unit in enumerate(units):
+        if unit.owns_lines:
+            owner[unit.start : unit.end + 1] = [index] * (unit.end - unit.start + 1)
+    return owner
+
+
+def find_units(root: Node, grammar: Grammar, *, last_line: int) -> list[Unit]:
+    """The units of a tree in pre-order: an enclosing unit comes before the units inside it."""
+    units: list[Unit] = []
+    enclosing: list[tuple[int, Unit]] = []  # (depth, unit) of the units around the cursor
+    cursor = root.walk()
+    depth = 0
+    while True:
+        node = cursor.node
+        while enclosing and enclosing[-1][0] >= depth:  # left that unit's subtree
+            enclosing.pop()
+        # Named only: Ruby's `class` keyword token has the same type as its class node.
+        rule = grammar.units.get(node.type) if node.is_named else None
+        if rule is not None:
+            unit = make_unit(node, rule, grammar, [u for _, u in enclosing], last_line)
+            if unit is not None:
+                units.append(unit)
+                enclosing.append((depth, unit))
+        if cursor.goto_first_child():
+            depth += 1
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return units
+            depth -= 1
+
+
+def make_unit(
+    node: Node, rule: UnitRule, grammar: Grammar, enclosing: list[Unit], last_line: int
+) -> Unit | None:
+    """The unit a node forms under its rule, or None when the rule's conditions are not met."""
+    if rule.needs:
+        needed = resolve(node, rule.needs)
+        if needed is None or (rule.needs_types and needed.type not in rule.needs_types):
+            return None
+    if rule.top_level and not all(u.container for u in enclosing):
+        return None
+    start, end = unit_span(node, grammar, last_line)
+    if start > end:
+        return None
+    parent_symbol = enclosing[-1].symbol if enclosing else None
+    return Unit(
+        start=start,
+        end=end,
+        symbol=unit_symbol(node, rule, parent_symbol),
+        container=rule.container,
+        owns_lines=not rule.scope_only,
+    )
+
+
+def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:
+    """1-based lines of a node together with its wrappers (decorators, export) and attributes."""
+    top = node
+    while top.parent is not None and top.parent.type in grammar.wrappers:
+        top = top.parent
+    first = top
+    previous = top.prev_named_sibling
+    while previous is not None and previous.type in grammar.leading:
+        first, previous = previous, previous.prev_named_sibling
+    end_row, end_column = top.end_point
+    if end_column == 0 and end_row > top.start_point[0]:
+        end_row -= 1  # a node ending at column 0 ends with the previous line's newline
+    return first.start_point[0] + 1, min(end_row + 1, last_line)
+
+
+def unit_symbol(node: Node, rule: UnitRule, parent_symbol: str | None) -> str | None:
+    """`parent.owner.name`; an anonymous unit takes its parent's symbol."""
+    name = clean_name(resolve(node, rule.name)) or rule.fixed_name
+    if not name:
+        return parent_symbol
+    owner = clean_name(resolve(node, rule.qualifier))
+    return ".".join(part for part in (parent_symbol, owner, name) if part)
+
+
+def clean_name(node: Node | None) -> str | None:
+    """A name as a symbol segment: no type arguments, pointers or quotes; `::` and `\\` as '.'."""
+    if node is None:
+        return None
+    text = _SCOPE.sub(".", " ".join(node.text.decode("utf-8", "replace").split()))
+    if "operator" not in text:  # `operator<` and `operator bool` are names as they stand
+        previous = None
+        while previous != text:
+            previous, text = text, _TYPE_ARGS.sub("", text)
+        # Unexpanded macros can leave words before the name (`_If_sv append`).
+        text = text.rsplit(" ", 1)[-1]
+    text = text.strip("*&'\"` ")
+    return text if any(ch.isalnum() or ch == "_" for ch in text) else None
+
+
+def resolve(node: Node, path: str) -> Node | None:
+    """The node a grammar path (see sai/chunking/grammars.py) leads to, or None."""
+    for alternative in path.split("|") if path else ():
+        current: Node | None = node
+        for step in alternative.split("/"):
+            current = _step(current, step) if current is not None else None
+        if current is not None:
+            return current
+    return None
+
+
+def _step(node: Node, step: str) -> Node | None:
+    if step == "^":
+        return node.parent
+    if step.startswith("@"):
+        return next((c for c in node.named_children if c.type == step[1:]), None)
+    if step.endswith("*"):
+        return _descend(node, step[:-1])
+    return node.child_by_field_name(step)
+
+
+def _descend(node: Node, field: str) -> Node | None:
+    """Follow `field` down as far as it goes (C declarator chains end at the declared name)."""
+    current = node.child_by_field_name(field)
+    while current is not None:
+        following = current.child_by_field_name(field)
+        if following is None and current.type.endswith("_declarator") and current.named_children:
+            following = current.named_children[0]
+        if following is None:
+            return current
+        current = following
+    return None

@@ -1,0 +1,531 @@
+"""Chunkers over real tree-sitter parses of small fixtures, one per language."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from tree_sitter_languages import get_language
+
+from sai.chunking.base import make_chunker, split_lines
+from sai.chunking.grammars import GRAMMARS
+from sai.chunking.lines import LineChunker
+from sai.chunking.treesitter import TreeSitterChunker, parser_for
+from sai.models import Chunk
+
+PYTHON = '''\
+"""Sessions against the API."""
+import json
+from pathlib import Path
+
+TIMEOUT = 30
+
+
+def helper(x):
+    return x * 2
+
+
+def outer(items):
+    def inner(item):
+        return item + 1
+
+    return [inner(i) for i in items]
+
+
+class Session:
+    """A logged-in session."""
+
+    retries = 3
+
+    @classmethod
+    def create(cls, token):
+        return cls(token)
+
+    def close(self):
+        self.open = False
+
+
+if __name__ == "__main__":
+    print(json.dumps(helper(2)))
+'''
+
+JAVASCRIPT = """\
+import { fmt } from "./fmt.js";
+
+const TAX = 0.2;
+
+export const formatPrice = (cents) => {
+  const local = () => cents / 100;
+  return fmt(local());
+};
+
+class Cart {
+  items = [];
+
+  total() {
+    return this.items.reduce((a, b) => a + b, 0);
+  }
+}
+
+export default function main() {
+  return new Cart().total();
+}
+"""
+
+TYPESCRIPT = """\
+import { Store } from "./store";
+
+export interface User {
+  id: number;
+  name: string;
+}
+
+export class UserStore implements Store<User> {
+  private users: User[] = [];
+
+  add(user: User): void {
+    this.users.push(user);
+  }
+}
+
+export const createStore = (): UserStore => new UserStore();
+
+namespace Admin {
+  export function audit(): void {}
+}
+"""
+
+TSX = """\
+import React from "react";
+
+type Props = { title: string };
+
+export const Header = ({ title }: Props) => {
+  return <h1>{title}</h1>;
+};
+
+export function App() {
+  return <Header title="hi" />;
+}
+"""
+
+GO = """\
+package server
+
+import (
+	"fmt"
+	"net/http"
+)
+
+type Handler func(w http.ResponseWriter)
+
+type Server struct {
+	addr string
+}
+
+func NewServer(addr string) *Server {
+	return &Server{addr: addr}
+}
+
+func (s *Server) Start() error {
+	fmt.Println("listening on", s.addr)
+	return http.ListenAndServe(s.addr, nil)
+}
+"""
+
+RUST = """\
+use std::fmt;
+
+#[derive(Debug, Clone)]
+pub struct Point {
+    x: f64,
+    y: f64,
+}
+
+impl Point {
+    pub fn norm(&self) -> f64 {
+        (self.x * self.x + self.y * self.y).sqrt()
+    }
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "({}, {})", self.x, self.y)
+    }
+}
+
+pub trait Shape {
+    fn area(&self) -> f64;
+}
+"""
+
+JAVA = """\
+package app.users;
+
+import java.util.Optional;
+
+public class UserService {
+    private final Repo repo;
+
+    public UserService(Repo repo) {
+        this.repo = repo;
+    }
+
+    public Optional<User> find(long id) {
+        return repo.byId(id);
+    }
+
+    interface Repo {
+        Optional<User> byId(long id);
+    }
+}
+"""
+
+C = """\
+#include <stdlib.h>
+
+#define CAP 16
+
+typedef struct {
+    int len;
+    int cap;
+} Vec;
+
+struct node {
+    int value;
+    struct node *next;
+};
+
+static struct node *make_node(int value) {
+    struct node *n = malloc(sizeof *n);
+    n->value = value;
+    return n;
+}
+"""
+
+CPP = """\
+#include <string>
+
+namespace geo {
+
+class Shape {
+public:
+    virtual ~Shape() = default;
+    double area() const { return w * h; }
+    void scale(double k);
+
+private:
+    double w = 1, h = 1;
+};
+
+void Shape::scale(double k) {
+    w *= k;
+    h *= k;
+}
+
+}  // namespace geo
+"""
+
+C_SHARP = """\
+using System;
+
+namespace App.Services
+{
+    public class UserService
+    {
+        private readonly IRepo _repo;
+
+        public UserService(IRepo repo)
+        {
+            _repo = repo;
+        }
+
+        public User Find(int id)
+        {
+            return _repo.ById(id);
+        }
+    }
+}
+"""
+
+RUBY = """\
+require "json"
+
+module Admin
+  class UsersController < ApplicationController
+    before_action :authenticate
+
+    def index
+      render json: User.all
+    end
+
+    def self.build(params)
+      new(params)
+    end
+  end
+end
+"""
+
+PHP = """\
+<?php
+namespace App\\Models;
+
+use Illuminate\\Database\\Eloquent\\Model;
+
+class User extends Model
+{
+    protected $table = 'users';
+
+    public function find($id)
+    {
+        return static::where('id', $id)->first();
+    }
+}
+
+function helper($x)
+{
+    return $x * 2;
+}
+"""
+
+KOTLIN = """\
+package geo
+
+import kotlin.math.sqrt
+
+data class Point(val x: Double, val y: Double) {
+    fun norm(): Double = sqrt(x * x + y * y)
+
+    companion object {
+        fun origin() = Point(0.0, 0.0)
+    }
+}
+
+fun String.shout(): String {
+    return uppercase() + "!"
+}
+"""
+
+FIXTURES: dict[str, tuple[str, set[str]]] = {
+    "python": (PYTHON, {"helper", "outer", "outer.inner", "Session", "Session.create",
+                        "Session.close"}),
+    "javascript": (JAVASCRIPT, {"formatPrice", "Cart", "Cart.total", "main"}),
+    "typescript": (TYPESCRIPT, {"User", "UserStore", "UserStore.add", "createStore",
+                                "Admin.audit"}),
+    "tsx": (TSX, {"Header", "App"}),
+    "go": (GO, {"Server", "NewServer", "Server.Start"}),
+    "rust": (RUST, {"Point", "Point.norm", "Point.fmt", "Shape"}),
+    "java": (JAVA, {"UserService", "UserService.UserService", "UserService.find",
+                    "UserService.Repo"}),
+    "c": (C, {"Vec", "node", "make_node"}),
+    "cpp": (CPP, {"geo.Shape", "geo.Shape.~Shape", "geo.Shape.area", "geo.Shape.scale"}),
+    "c_sharp": (C_SHARP, {"App.Services.UserService", "App.Services.UserService.UserService",
+                          "App.Services.UserService.Find"}),
+    "ruby": (RUBY, {"Admin", "Admin.UsersController", "Admin.UsersController.index",
+                    "Admin.UsersController.build"}),
+    "php": (PHP, {"User", "User.find", "helper"}),
+    "kotlin": (KOTLIN, {"Point", "Point.norm", "Point.origin", "String.shout"}),
+}
+
+
+def ast_chunks(text: str, language: str | None, *, max_chunk_chars: int = 2000) -> list[Chunk]:
+    return TreeSitterChunker(max_chunk_chars=max_chunk_chars).chunk("f", text, language)
+
+
+def symbols(chunks: list[Chunk]) -> set[str | None]:
+    return {c.symbol for c in chunks}
+
+
+def chunk_with(chunks: list[Chunk], symbol: str | None) -> Chunk:
+    return next(c for c in chunks if c.symbol == symbol)
+
+
+@pytest.mark.parametrize("language", sorted(FIXTURES))
+def test_units_are_named_and_qualified_by_their_containers(language: str) -> None:
+    text, expected = FIXTURES[language]
+    assert expected <= symbols(ast_chunks(text, language))
+
+
+@pytest.mark.parametrize("language", sorted(FIXTURES))
+def test_every_non_blank_line_is_in_the_range_and_text_of_a_chunk(language: str) -> None:
+    text = FIXTURES[language][0]
+    chunks = ast_chunks(text, language)
+    for number, line in enumerate(split_lines(text), start=1):
+        if line.strip():
+            holders = [c for c in chunks if c.start_line <= number <= c.end_line]
+            assert any(line in c.text.split("\n") for c in holders), (number, line)
+
+
+@pytest.mark.parametrize("language", sorted(FIXTURES))
+def test_chunks_are_sorted_and_hold_original_lines(language: str) -> None:
+    text = FIXTURES[language][0]
+    lines = split_lines(text)
+    chunks = ast_chunks(text, language)
+    assert chunks == sorted(chunks, key=lambda c: (c.start_line, c.end_line))
+    for c in chunks:
+        span = iter(lines[c.start_line - 1 : c.end_line])
+        chunk_lines = c.text.split("\n")
+        assert all(line in span for line in chunk_lines), c  # an in-order subsequence
+        assert (chunk_lines[0], chunk_lines[-1]) == (lines[c.start_line - 1], lines[c.end_line - 1])
+        assert c.language == language
+
+
+def test_python_decorators_are_inside_the_unit() -> None:
+    create = chunk_with(ast_chunks(PYTHON, "python"), "Session.create")
+    assert create.text.split("\n")[0] == "    @classmethod"
+    assert "return cls(token)" in create.text
+
+
+def test_nested_function_owns_its_lines_and_outer_keeps_the_rest() -> None:
+    chunks = ast_chunks(PYTHON, "python")
+    assert "def inner" not in chunk_with(chunks, "outer").text
+    assert "return [inner(i) for i in items]" in chunk_with(chunks, "outer").text
+    assert "return item + 1" in chunk_with(chunks, "outer.inner").text
+
+
+def test_module_gap_chunk_holds_imports_constants_and_top_level_code() -> None:
+    module = chunk_with(ast_chunks(PYTHON, "python"), None)
+    for line in ("import json", "TIMEOUT = 30", 'if __name__ == "__main__":'):
+        assert line in module.text
+    assert "def helper" not in module.text
+
+
+def test_python_class_chunk_holds_docstring_and_fields_but_not_methods() -> None:
+    session = chunk_with(ast_chunks(PYTHON, "python"), "Session")
+    assert '"""A logged-in session."""' in session.text and "retries = 3" in session.text
+    assert "def create" not in session.text
+
+
+def test_class_chunk_is_its_skeleton_and_its_range_spans_its_methods() -> None:
+    chunks = ast_chunks(JAVA, "java")
+    service, find = chunk_with(chunks, "UserService"), chunk_with(chunks, "UserService.find")
+    assert "private final Repo repo;" in service.text and "repo.byId(id)" not in service.text
+    assert service.start_line < find.start_line <= find.end_line < service.end_line
+
+
+@pytest.mark.parametrize(
+    ("language", "symbol", "closing"),
+    [
+        ("java", "UserService", "}"),
+        ("c_sharp", "App.Services.UserService", "    }"),
+        ("php", "User", "}"),
+        ("cpp", "geo.Shape", "};"),
+        ("ruby", "Admin.UsersController", "  end"),
+    ],
+)
+def test_closing_brace_or_end_of_a_class_belongs_to_the_class(
+    language: str, symbol: str, closing: str
+) -> None:
+    chunks = ast_chunks(FIXTURES[language][0], language)
+    assert chunk_with(chunks, symbol).text.split("\n")[-1] == closing
+
+
+def test_method_signatures_without_bodies_stay_in_their_interface() -> None:
+    chunks = ast_chunks(JAVA, "java")
+    assert "UserService.Repo.byId" not in symbols(chunks)
+    assert "byId(long id);" in chunk_with(chunks, "UserService.Repo").text
+
+
+def test_const_arrow_function_is_a_unit_only_outside_functions() -> None:
+    found = symbols(ast_chunks(JAVASCRIPT, "javascript"))
+    assert "formatPrice" in found
+    assert not any(s and s.endswith("local") for s in found)
+
+
+def test_go_type_without_struct_or_interface_stays_in_module_chunk() -> None:
+    chunks = ast_chunks(GO, "go")
+    assert "Handler" not in symbols(chunks)
+    assert "type Handler func" in chunk_with(chunks, None).text
+
+
+def test_rust_attributes_are_inside_the_item() -> None:
+    point = next(c for c in ast_chunks(RUST, "rust") if c.text.startswith("#[derive"))
+    assert point.symbol == "Point" and "pub struct Point {" in point.text
+
+
+def test_oversized_function_is_split_into_windows_keeping_its_symbol() -> None:
+    body = "".join(f"    total += compute_value_{i}(argument, other)\n" for i in range(150))
+    text = f"import os\n\n\ndef big(argument, other):\n    total = 0\n{body}    return total\n"
+    big = [c for c in ast_chunks(text, "python", max_chunk_chars=1500) if c.symbol == "big"]
+    assert len(big) >= 5
+    assert all(len(c.text.encode()) <= 1500 and c.end_line - c.start_line < 60 for c in big)
+    assert big[0].start_line == 4 and big[-1].end_line == 156
+
+
+def test_unit_owning_no_lines_makes_no_chunk() -> None:
+    chunks = ast_chunks("class A { void f() { run(); } }\n", "java")
+    assert [c.symbol for c in chunks] == ["A.f"]
+
+
+def test_unknown_language_uses_line_windows() -> None:
+    text = "".join(f"line {i}\n" for i in range(100))
+    expected = LineChunker().chunk("f", text, None)
+    assert ast_chunks(text, None) == expected
+    assert ast_chunks(text, "cobol") == LineChunker().chunk("f", text, "cobol")
+
+
+def test_unparseable_file_falls_back_to_line_windows() -> None:
+    text = "}}}} ((( @@@ !!! \n" * 70
+    assert ast_chunks(text, "python") == LineChunker().chunk("f", text, "python")
+
+
+def test_blank_file_gives_no_chunks() -> None:
+    assert ast_chunks("\n   \n\n", "go") == []
+
+
+def test_crlf_line_endings_are_dropped_from_chunk_text() -> None:
+    chunks = ast_chunks("def f():\r\n    return 1\r\n", "python")
+    assert [(c.symbol, c.text) for c in chunks] == [("f", "def f():\n    return 1")]
+
+
+def test_make_chunker_builds_the_ast_chunker_and_parsers_are_cached() -> None:
+    chunker = make_chunker("ast", max_chunk_chars=900)
+    assert isinstance(chunker, TreeSitterChunker) and chunker.max_chunk_chars == 900
+    assert parser_for("go") is parser_for("go")
+
+
+@pytest.mark.parametrize("language", sorted(GRAMMARS))
+def test_every_table_node_type_exists_in_its_grammar(language: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        grammar = get_language(language)
+    kinds = {grammar.node_kind_for_id(i) for i in range(grammar.node_kind_count)}
+    table = GRAMMARS[language]
+    assert set(table.units) | table.wrappers | table.leading <= kinds
+
+
+def numbered_text(count: int, *, width: int = 10) -> str:
+    return "".join(f"{i:0{width}d}\n" for i in range(1, count + 1))
+
+
+def test_line_windows_are_60_lines_with_8_lines_overlap() -> None:
+    chunks = LineChunker().chunk("f", numbered_text(130), "python")
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 60), (53, 112), (105, 130)]
+    assert all(c.symbol is None and c.language == "python" for c in chunks)
+
+
+def test_line_windows_respect_the_byte_budget() -> None:
+    chunks = LineChunker(max_chunk_chars=1000).chunk("f", numbered_text(40, width=99), None)
+    assert all(len(c.text.encode()) <= 1000 for c in chunks)
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, 10)  # 10 lines of 100 bytes
+
+
+def test_whitespace_only_line_windows_are_skipped() -> None:
+    text = "first\n" + "   \n" * 200 + "last\n"
+    chunks = LineChunker().chunk("f", text, None)
+    assert [(c.start_line, c.end_line) for c in chunks] == [(1, 60), (157, 202)]
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "symbol"),
+    [
+        ("go", "func (l *List[T]) Len() int {\n\treturn l.n\n}\n", "List.Len"),
+        ("rust", "impl<T> Wrapper<T> {\n    fn get(&self) -> &T { &self.0 }\n}\n", "Wrapper.get"),
+        ("cpp", "template <typename T>\nT Box<T>::get() const {\n    return v;\n}\n", "Box.get"),
+        ("ruby", "class Api::V1::Users\n  def show\n  end\nend\n", "Api.V1.Users.show"),
+    ],
+)
+def test_symbols_drop_type_arguments_pointers_and_scope_operators(
+    language: str, text: str, symbol: str
+) -> None:
+    assert symbol in symbols(ast_chunks(text, language))
