@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--query", metavar="Q", help="search after indexing")
     parser.add_argument("--query-only", action="store_true", help="skip the index step")
     parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")
+    parser.add_argument("--mode", choices=["hybrid", "semantic", "lexical"], default="hybrid",
+                        help="ranking: hybrid (default), semantic or lexical (no embedder needed)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_duplicates(sub.add_parser("duplicates", parents=[common], help="near-duplicate clusters"))
     _add_similar(sub.add_parser("similar", parents=[common], help="code similar to a snippet or chunk"))
@@ -154,7 +156,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
             return _emit(as_json, payload, render.index_summary(report, project.config))
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
-    hits = search.search(project, args.query, limit=max(1, args.limit))
+    hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode)
     return _emit(as_json, hits_json(hits), render.query_results(args.query, hits))
 
 

@@ -18,6 +18,7 @@ from sai.chunking import make_chunker
 from sai.chunking.base import drop_noindex, strip_c_comments
 from sai.errors import EmbedderError
 from sai.gitchanges import changed_files
+from sai.lexical import lexemes
 from sai.models import Chunk, IndexReport, PathResult, RefreshReport, SourceFile, sha256_hex
 from sai.project import Project
 from sai.store.tables import Connection, FileRow
@@ -154,7 +155,8 @@ class _Run:
     def _row(self, chunk: Chunk, file_hash: str) -> tuple:
         nodup = self.config.honor_noduplicate_marker and NODUP_MARKER in chunk.text
         return (chunk.path, chunk.language, chunk.start_line, chunk.end_line, chunk.symbol,
-                chunk.text, chunk.content_hash, file_hash, nodup)
+                chunk.text, chunk.content_hash, file_hash, nodup,
+                lexemes(chunk.text, path=chunk.path, symbol=chunk.symbol))
 
     def remove(self, keys: list[str]) -> None:
         if not keys or not self.stored:
@@ -268,7 +270,7 @@ def _with_collection(project: Project, action: Callable[[Connection], object]) -
 
 
 def _finish(project: Project, *, removed: int) -> None:
-    """Make sure the HNSW index exists; compact it after many deletions."""
+    """Make sure the HNSW index exists (compacted after many deletions); rebuild BM25."""
     if not project.store.exists:
         return
     with project.store.write() as conn:
@@ -277,6 +279,7 @@ def _finish(project: Project, *, removed: int) -> None:
         conn.create_hnsw()
         if removed and removed * 10 > conn.chunk_count():
             conn.compact_hnsw()
+        conn.rebuild_fts()
 
 
 def _stored_files(project: Project) -> dict[str, FileRow]:

@@ -54,6 +54,7 @@ class Hit:
     language: str | None = None
     stale: bool = False
     rank: int | None = None
+    score_kind: str = "cosine"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ def hit_json(hit: Hit, *, include_text: bool = False) -> dict[str, Any]:
     }
     if hit.rank is not None:
         out["rank"] = hit.rank
+    if hit.score_kind != "cosine":
+        out["score_kind"] = hit.score_kind
     return out
 
 

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from sai import files
 from sai.duplicates import neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
+from sai.freshness import stale_keys
+from sai.lexical import query_lexemes
 from sai.models import Cluster, ClusterMember, Hit, IndexStatus
 from sai.project import Project
+from sai.ranking import Candidate, fuse, merge
 from sai.store.tables import ChunkRow, Connection
 
 OVERFETCH = 4  # filters apply after the nearest-neighbour query, so ask for more
+
+
+MODES = ("hybrid", "semantic", "lexical")
+CANDIDATES = 50  # per list; at least limit * OVERFETCH
 
 
 def search(
@@ -21,17 +30,60 @@ def search(
     limit: int = 8,
     language: str | None = None,
     path_glob: str | None = None,
+    mode: str = "hybrid",
 ) -> list[Hit]:
-    """Chunks closest in meaning to `query`, best first, after language and glob filters."""
+    """Chunks that answer `query`, best first, after language and glob filters.
+
+    `score` stays the cosine similarity of hit and query (BM25 in lexical mode, which needs no
+    embedder); in hybrid mode the order is the fused rank, given in `rank`.
+    """
+    if mode not in MODES:
+        raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
     if not query.strip():
         raise UsageError("query is empty; give a few words describing the code you want")
-    vector = project.embedder.embed_query(query)
-    filtered = bool(language or path_glob)
+    vector = None if mode == "lexical" else project.embedder.embed_query(query)
+    wanted = max(CANDIDATES, limit * OVERFETCH)
     with project.store.read() as conn:
         _check(project, conn, vector)
-        rows = conn.nearest(vector, limit * OVERFETCH if filtered else limit)
-    rows = [r for r in rows if _passes(r, language=language, path_glob=path_glob)]
-    return [_hit(r) for r in rows[:limit]]
+        semantic = conn.nearest(vector, wanted) if vector is not None else []
+        lexical = _lexical(conn, query, wanted, vector) if mode != "semantic" else []
+        ordered = _order(mode, semantic, lexical, query)
+        ordered = [c for c in ordered if _passes(c.row, language=language, path_glob=path_glob)]
+        chosen = ordered[:limit]
+        stored = conn.files([c.row.path for c in chosen])
+    stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
+    return [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
+
+
+def _lexical(
+    conn: Connection, query: str, wanted: int, vector: np.ndarray | None
+) -> list[tuple[ChunkRow, float]]:
+    """BM25 matches as rows; with a query vector, each row's score is its cosine to it."""
+    found = conn.bm25(query_lexemes(query), wanted)
+    rows, matrix = conn.chunks_by_ids([chunk_id for chunk_id, _ in found])
+    cosines = matrix @ vector if vector is not None and len(rows) else [0.0] * len(rows)
+    bm25 = dict(found)
+    return [(replace(r, score=float(c)), bm25[r.id]) for r, c in zip(rows, cosines, strict=True)]
+
+
+def _order(
+    mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str
+) -> list[Candidate]:
+    if mode == "semantic":
+        return merge(semantic, [])
+    if mode == "lexical":
+        return merge([], lexical)
+    return fuse(merge(semantic, lexical), query)
+
+
+def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
+    lexical_only = mode == "lexical"
+    return Hit(
+        path=c.row.path, start_line=c.row.start_line, end_line=c.row.end_line,
+        symbol=c.row.symbol, score=float(c.bm25 if lexical_only else c.row.score),
+        text=c.row.text, language=c.row.language, stale=c.row.path in stale, rank=rank,
+        score_kind="bm25" if lexical_only else "cosine",
+    )
 
 
 def find_similar(

@@ -11,7 +11,7 @@ import glob
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -20,7 +20,11 @@ import pyarrow as pa
 
 from sai.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+FTS_OPTIONS = (
+    "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
+    "strip_accents = 0, lower = 1, overwrite = 1"
+)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -90,6 +94,7 @@ class Connection:
         con = duckdb.connect(":memory:")
         try:
             con.execute(f"LOAD '{extension_path('vss')}'")
+            con.execute(f"LOAD '{extension_path('fts')}'")
             con.execute("SET hnsw_enable_experimental_persistence = true")
             mode = " (READ_ONLY)" if read_only else ""
             con.execute(f"ATTACH '{_quote(str(path))}' AS sai{mode}")
@@ -156,7 +161,7 @@ class Connection:
         self.con.execute(
             f"CREATE TABLE {self.collection} (id BIGINT, path VARCHAR, language VARCHAR, "
             "start_line INTEGER, end_line INTEGER, symbol VARCHAR, text VARCHAR, "
-            "content_hash VARCHAR, file_hash VARCHAR, "
+            "content_hash VARCHAR, file_hash VARCHAR, lexemes VARCHAR, "
             f"embedding FLOAT[{dim}], indexed_at TIMESTAMP, no_duplicate BOOLEAN)"
         )
         self.con.execute(
@@ -167,6 +172,7 @@ class Connection:
 
     def drop_collection(self) -> None:
         self.drop_hnsw()
+        self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
         self.con.execute(f"DROP TABLE IF EXISTS {self.collection}")
         self.con.execute(f"DROP TABLE IF EXISTS {self.files_table}")
         if self._table_exists("sai_meta"):
@@ -195,21 +201,69 @@ class Connection:
     def drop_hnsw(self) -> None:
         self.con.execute(f"DROP INDEX IF EXISTS {self.hnsw_name}")
 
+    def rebuild_fts(self) -> None:
+        """Rebuild the BM25 index: DuckDB's FTS index does not follow table changes."""
+        self.con.execute(
+            f"PRAGMA create_fts_index('{self.collection}', 'id', 'lexemes', {FTS_OPTIONS})"
+        )
+
+    def has_fts(self) -> bool:
+        row = self.con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'sai' "
+            "AND schema_name = ? AND table_name = 'docs'",
+            [f"fts_main_{self.collection}"],
+        ).fetchone()
+        return bool(row and row[0])
+
+    def bm25(self, query_lexemes: str, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score) of the best lexical matches, best first."""
+        if not query_lexemes.strip() or not self.has_fts():
+            return []
+        return self.con.execute(
+            f"SELECT id, score FROM (SELECT id, fts_main_{self.collection}.match_bm25(id, ?) "
+            f"AS score FROM {self.collection}) WHERE score IS NOT NULL "
+            "ORDER BY score DESC, id LIMIT ?",
+            [query_lexemes, int(limit)],
+        ).fetchall()
+
+    def chunks_by_ids(self, ids: list[int]) -> tuple[list[ChunkRow], np.ndarray]:
+        """These chunks and their vectors, in the order of `ids` (missing ids dropped)."""
+        table = self.con.execute(
+            f"SELECT {_CHUNK_COLS}, embedding FROM {self.collection} "
+            "WHERE id IN (SELECT unnest(?::BIGINT[]))",
+            [[int(i) for i in ids]],
+        ).arrow()
+        table = table.read_all() if hasattr(table, "read_all") else table
+        if table.num_rows == 0:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        names = _CHUNK_COLS.split(", ")
+        columns = [table.column(n).to_pylist() for n in names]
+        rows = [ChunkRow(*values) for values in zip(*columns, strict=True)]
+        matrix = _matrix(table.column("embedding"))
+        position = {row.id: k for k, row in enumerate(rows)}
+        order = [position[i] for i in ids if i in position]
+        return [rows[k] for k in order], matrix[order]
+
     def compact_hnsw(self) -> None:
         if self.has_hnsw():
             self.con.execute("PRAGMA hnsw_compact_index(?)", [self.hnsw_name])
 
     # -- files ------------------------------------------------------------------------------
 
-    def files(self) -> dict[str, FileRow]:
-        rows = self.con.execute(
-            f"SELECT path, size, mtime_ns, file_hash, chunk_count FROM {self.files_table}"
-        ).fetchall()
+    def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
+        """File rows, all or those of `keys`."""
+        sql = f"SELECT path, size, mtime_ns, file_hash, chunk_count FROM {self.files_table}"
+        if keys is None:
+            rows = self.con.execute(sql).fetchall()
+        else:
+            rows = self.con.execute(
+                sql + " WHERE path IN (SELECT unnest(?::VARCHAR[]))", [list(keys)]
+            ).fetchall()
         return {r[0]: FileRow(*r) for r in rows}
 
     def last_indexed_at(self) -> str | None:
         row = self.con.execute(f"SELECT max(indexed_at) FROM {self.files_table}").fetchone()
-        return row[0].replace(tzinfo=timezone.utc).isoformat() if row and row[0] else None
+        return row[0].replace(tzinfo=UTC).isoformat() if row and row[0] else None
 
     def upsert_files(self, rows: list[FileRow]) -> None:
         if not rows:
@@ -277,10 +331,10 @@ class Connection:
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
     def insert_chunks(
-        self, rows: list[tuple[str, str | None, int, int, str | None, str, str, str, bool]],
+        self, rows: list[tuple[str, str | None, int, int, str | None, str, str, str, bool, str]],
         vectors: np.ndarray,
     ) -> None:
-        """Insert (path, language, start, end, symbol, text, content_hash, file_hash, no_dup) rows."""
+        """Insert (path, language, start, end, symbol, text, hash, file_hash, no_dup, lexemes) rows."""
         if not rows:
             return
         first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
@@ -301,12 +355,14 @@ class Connection:
                 pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()), dim
             ),
             "no_duplicate": pa.array(cols[8], pa.bool_()),
+            "lexemes": pa.array(cols[9], pa.string()),
         })
         self.con.register("sai_batch", batch)
         try:
             self.con.execute(
                 f"INSERT INTO {self.collection} SELECT id, path, language, start_line, end_line, "
-                "symbol, text, content_hash, file_hash, embedding, now(), no_duplicate FROM sai_batch"
+                "symbol, text, content_hash, file_hash, lexemes, embedding, now(), no_duplicate "
+                "FROM sai_batch"
             )
         finally:
             self.con.unregister("sai_batch")
@@ -378,4 +434,4 @@ def _quote(text: str) -> str:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()

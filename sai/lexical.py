@@ -1,0 +1,57 @@
+"""Code-aware tokens for BM25: identifiers whole and split (camelCase, snake_case, dotted.names).
+
+The FTS index sees one space-separated string per chunk (the `lexemes` column); queries are
+tokenised by the same function, so `getUserName`, `get_user_name` and "get user name" meet.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+MAX_TOKEN = 64
+
+
+def split_identifier(word: str) -> list[str]:
+    """Parts of an identifier: `parseHTTPHeader_v2` -> parse, http, header, v2."""
+    parts: list[str] = []
+    for piece in re.split(r"[._]+", word):
+        parts += [p.lower() for p in _CAMEL.findall(piece)] or ([piece.lower()] if piece else [])
+    return parts
+
+
+def tokens(text: str) -> list[str]:
+    """Each identifier lower-cased whole (dots as underscores) and, when compound, its parts."""
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        word = match.group(0)
+        if len(word) > MAX_TOKEN:
+            continue
+        whole = word.replace(".", "_").lower().strip("_")
+        parts = split_identifier(word)
+        if whole:
+            out.append(whole)
+        if len(parts) > 1 or (parts and parts[0] != whole):
+            out += parts
+    return out
+
+
+def lexemes(text: str, *, path: str, symbol: str | None) -> str:
+    """The string the FTS index holds for a chunk: its path, symbol and text as tokens."""
+    return " ".join(tokens(path) + tokens(symbol or "") + tokens(text))
+
+
+def query_lexemes(query: str) -> str:
+    return " ".join(tokens(query))
+
+
+def identifiers(query: str) -> set[str]:
+    """Words of a query that look like code identifiers (compound, or with _ or .)."""
+    found = set()
+    for match in _WORD.finditer(query):
+        word = match.group(0)
+        compound = "_" in word or "." in word or re.search(r"[a-z][A-Z]", word)
+        if compound or len(split_identifier(word)) > 1:
+            found.add(word.split(".")[-1].lower())
+    return found
