@@ -192,13 +192,14 @@ def status(project: Project) -> IndexStatus:
     """What the index holds, or what it would be built with when there is none yet."""
     config = project.config
     meta: dict[str, str] = {}
-    chunks = nfiles = 0
+    chunks = 0
     indexed_at = None
+    stored = {}
     if project.store.exists:
         with project.store.read() as conn:
             meta = conn.meta()
             if conn.has_collection():
-                chunks, nfiles = conn.chunk_count(), len(conn.files())
+                chunks, stored = conn.chunk_count(), conn.files()
                 indexed_at = conn.last_indexed_at()
     dim = meta.get("vector_dim")
     return IndexStatus(
@@ -209,8 +210,9 @@ def status(project: Project) -> IndexStatus:
         chunk_count=chunks,
         chunker=meta.get("chunker", config.chunker),
         embedder=meta.get("embedder", config.embedder),
-        file_count=nfiles,
+        file_count=len(stored),
         indexed_at=indexed_at,
+        stale_files=len(stale_keys(config.root, stored, stored)),
     )
 
 
