@@ -142,14 +142,24 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} must be a mapping of keys to values")
     flat: dict[str, Any] = {}
     for key, value in raw.items():
-        if key in _SECTIONS and isinstance(value, dict):
-            for sub, subvalue in value.items():
-                flat[f"{key}.{sub}"] = subvalue
+        if key in _SECTIONS:
+            flat.update(_section(path, key, value))
         else:
             flat[str(key)] = value
     for key, value in flat.items():
         _check_type(key, value, source=str(path))
-    return flat
+    # An empty value (`model:`) means "not set": the default applies.
+    return {key: value for key, value in flat.items() if value is not None}
+
+
+def _section(path: Path, name: str, value: Any) -> dict[str, Any]:
+    """A nested section (`ollama:`) as dotted keys; empty when all its entries are commented out."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        keys = ", ".join(k for k in sorted(_SCHEMA) if k.startswith(f"{name}."))
+        raise ConfigError(f"{path}: key '{name}' must be a mapping with keys {keys}, got {value!r}")
+    return {f"{name}.{sub}": subvalue for sub, subvalue in value.items()}
 
 
 def _check_type(key: str, value: Any, *, source: str) -> None:
@@ -209,8 +219,9 @@ def _build(v: dict[str, Any], *, base: Path, config_path: Path | None) -> Config
         raise ConfigError(
             f"{where}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
         )
-    for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "similarity.top_k"):
-        if v[key] <= 0:
+    for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "similarity.top_k",
+                "ollama.timeout_s", "vector_dim"):
+        if v[key] is not None and v[key] <= 0:
             raise ConfigError(f"{where}: key '{key}' must be a positive number, got {v[key]}")
     root = (base / v["root"]).resolve()
     if not root.is_dir():
