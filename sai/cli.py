@@ -110,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace) -> Project:
+    root = getattr(args, "root", None)
     flags = {
-        "root": getattr(args, "root", None), "ext": getattr(args, "ext", None),
+        # a --root typed on the command line means a directory relative to where it was typed
+        "root": str(Path.cwd() / root) if root else None, "ext": getattr(args, "ext", None),
         "chunker": getattr(args, "chunker", None), "embedder": getattr(args, "embedder", None),
         "model": getattr(args, "model", None), "collection": getattr(args, "collection", None),
     }

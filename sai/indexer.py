@@ -181,7 +181,7 @@ class _Run:
                 self.flush(pending)
                 last = time.monotonic()
             if self.progress:
-                self.progress(done, total, self.counts.embedded + len(pending.texts))
+                self.progress(done, total, self.counts.embedded)
         self.flush(pending)
         return skipped
 

@@ -41,6 +41,7 @@ def search(
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
     if not query.strip():
         raise UsageError("query is empty; give a few words describing the code you want")
+    _require_index(project)  # before the embedder: a missing index is the error to report
     vector = None if mode == "lexical" else project.embedder.embed_query(query)
     wanted = max(CANDIDATES, limit * OVERFETCH)
     with project.store.read() as conn:
@@ -103,6 +104,7 @@ def find_similar(
             raise UsageError("give either code or path+line, not both")
         if not code.strip():
             raise UsageError("code is empty; pass the snippet to compare")
+        _require_index(project)
         vector = project.embedder.embed_documents([code])[0]
     elif path is not None and line is not None:
         key = files.key_for(project.config, path)
@@ -214,6 +216,11 @@ def status(project: Project) -> IndexStatus:
         indexed_at=indexed_at,
         stale_files=len(stale_keys(config.root, stored, stored)),
     )
+
+
+def _require_index(project: Project) -> None:
+    with project.store.read() as conn:
+        _check(project, conn, None)
 
 
 def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> None:
