@@ -1,0 +1,109 @@
+"""Helpers shared by tests: a small multi-language source tree and a project config for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sai.config import Config, load_config
+from sai.project import Project
+
+STANDIN_MODEL = "nomic-embed-text"  # a model the Ollama stand-in serves
+
+PY_SOURCE = '''\
+"""Billing helpers."""
+
+TAX_RATE = 0.2
+
+
+def total_price(items):
+    """Sum the prices of the items."""
+    return sum(item.price for item in items)
+
+
+def apply_tax(amount):
+    return amount * (1 + TAX_RATE)
+
+
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def add(self, item):
+        self.items.append(item)
+'''
+
+JS_SOURCE = """\
+export function parseDate(text) {
+  const [y, m, d] = text.split("-").map(Number);
+  return new Date(y, m - 1, d);
+}
+
+export function formatDate(date) {
+  return date.toISOString().slice(0, 10);
+}
+"""
+
+GO_SOURCE = """\
+package store
+
+import "strings"
+
+func Normalize(name string) string {
+\treturn strings.ToLower(strings.TrimSpace(name))
+}
+
+func Join(parts []string) string {
+\treturn strings.Join(parts, "/")
+}
+"""
+
+TREE: dict[str, str] = {
+    "billing.py": PY_SOURCE,
+    "web/dates.js": JS_SOURCE,
+    "pkg/store/names.go": GO_SOURCE,
+}
+
+
+def write_tree(root: Path, files: dict[str, str | bytes] | None = None) -> Path:
+    """Write `files` (key -> text or bytes; default TREE) under `root`; returns `root`."""
+    for key, content in (TREE if files is None else files).items():
+        path = root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def write_config(root: Path, url: str, **settings: Any) -> Path:
+    """Write `sai-cfg.yml` for the Ollama stand-in at `url`; `settings` override or add keys."""
+    values: dict[str, Any] = {"embedder": "ollama", "model": STANDIN_MODEL, "ollama": {"url": url}}
+    values.update(settings)
+    path = root / "sai-cfg.yml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    return path
+
+
+def load(root: Path) -> Config:
+    return load_config(cwd=root, env={})
+
+
+def open_project(root: Path) -> Project:
+    """A Project for the config in `root`, as a front end would open it."""
+    return Project(load(root))
+
+
+def many_functions(count: int, *, per_file: int = 50, prefix: str = "gen") -> dict[str, str]:
+    """`count` small, distinct Python functions spread over files of `per_file` each."""
+    files: dict[str, str] = {}
+    for start in range(0, count, per_file):
+        body = "\n\n".join(
+            f"def {prefix}_{n}(value):\n    return value * {n} + len('{prefix}{n}')\n"
+            for n in range(start, min(start + per_file, count))
+        )
+        files[f"{prefix}/mod_{start // per_file:03d}.py"] = body
+    return files

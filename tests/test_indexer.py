@@ -1,0 +1,387 @@
+"""Indexing against the Ollama stand-in and a real DuckDB file: incremental, safe, resumable."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fixtures_tree import (
+    JS_SOURCE,
+    PY_SOURCE,
+    STANDIN_MODEL,
+    TREE,
+    load,
+    many_functions,
+    open_project,
+    write_config,
+    write_tree,
+)
+from ollama_standin import OllamaStandIn
+
+from sai import cli, indexer, search
+from sai.embedders.ollama import OllamaEmbedder
+from sai.errors import EmbedderError, IndexMismatchError, StoreError
+from sai.project import Project
+
+Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
+TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
+
+
+@pytest.fixture
+def root(tmp_path: Path, ollama_server: OllamaStandIn) -> Path:
+    """A project with TREE and a config for the stand-in; not yet indexed."""
+    project_root = write_tree(tmp_path / "project")
+    write_config(project_root, ollama_server.url)
+    return project_root
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TREE indexed once per module (the index file does not record the Ollama url)."""
+    project_root = write_tree(tmp_path_factory.mktemp("template"))
+    with OllamaStandIn() as server:
+        write_config(project_root, server.url)
+        _index(project_root)
+    return project_root
+
+
+@pytest.fixture(scope="module")
+def original(template: Path) -> Snapshot:
+    """The template's stored chunks and vectors, which every `indexed` copy starts with."""
+    return _snapshot(template)
+
+
+@pytest.fixture
+def indexed(template: Path, tmp_path: Path, ollama_server: OllamaStandIn) -> Path:
+    """A copy of the indexed template (mtimes kept), configured for this test's stand-in."""
+    project_root = shutil.copytree(template, tmp_path / "project")
+    write_config(project_root, ollama_server.url)
+    return project_root
+
+
+def _snapshot(root: Path) -> Snapshot:
+    """Every stored chunk (path, start, end, text) -> its vector's bytes."""
+    project = open_project(root)
+    try:
+        with project.store.read() as conn:
+            rows, matrix = conn.all_chunks()
+    finally:
+        project.close()
+    return {(r.path, r.start_line, r.end_line, r.text): matrix[i].tobytes() for i, r in enumerate(rows)}
+
+
+def _index(root: Path, **kwargs: object) -> indexer.IndexReport:
+    project = open_project(root)
+    try:
+        return indexer.index(project, **kwargs)
+    finally:
+        project.close()
+
+
+def test_first_run_embeds_every_chunk(root: Path, ollama_server: OllamaStandIn) -> None:
+    report = _index(root)
+    assert (report.chunks, report.files, report.embedded) == (TREE_CHUNKS, 3, TREE_CHUNKS)
+    assert ollama_server.inputs_embedded == TREE_CHUNKS
+    assert all(text.startswith("search_document: ") for text in ollama_server.received_inputs)
+    assert len(_snapshot(root)) == TREE_CHUNKS
+
+
+def test_rerun_on_unchanged_tree_makes_no_embed_requests(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    report = _index(indexed)
+    assert ollama_server.requests == 0
+    assert (report.embedded, report.unchanged, report.removed) == (0, TREE_CHUNKS, 0)
+    assert report.chunks == TREE_CHUNKS
+    assert _snapshot(indexed) == original
+
+
+def test_touching_a_file_without_changing_it_makes_no_embed_requests(
+    indexed: Path, ollama_server: OllamaStandIn
+) -> None:
+    target = indexed / "billing.py"
+    later = target.stat().st_mtime_ns + 5_000_000_000
+    os.utime(target, ns=(later, later))
+    report = _index(indexed)
+    assert ollama_server.requests == 0
+    assert (report.embedded, report.unchanged, report.chunks) == (0, TREE_CHUNKS, TREE_CHUNKS)
+    project = open_project(indexed)
+    with project.store.read() as conn:
+        assert conn.files()["billing.py"].mtime_ns == later  # so the next run does not re-read it
+    project.close()
+
+
+def test_editing_one_function_embeds_only_its_chunk(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    edited = PY_SOURCE.replace("return amount * (1 + TAX_RATE)", "return round(amount * (1 + TAX_RATE), 2)")
+    (indexed / "billing.py").write_text(edited, encoding="utf-8")
+    report = _index(indexed)
+    after = _snapshot(indexed)
+    assert ollama_server.inputs_embedded == 1 == report.embedded
+    assert (report.unchanged, report.chunks) == (TREE_CHUNKS - 1, TREE_CHUNKS)
+    assert "round(amount" in ollama_server.received_inputs[0]
+    changed = set(after) - set(original)
+    assert [key[3] for key in changed] == ["def apply_tax(amount):\n    return round(amount * (1 + TAX_RATE), 2)"]
+    assert len(after) == len(original)
+    for key in set(original) & set(after):
+        assert after[key] == original[key], key
+
+
+def test_deleting_a_file_removes_its_rows_and_counts_them(indexed: Path, ollama_server: OllamaStandIn) -> None:
+    (indexed / "web" / "dates.js").unlink()
+    report = _index(indexed)
+    assert report.removed == 2
+    assert (report.chunks, report.files) == (TREE_CHUNKS - 2, 2)
+    assert not any(key[0] == "web/dates.js" for key in _snapshot(indexed))
+    project = open_project(indexed)
+    with project.store.read() as conn:
+        assert "web/dates.js" not in conn.files()
+    project.close()
+    assert ollama_server.requests == 0
+
+
+def test_file_newly_excluded_by_config_loses_its_rows(indexed: Path, ollama_server: OllamaStandIn) -> None:
+    write_config(indexed, ollama_server.url, exclude=["pkg/**"])
+    report = _index(indexed)
+    assert report.removed == 3
+    assert {key[0] for key in _snapshot(indexed)} == {"billing.py", "web/dates.js"}
+    assert ollama_server.requests == 0
+
+
+def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_server: OllamaStandIn) -> None:
+    project = open_project(indexed)
+    with project.store.write() as conn:
+        conn.set_meta({"leftover": "from the old collection"})
+    project.close()
+    report = _index(indexed, recreate=True)
+    assert report.embedded == TREE_CHUNKS == ollama_server.inputs_embedded
+    assert len(_snapshot(indexed)) == TREE_CHUNKS
+    project = open_project(indexed)
+    with project.store.read() as conn:
+        assert "leftover" not in conn.meta()
+        assert conn.has_hnsw()
+    project.close()
+
+
+def test_every_nonblank_line_of_an_indexed_file_is_inside_a_stored_chunk(indexed: Path) -> None:
+    covered: dict[str, set[int]] = {}
+    for path, start, end, _ in _snapshot(indexed):
+        covered.setdefault(path, set()).update(range(start, end + 1))
+    for key, text in TREE.items():
+        wanted = {n for n, line in enumerate(text.split("\n"), start=1) if line.strip()}
+        assert wanted - covered.get(key, set()) == set(), key
+
+
+def test_index_built_with_another_model_raises_mismatch_naming_recreate(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    write_config(indexed, ollama_server.url, model="all-minilm")
+    with pytest.raises(IndexMismatchError, match="--recreate") as caught:
+        _index(indexed)
+    assert f"model {STANDIN_MODEL}" in str(caught.value) and "all-minilm" in str(caught.value)
+    assert ollama_server.requests == 0
+    assert _snapshot(indexed) == original
+    report = _index(indexed, recreate=True)  # the fix the message names works
+    assert report.embedded == TREE_CHUNKS
+
+
+def test_vectors_of_another_dimension_raise_mismatch(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    ollama_server.dim = 384  # the same model name now answers with shorter vectors
+    (indexed / "billing.py").write_text(PY_SOURCE + "\n\ndef extra():\n    return 1\n", encoding="utf-8")
+    with pytest.raises(IndexMismatchError, match="vector_dim") as caught:
+        _index(indexed)
+    assert "--recreate" in str(caught.value)
+    assert _snapshot(indexed) == original
+    project = open_project(indexed)
+    with pytest.raises(IndexMismatchError, match="vector_dim"):
+        search.search(project, "total price of items")
+    project.close()
+
+
+def test_index_of_another_schema_version_raises_mismatch(indexed: Path, ollama_server: OllamaStandIn) -> None:
+    project = open_project(indexed)
+    with project.store.write() as conn:
+        conn.set_meta({"schema_version": "0"})
+    project.close()
+    with pytest.raises(IndexMismatchError, match="--recreate") as caught:
+        _index(indexed)
+    assert "another SAI version" in str(caught.value)
+    assert ollama_server.requests == 0
+
+
+def test_unreachable_ollama_raises_embedder_error_and_keeps_the_index(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    url = ollama_server.url
+    ollama_server.stop()
+    (indexed / "billing.py").write_text(PY_SOURCE + "\n\ndef extra():\n    return 1\n", encoding="utf-8")
+    (indexed / "new.py").write_text("def brand_new():\n    return 2\n", encoding="utf-8")
+    config = load(indexed)
+    # the real client, with a short back-off so the retries do not slow the suite
+    embedder = OllamaEmbedder(model=config.model, url=url, timeout_s=5, batch_size=32,
+                              prefix_style=config.prefix_style, retries=1, backoff_s=0.01)
+    project = Project(config, embedder=embedder)
+    with pytest.raises(EmbedderError, match=f"cannot reach Ollama at {url}"):
+        indexer.index(project)
+    project.close()
+    assert _snapshot(indexed) == original
+
+
+def test_index_directory_that_cannot_be_created_raises_one_line_store_error(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    (root / "blocker").write_text("a regular file where the index directory should be\n")
+    write_config(root, ollama_server.url, duckdb={"path": "blocker/index/code.duckdb"})
+    with pytest.raises(StoreError) as caught:
+        _index(root)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "blocker" in message and "duckdb.path" in message
+
+
+def test_binary_undecodable_oversized_and_symlinked_files_are_skipped_and_counted(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    write_config(root, ollama_server.url, max_file_bytes=20_000)
+    write_tree(root, {
+        "blob.py": b"\x00\x01\x02binary",
+        "latin1.py": "def cafe():\n    return 'caf\xe9'\n".encode("latin-1"),
+        "huge.py": "x = 1\n" * 5000,
+        # valid for the walk's first 8 KiB, invalid further on: caught when read in full
+        "late_bad.py": ("y = 2\n" * 2000).encode() + b"z = '\xff'\n",
+    })
+    os.symlink("loop_b.py", root / "loop_a.py")
+    os.symlink("loop_a.py", root / "loop_b.py")
+    os.symlink("..", root / "pkg" / "again")  # a directory loop: must not be followed
+    report = _index(root)
+    assert report.skipped == 6
+    assert (report.files, report.chunks) == (3, TREE_CHUNKS)
+    assert {key[0] for key in _snapshot(root)} == set(TREE)
+
+
+def test_refresh_reembeds_only_new_text_of_the_named_file(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    (indexed / "web" / "dates.js").write_text(
+        JS_SOURCE + "\nexport function today() {\n  return new Date();\n}\n", encoding="utf-8"
+    )
+    project = open_project(indexed)
+    report = indexer.refresh(project, [str(indexed / "web" / "dates.js")])
+    project.close()
+    assert [(r.path, r.chunks) for r in report.refreshed] == [("web/dates.js", 3)]
+    assert ollama_server.inputs_embedded == 1
+    after = _snapshot(indexed)
+    assert len(after) == TREE_CHUNKS + 1
+    assert all(after[key] == vector for key, vector in original.items())
+
+
+def test_refresh_of_a_deleted_file_removes_its_rows(indexed: Path, ollama_server: OllamaStandIn) -> None:
+    (indexed / "pkg" / "store" / "names.go").unlink()
+    project = open_project(indexed)
+    report = indexer.refresh(project, [str(indexed / "pkg" / "store" / "names.go")])
+    project.close()
+    assert [(r.path, r.removed_reason) for r in report.removed] == [("pkg/store/names.go", "missing")]
+    assert not any(key[0] == "pkg/store/names.go" for key in _snapshot(indexed))
+    assert ollama_server.requests == 0
+
+
+def test_flush_drops_the_collection_and_status_then_shows_no_chunks(indexed: Path) -> None:
+    project = open_project(indexed)
+    assert indexer.flush(project) is True
+    assert search.status(project).chunk_count == 0
+    assert indexer.flush(project) is False
+    with pytest.raises(StoreError, match="`sai`"):
+        search.search(project, "total price")
+    project.close()
+
+
+def test_cli_index_run_prints_the_summary(root: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(root)
+    assert cli.main(["--silent"]) == 0
+    assert cli.main(["--silent"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"indexed {TREE_CHUNKS} chunks from 3 ")
+    assert f"{TREE_CHUNKS} chunk(s) embedded" in out[0]
+    assert f"0 chunk(s) embedded, {TREE_CHUNKS} unchanged, 0 removed" in out[1]
+
+
+# An index run in another process, with smaller write batches so a small tree spans several.
+INDEX_IN_SUBPROCESS = """
+import sys
+from pathlib import Path
+import sai.indexer
+from sai.config import load_config
+from sai.project import Project
+sai.indexer.FLUSH_CHUNKS = int(sys.argv[2])
+sai.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
+"""
+
+
+def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    functions, batch = 200, 40
+    tree = many_functions(functions, per_file=10)
+    root = write_tree(tmp_path / "project", tree)
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 20})
+    # batch 1 is two requests of 20; the third request starts batch 2 and stalls until the kill
+    ollama_server.stall_next(2, seconds=0)
+    ollama_server.stall_next(1, seconds=3)
+    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, err
+    assert ollama_server.requests == 3
+    while ollama_server.inputs_embedded < 3 * 20 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
+
+    project = open_project(root)
+    status = search.status(project)
+    assert status.chunk_count == batch
+    assert search.search(project, "gen_7 value")
+    ollama_server.reset_counts()
+    report = indexer.index(project)
+    project.close()
+    assert report.embedded == ollama_server.inputs_embedded == functions - batch
+    assert report.chunks == functions
+
+    clean = write_tree(tmp_path / "clean", tree)
+    write_config(clean, ollama_server.url)
+    assert _index(clean).chunks == functions
+    assert _snapshot(root) == _snapshot(clean)
+    project = open_project(root)
+    with project.store.read() as conn:
+        assert conn.has_hnsw()  # built at the end of the completed run
+    project.close()
+
+
+def test_removing_most_chunks_compacts_and_keeps_the_hnsw_index(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "p", many_functions(30, per_file=10))
+    write_config(root, ollama_server.url)
+    _index(root)
+    (root / "gen" / "mod_000.py").unlink()
+    (root / "gen" / "mod_001.py").unlink()
+    report = _index(root)  # 20 of 30 removed: more than a tenth, so the graph is compacted
+    assert (report.removed, report.chunks) == (20, 10)
+    project = open_project(root)
+    with project.store.read() as conn:
+        assert "HNSW_INDEX_SCAN" in conn.explain_nearest(ollama_server.dim)
+    hits = search.search(project, "gen_25 value")
+    project.close()
+    assert hits and all(hit.path == "gen/mod_002.py" for hit in hits)

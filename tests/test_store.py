@@ -1,0 +1,213 @@
+"""The index file: schema and metadata, vectors, HNSW, and sharing the file between processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sai.errors import StoreError, StoreLockedError
+from sai.store import READ_LEASE_S, Store
+from sai.store.tables import SCHEMA_VERSION, IndexMeta
+
+DIM = 16
+COLLECTION = "code"
+META = IndexMeta(
+    backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
+    vector_dim=DIM, chunker="ast", chunker_version=1,
+)
+
+# Holds the index for writing in another process: prints "held" once inside the transaction.
+HOLD_WRITER = """
+import sys, time
+from pathlib import Path
+from sai.store import Store
+store = Store(Path(sys.argv[1]), collection="code", lock_timeout_s=10)
+with store.write() as conn:
+    conn.set_meta({"holder": "done"})
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+# Writes one meta value once, without waiting for the lock (timeout 0: a single attempt).
+WRITE_ONCE = """
+import sys
+from pathlib import Path
+from sai.store import Store
+with Store(Path(sys.argv[1]), collection="code", lock_timeout_s=0).write() as conn:
+    conn.set_meta({"other_process": "wrote"})
+"""
+
+
+def _rows(n: int) -> list[tuple]:
+    return [
+        (f"src/f{i}.py", "python", 1 + 10 * i, 9 + 10 * i, f"f{i}", f"def f{i}(): pass",
+         f"hash{i}", f"file{i}", False, f"f{i} pass")
+        for i in range(n)
+    ]
+
+
+def _vectors(n: int, seed: int = 7) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _build(path: Path, vectors: np.ndarray, *, hnsw: bool = True) -> Store:
+    store = Store(path, collection=COLLECTION, lock_timeout_s=10)
+    with store.write() as conn:
+        conn.create_collection(META)
+        conn.insert_chunks(_rows(len(vectors)), vectors)
+        if hnsw:
+            conn.create_hnsw()
+    return store
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "index" / "code.duckdb"
+
+
+@pytest.fixture
+def built(db: Path) -> Iterator[Store]:
+    store = _build(db, _vectors(40))
+    yield store
+    store.close()
+
+
+def _start_holder(db: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITER, str(db), str(seconds)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    line = proc.stdout.readline() if proc.stdout else ""
+    if line.strip() != "held":
+        proc.kill()
+        pytest.fail(f"the holder process did not take the lock: {proc.communicate()[1]}")
+    return proc
+
+
+def test_nearest_query_is_served_by_the_hnsw_index(built: Store) -> None:
+    with built.read() as conn:
+        assert "HNSW_INDEX_SCAN" in conn.explain_nearest(DIM)
+    with built.write() as conn:
+        conn.drop_hnsw()
+    with built.read() as conn:
+        assert "HNSW_INDEX_SCAN" not in conn.explain_nearest(DIM)
+
+
+def test_nearest_returns_the_closest_chunks_first(built: Store) -> None:
+    vectors = _vectors(40)
+    with built.read() as conn:
+        hits = conn.nearest(vectors[5], 3)
+    assert hits[0].symbol == "f5"
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_collection_records_what_the_index_was_built_with(built: Store) -> None:
+    with built.read() as conn:
+        meta = conn.meta()
+    assert meta["model"] == "nomic-embed-text"
+    assert meta["embedder"] == "ollama"
+    assert meta["vector_dim"] == str(DIM)
+    assert meta["prefix_style"] == "nomic"
+    assert meta["chunker"] == "ast"
+    assert meta["chunker_version"] == "1"
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    assert meta["backend"] == "duckdb"
+
+
+def test_stored_vectors_read_back_bit_for_bit(built: Store) -> None:
+    vectors = _vectors(40)
+    with built.read() as conn:
+        rows, matrix = conn.all_chunks()
+        by_hash = conn.vectors_by_hash(["hash3", "hash39", "absent"])
+        one = conn.vector_of(rows[0].id)
+    order = [int(r.symbol[1:]) for r in rows]
+    assert matrix.dtype == np.float32
+    assert matrix.tobytes() == vectors[order].tobytes()
+    assert by_hash["hash3"].tobytes() == vectors[3].tobytes()
+    assert set(by_hash) == {"hash3", "hash39"}
+    assert one.tobytes() == vectors[order[0]].tobytes()
+
+
+def test_dropping_a_collection_removes_its_tables_and_meta(built: Store) -> None:
+    with built.write() as conn:
+        conn.drop_collection()
+    with built.read() as conn:
+        assert not conn.has_collection()
+        assert conn.meta() == {}
+
+
+def test_idle_read_lease_lets_another_process_write_soon_after(built: Store, db: Path) -> None:
+    with built.read() as conn:
+        assert conn.chunk_count() == 40
+    time.sleep(READ_LEASE_S + 0.2)
+    done = subprocess.run(
+        [sys.executable, "-c", WRITE_ONCE, str(db)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    with built.read() as conn:
+        assert conn.meta()["other_process"] == "wrote"
+
+
+def test_write_waits_for_another_process_writer_then_proceeds(built: Store, db: Path) -> None:
+    built.close()
+    holder = _start_holder(db, 1.0)
+    started = time.monotonic()
+    try:
+        with built.write() as conn:
+            conn.set_meta({"ours": "written"})
+    finally:
+        holder.wait(timeout=30)
+    assert time.monotonic() - started >= 0.5
+    with built.read() as conn:
+        meta = conn.meta()
+    assert meta["ours"] == "written"
+    assert meta["holder"] == "done"
+
+
+def test_read_waits_for_another_process_writer_then_sees_its_commit(built: Store, db: Path) -> None:
+    built.close()
+    holder = _start_holder(db, 1.0)
+    try:
+        with built.read() as conn:
+            meta = conn.meta()
+    finally:
+        holder.wait(timeout=30)
+    assert meta["holder"] == "done"
+
+
+def test_write_gives_up_with_store_locked_error_after_lock_timeout(db: Path) -> None:
+    _build(db, _vectors(4)).close()
+    holder = _start_holder(db, 30.0)
+    store = Store(db, collection=COLLECTION, lock_timeout_s=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreLockedError) as caught, store.write():
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert 0.5 <= time.monotonic() - started < 10
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(db) in message and "lock_timeout_s" in message
+
+
+def test_reading_a_missing_index_raises_store_error_naming_sai(tmp_path: Path) -> None:
+    store = Store(tmp_path / "nothing.duckdb", collection=COLLECTION)
+    with pytest.raises(StoreError, match="`sai`"), store.read():
+        pass
+    assert not (tmp_path / "nothing.duckdb").exists()
+
+
+def test_invalid_collection_name_is_refused(db: Path) -> None:
+    store = Store(db, collection="code; DROP TABLE x")
+    with pytest.raises(StoreError, match="invalid collection name"), store.write():
+        pass
