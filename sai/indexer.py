@@ -189,6 +189,7 @@ class _Run:
 def index(project: Project, *, recreate: bool = False, progress: Progress | None = None) -> IndexReport:
     """Bring the collection up to date with the tree; returns what the index now holds."""
     config = project.config
+    project.store.prepare_dir()  # fail before embedding anything when the index cannot be written
     walked = files.walk(config)
     if recreate:
         flush(project)

@@ -69,7 +69,7 @@ class Store:
         with self._lock:
             self._cancel_timer()
             self._close()
-            self._prepare_dir()
+            self.prepare_dir()
             self.intent_path.write_text(str(os.getpid()))
             try:
                 conn = self._connect(read_only=False)
@@ -109,7 +109,8 @@ class Store:
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
-    def _prepare_dir(self) -> None:
+    def prepare_dir(self) -> None:
+        """Create the index directory, or fail with one line before any work is done."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -38,6 +38,12 @@ def extension_path(name: str) -> str:
     return found[-1]
 
 
+def check_collection(collection: str) -> None:
+    """The collection is the one identifier SQL is built with: refuse anything but a name."""
+    if not _IDENT.match(collection) or collection.endswith("__files"):
+        raise StoreError(f"invalid collection name {collection!r}")
+
+
 @dataclass(frozen=True)
 class IndexMeta:
     """What an index was built with; a mismatch means the index must be rebuilt."""
@@ -81,8 +87,7 @@ class Connection:
     """One DuckDB connection to one collection of an index file."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, collection: str, *, read_only: bool) -> None:
-        if not _IDENT.match(collection) or collection.endswith("__files"):
-            raise StoreError(f"invalid collection name {collection!r}")
+        check_collection(collection)
         self.con = con
         self.read_only = read_only
         self.collection = collection
@@ -93,6 +98,7 @@ class Connection:
         """Load vss before attaching, so a WAL holding HNSW changes replays (IOException on lock)."""
         # Verifying the extensions' signatures hashes ~35 MB on every open (~0.4 s CPU, ~100x the
         # rest of an open); they come from installed wheels, as trusted as SAI's own code.
+        check_collection(collection)
         con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
         try:
             con.execute(f"LOAD '{extension_path('vss')}'")
