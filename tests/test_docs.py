@@ -1,0 +1,147 @@
+"""The docs stay true to the code: every CLI option, config key and MCP tool is documented."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from sai.cli import build_parser
+from sai.config import _SCHEMA, ENV_KEYS
+from sai.files import REASONS
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+TOOLS = (
+    "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
+    "sai_refresh", "sai_sync", "sai_prepare_mcp_setup",
+)
+GLOSSARY_TERMS = (
+    "chunk", "key", "symbol", "unit", "gap chunk", "collection", "embedding",
+    "cosine similarity", "HNSW", "BM25", "RRF", "stale", "seed", "cluster", "min_score", "top_k",
+    "prefix style",
+)
+
+
+def _read(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def _mentions(text: str, word: str) -> bool:
+    """`word` as a whole token: `--path` is not found inside `--path-glob`."""
+    return re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w-])", text) is not None
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _option_strings() -> set[tuple[str, str]]:
+    """(command, option) for every option of `sai` and of each subcommand."""
+    parser = build_parser()
+    found = {("sai", opt) for action in parser._actions for opt in action.option_strings}
+    for name, sub in _subparsers(parser).items():
+        found |= {(name, opt) for action in sub._actions for opt in action.option_strings}
+    return found
+
+
+def test_every_cli_option_of_every_command_is_in_cli_md() -> None:
+    text = _read("cli.md")
+    missing = sorted(f"{cmd} {opt}" for cmd, opt in _option_strings() if not _mentions(text, opt))
+    assert not missing, f"options missing from docs/cli.md: {missing}"
+
+
+def test_every_subcommand_has_a_section_in_cli_md() -> None:
+    text = _read("cli.md")
+    missing = [name for name in _subparsers(build_parser()) if f"## `sai {name}" not in text]
+    assert not missing, f"commands without a section in docs/cli.md: {missing}"
+
+
+def test_option_walk_sees_subcommand_options() -> None:
+    # guards the two tests above against a parser walk that silently finds nothing
+    options = _option_strings()
+    assert ("duplicates", "--path-glob") in options and ("mcp", "--allow-write") in options
+
+
+def test_every_exclusion_reason_is_in_cli_md() -> None:
+    text = _read("cli.md")
+    missing = [reason for reason in REASONS if f"`{reason}`" not in text]
+    assert not missing, f"exclusion reasons missing from docs/cli.md: {missing}"
+
+
+def test_every_config_key_is_in_configuration_md() -> None:
+    text = _read("configuration.md")
+    missing = [key for key in _SCHEMA if f"`{key}`" not in text]
+    assert not missing, f"config keys missing from docs/configuration.md: {missing}"
+
+
+def test_every_environment_variable_is_in_configuration_md() -> None:
+    text = _read("configuration.md")
+    missing = [var for var in (*ENV_KEYS, "SAI_CONFIG") if f"`{var}`" not in text]
+    assert not missing, f"environment variables missing from docs/configuration.md: {missing}"
+
+
+def test_the_documented_tools_are_the_servers_tools() -> None:
+    from sai.mcp_server import TOOL_NAMES
+
+    assert set(TOOL_NAMES) == set(TOOLS)
+
+
+def test_every_mcp_tool_is_in_mcp_md() -> None:
+    if not (DOCS / "mcp.md").is_file():
+        pytest.skip("docs/mcp.md is not written yet (another engineer owns it)")
+    text = _read("mcp.md")
+    missing = [tool for tool in TOOLS if not _mentions(text, tool)]
+    assert not missing, f"tools missing from docs/mcp.md: {missing}"
+
+
+def test_every_mcp_tool_is_in_output_schemas_md() -> None:
+    text = _read("output-schemas.md")
+    missing = [tool for tool in TOOLS if not _mentions(text, tool)]
+    assert not missing, f"tools missing from docs/output-schemas.md: {missing}"
+
+
+def test_every_glossary_term_has_an_entry() -> None:
+    text = _read("glossary.md")
+    entries = {m.lower() for m in re.findall(r"^\*\*([^*]+)\*\*", text, flags=re.M)}
+    missing = [term for term in GLOSSARY_TERMS if term.lower() not in entries]
+    assert not missing, f"terms without an entry in docs/glossary.md: {missing}"
+
+
+def _local_links(path: Path) -> list[Path]:
+    """Files a markdown file points at: relative link targets (resolved against the file's
+    directory, as a renderer does) and repo paths named in inline code (against the repo root)."""
+    text = path.read_text(encoding="utf-8")
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # code blocks show output, not links
+    found = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        if not re.match(r"[a-z]+:", target) and not target.startswith("#"):
+            found.append(path.parent / target.split("#", 1)[0])
+    for span in re.findall(r"`([^`\n]+)`", prose):
+        found += [REPO / p for p in re.findall(r"(?<![\w/])(?:docs|benchmarks|mcp-setup)/[\w./-]*\w", span)]
+    return found
+
+
+DOC_FILES = ["README.md", *sorted(f"docs/{p.name}" for p in DOCS.glob("*.md"))]
+
+
+@pytest.mark.parametrize("doc", DOC_FILES)
+def test_links_resolve_to_existing_files(doc: str) -> None:
+    broken = [str(target) for target in _local_links(REPO / doc) if not target.exists()]
+    assert not broken, f"{doc} points at missing files: {broken}"
+
+
+def test_link_check_sees_the_readme_links() -> None:
+    targets = {t.resolve() for t in _local_links(REPO / "README.md")}
+    assert (DOCS / "cli.md").resolve() in targets
+
+
+def test_readme_links_every_reference_doc() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for name in ("cli.md", "configuration.md", "mcp.md", "output-schemas.md", "design.md", "glossary.md"):
+        assert f"docs/{name}" in readme, f"README does not point at docs/{name}"
