@@ -1,0 +1,497 @@
+"""The MCP server (SAI-SPEC §3): seven tools, thin wrappers over search.py and indexer.py.
+
+One `Project` (config, store, lazy embedder) serves every call; the SDK runs the sync tools in
+worker threads. Failures become JSON-RPC errors in one place, `SaiMCPServer.call_tool`: the
+caller's mistakes (bad arguments, missing locations, paths outside the root, read-only refusals)
+are -32602, failures while running (Ollama down, index locked) -32603. While serving stdio the
+SDK points fd 1 at stderr, so stray prints cannot corrupt the protocol on stdout.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NotRequired
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
+from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
+
+import sai
+from sai import files, indexer, search
+from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
+from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
+from sai.project import Project
+
+log = logging.getLogger("sai.mcp")
+
+MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
+MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
+SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads torch
+TAIL_CHARS = 4000  # how much of the setup script's output a result carries
+QUOTED = str.maketrans({c: "\\" + c for c in '\\"$`'})  # escapes inside a "double-quoted" word
+SETUP_SCRIPT = Path(sai.__file__).resolve().parent.parent / "mcp-setup" / "setup.sh"
+READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status")
+WRITE_TOOLS = ("sai_refresh", "sai_sync", "sai_prepare_mcp_setup")
+TOOL_NAMES = READ_TOOLS + WRITE_TOOLS
+
+
+# ---------------------------------------------------------------- result shapes (outputSchema)
+class MemberOut(TypedDict):
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+
+
+class HitOut(MemberOut):
+    score: float
+    snippet: str
+
+
+class HitsOut(TypedDict):
+    hits: list[HitOut]
+
+
+class ClusterOut(TypedDict):
+    size: int
+    members: list[MemberOut]
+    min_sim: float
+    max_sim: float
+
+
+class ClustersOut(TypedDict):
+    clusters: list[ClusterOut]
+
+
+class StatusOut(TypedDict):
+    backend: str
+    collection: str
+    model: str | None
+    vector_dim: int | None
+    chunk_count: int
+    chunker: str | None
+
+
+class RefreshedOut(TypedDict):
+    path: str
+    chunks: int
+
+
+class RefreshOut(TypedDict):
+    refreshed: list[RefreshedOut]
+    removed: list[str]
+    note: NotRequired[str]
+
+
+class SetupOut(TypedDict):
+    target_directory: str
+    recommended_command: str
+    mcp_server_config_example: dict[str, Any]
+    next_steps: list[str]
+    notes: str
+    execution_blocked: NotRequired[bool]
+    execution_blocked_reason: NotRequired[str]
+    executed: NotRequired[bool]
+    exit_code: NotRequired[int | None]
+    timed_out: NotRequired[bool]
+    stdout_tail: NotRequired[str]
+    stderr_tail: NotRequired[str]
+
+
+# ---------------------------------------------------------------- argument types (inputSchema)
+def _arg(description: str, **schema: Any) -> Any:
+    # Extra schema keys are shown, not enforced: out-of-range limits are clamped, not refused.
+    return Field(description=description, json_schema_extra=schema or None)
+
+
+_RANGE = {"minimum": 1, "maximum": MAX_LIMIT}
+Query = Annotated[str, _arg("what the code does, in words or code")]
+Limit = Annotated[int, _arg(f"results to return (default 8, clamped to 1-{MAX_LIMIT})", **_RANGE)]
+TopK = Annotated[
+    int | None, _arg(f"neighbours per chunk (default from config, clamped 1-{MAX_LIMIT})", **_RANGE)
+]
+Language = Annotated[str | None, _arg("only chunks of this language, e.g. python")]
+Glob = Annotated[str | None, _arg("only paths matching this glob, e.g. src/** or *.py")]
+IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
+Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]
+UseAst = Annotated[bool, _arg("add the ast feature to the install")]
+Global = Annotated[bool, _arg("also link the sai command into ~/.local/bin")]
+Execute = Annotated[bool, _arg("run the setup script now (needs --allow-setup)")]
+Text = Annotated[str | None, _arg("a code snippet to compare (or give path and line)")]
+ChunkPath = Annotated[str | None, _arg("file of an indexed chunk, relative to the project root")]
+ChunkLine = Annotated[int | None, _arg("any 1-based line inside that chunk")]
+Score = Annotated[float | None, _arg("cosine threshold (default from config)")]
+Size = Annotated[int | None, _arg("smallest cluster to report (default from config)")]
+Count = Annotated[int, _arg("clusters to return, largest first (default 50)")]
+Paths = Annotated[list[str], _arg(
+    f"files relative to the project root (1-{MAX_PATHS})", minItems=1, maxItems=MAX_PATHS
+)]
+MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
+Revision = Annotated[str, _arg("git revision to compare the working tree with")]
+Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
+Backend = Annotated[str, _arg("index backend: duckdb", enum=["duckdb"])]
+EmbedderName = Annotated[str, _arg("ollama, or local (offline)", enum=["ollama", "local"])]
+
+
+# ---------------------------------------------------------------- the tools
+class SaiTools:
+    """The seven tools over one shared Project; method names are the tool names and their
+    docstrings the descriptions agents read."""
+
+    def __init__(self, project: Project, *, allow_write: bool, allow_setup: bool) -> None:
+        self.project = project
+        self.allow_write = allow_write
+        self.allow_setup = allow_setup
+
+    def sai_search_code(
+        self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
+        include_text: IncludeText = False,
+        # issue 5: the `mode` argument (semantic | lexical | hybrid) goes here, on to search().
+    ) -> Annotated[CallToolResult, HitsOut]:
+        """Search the code by meaning: the indexed chunks that best answer `query`, best first.
+
+        Returns {"hits":[{path,start_line,end_line,symbol,score,snippet}]}: path relative to the
+        project root, score the cosine similarity to the query, snippet the chunk's first 8
+        lines (max 800 bytes) unless include_text. Use it to find where something is
+        implemented before opening files. language and path_glob filter the results.
+        """
+        hits = search.search(
+            self.project, query, limit=_clamp(limit), language=language, path_glob=path_glob
+        )
+        return _result(hits_json(hits, include_text=include_text))
+
+    def sai_find_similar(
+        self, code: Text = None, path: ChunkPath = None, line: ChunkLine = None,
+        limit: Limit = 8, min_score: Score = None,
+    ) -> Annotated[CallToolResult, HitsOut]:
+        """Code similar to a snippet (`code`) or to the indexed chunk at `path` + `line`.
+
+        Returns {"hits":[...]} as sai_search_code does (snippet always capped); the chunk at
+        path:line never lists itself. Give code, or path and line. min_score 0 shows the raw
+        distribution. Use it to find copies or variants of a function before changing it.
+        """
+        if path is not None:
+            path = _inside_root(self.project, path)
+        hits = search.find_similar(
+            self.project, code=code, path=path, line=line, limit=_clamp(limit), min_score=min_score
+        )
+        return _result(hits_json(hits))
+
+    def sai_find_duplicates(
+        self, min_score: Score = None, min_cluster_size: Size = None, top_k: TopK = None,
+        max_clusters: Count = 50, path_glob: Glob = None,
+    ) -> Annotated[CallToolResult, ClustersOut]:
+        """Clusters of near-duplicate code across the index, largest first.
+
+        Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
+        and the thresholds used. Needs no embedder (stored vectors only). Use it to find
+        copy-pasted code worth merging.
+        """
+        config = self.project.config
+        score = config.duplicate_min_score if min_score is None else float(min_score)
+        size = config.duplicate_min_cluster_size if min_cluster_size is None else min_cluster_size
+        k = _clamp(config.top_k if top_k is None else top_k)
+        clusters = search.find_duplicates(
+            self.project, min_score=score, min_cluster_size=size, top_k=k,
+            max_clusters=max(1, max_clusters), path_glob=path_glob,
+        )
+        return _result(
+            duplicates_json(clusters, min_score=score, min_cluster_size=size, top_k=k, seeded=False)
+        )
+
+    def sai_index_status(self) -> Annotated[CallToolResult, StatusOut]:
+        """What the index holds: {backend,collection,model,vector_dim,chunk_count,chunker,...}.
+
+        No arguments, no embedder needed. Use it to check that an index exists, how big it is
+        and which model built it.
+        """
+        return _result(status_json(search.status(self.project)))
+
+    def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
+        """Re-index these files now. Needs the server started with --allow-write.
+
+        Returns {"refreshed":[{path,chunks}],"removed":[path]}: files that exist and pass the
+        index filters are re-chunked and re-embedded; gone or excluded files lose their
+        chunks. Use it after editing files so that searches see the new code.
+        """
+        self._check_writable("refresh")
+        if not paths:
+            raise UsageError("refresh requires at least one path")
+        report = indexer.refresh(self.project, self._paths(paths))
+        return _result(refresh_json(report))
+
+    def sai_sync(
+        self, since: Revision = "HEAD~1", staged: Staged = False, paths: MaybePaths = None
+    ) -> Annotated[CallToolResult, RefreshOut]:
+        """Re-index the files git reports changed. Needs the server started with --allow-write.
+
+        Changed = the working tree against `since` plus untracked files, or the staged files,
+        or the given paths. Returns sai_refresh's shape, plus "note":"no changed files" when
+        nothing changed. Use it after a checkout, a pull or a batch of edits.
+        """
+        self._check_writable("sync")
+        keys = self._paths(paths) if paths else None
+        report = indexer.sync(self.project, since=since, staged=staged, paths=keys)
+        return _result(refresh_json(report, note_when_empty=True))
+
+    def sai_prepare_mcp_setup(
+        self, target_directory: Directory = None, backend: Backend = "duckdb",
+        embedder: EmbedderName = "ollama", use_ast_chunker: UseAst = False,
+        install_globally: Global = False, execute: Execute = False,
+    ) -> Annotated[CallToolResult, SetupOut]:
+        """How to set up SAI as an MCP server for a project; runs the setup on request.
+
+        Returns {target_directory, recommended_command, mcp_server_config_example, next_steps,
+        notes}. execute=true runs mcp-setup/setup.sh only when the server was started with
+        --allow-setup (adding executed, exit_code, stdout_tail, stderr_tail); otherwise it adds
+        execution_blocked and execution_blocked_reason.
+        """
+        target = Path(target_directory or Path.cwd()).expanduser().resolve()
+        plan = setup_plan(target, backend=backend, embedder=embedder,
+                          use_ast_chunker=use_ast_chunker, install_globally=install_globally)
+        payload = plan.payload()
+        if execute:
+            payload.update(self._execute(plan))
+        return _result(payload)
+
+    def _execute(self, plan: SetupPlan) -> dict[str, Any]:
+        blocked = None
+        if not self.allow_setup:
+            blocked = "the server was not started with --allow-setup; restart it with " \
+                      "--allow-setup or run the recommended_command yourself"
+        elif not SETUP_SCRIPT.is_file():
+            blocked = f"{SETUP_SCRIPT} was not found; run it from a source checkout"
+        if blocked:
+            return {"execution_blocked": True, "execution_blocked_reason": blocked}
+        if not plan.target.is_dir():
+            raise UsageError(f"target_directory {plan.target} is not a directory; create it first")
+        return run_setup(plan)
+
+    def _check_writable(self, what: str) -> None:
+        if not self.allow_write:
+            raise ReadOnlyError(f"server is read-only; restart with --allow-write to enable {what}")
+
+    def _paths(self, paths: list[str]) -> list[str]:
+        if len(paths) > MAX_PATHS:
+            raise UsageError(f"too many paths (max {MAX_PATHS})")
+        return [_inside_root(self.project, p) for p in paths]
+
+
+def _result(payload: dict[str, Any]) -> CallToolResult:
+    """The payload as structured content and, for clients that read text, as the same JSON."""
+    text = json.dumps(payload, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+
+
+def _clamp(value: int) -> int:
+    return max(1, min(MAX_LIMIT, int(value)))
+
+
+def _inside_root(project: Project, path: str) -> str:
+    """The absolute form of a root-relative (or absolute) path; refused when outside the root.
+
+    The core resolves relative paths against the process cwd, right for the CLI; agents send
+    paths relative to the project root, whatever directory the server was started in.
+    """
+    root = project.config.root
+    return str(root / files.key_for(project.config, path, cwd=root))
+
+
+# ---------------------------------------------------------------- sai_prepare_mcp_setup
+@dataclass(frozen=True)
+class SetupPlan:
+    """One invocation of mcp-setup/setup.sh (SAI-SPEC §8): shown as a command, run as argv."""
+
+    target: Path
+    backend: str
+    embedder: str
+    features: str
+    install_globally: bool
+
+    def argv(self) -> list[str]:
+        argv = [str(SETUP_SCRIPT), "--non-interactive", "--backend", self.backend, "--embedder",
+                self.embedder, "--target-dir", str(self.target), "--features", self.features]
+        return argv + (["--install-global"] if self.install_globally else [])
+
+    def command(self) -> str:
+        command = (
+            f"{SETUP_SCRIPT} --non-interactive --backend {self.backend} --embedder {self.embedder}"
+            f' --target-dir "{str(self.target).translate(QUOTED)}" --features "{self.features}"'
+        )
+        return command + (" --install-global" if self.install_globally else "")
+
+    def payload(self) -> dict[str, Any]:
+        sai_command = _sai_command()
+        server = {"command": sai_command, "args": ["mcp", "--config", "sai-cfg.yml"],
+                  "cwd": str(self.target)}
+        return {
+            "target_directory": str(self.target),
+            "recommended_command": self.command(),
+            "mcp_server_config_example": {"mcpServers": {"sai": server}},
+            "next_steps": [
+                "1. Run the recommended_command in a terminal "
+                "(it can take 5-20 minutes the first time).",
+                "2. After it finishes, index your project: "
+                f"cd <your-project> && {sai_command} --dry-run",
+                "3. Then run without --dry-run to actually build the index.",
+                "4. Add the mcp_server_config_example to your agent's MCP settings.",
+                "5. Restart your agentic tool.",
+            ],
+            "notes": SETUP_NOTES[SETUP_SCRIPT.is_file()],
+        }
+
+
+SETUP_NOTES = {
+    True: "For fully offline use, prefer embedder=local (much longer first install: it downloads "
+    "torch). The setup script was found next to this package and the recommended_command is "
+    "ready to run.",
+    False: f"mcp-setup/setup.sh was not found at {SETUP_SCRIPT} (SAI installed without a source "
+    "checkout?); clone the repository and run the recommended_command from there.",
+}
+
+
+def setup_plan(
+    target: Path, *, backend: str, embedder: str, use_ast_chunker: bool, install_globally: bool
+) -> SetupPlan:
+    """The setup.sh invocation that sets up `target`; features follow backend and embedder."""
+    if backend != "duckdb":
+        raise UsageError(f"unknown backend '{backend}'; the only backend is duckdb")
+    if embedder not in ("ollama", "local"):
+        raise UsageError(f"unknown embedder '{embedder}'; choose ollama or local")
+    features = ",".join(["mcp", backend, embedder] + (["ast"] if use_ast_chunker else []))
+    return SetupPlan(target, backend, embedder, features, install_globally)
+
+
+def run_setup(plan: SetupPlan) -> dict[str, Any]:
+    """Run the setup script as argv, never through a shell: the target comes from the caller."""
+    log.warning("running %s", plan.command())
+    try:
+        done = subprocess.run(
+            ["bash", *plan.argv()], cwd=plan.target, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, errors="replace", timeout=SETUP_TIMEOUT_S, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return {"executed": True, "exit_code": None, "timed_out": True,
+                "stdout_tail": _tail(exc.stdout), "stderr_tail": _tail(exc.stderr)}
+    except OSError as exc:
+        raise SaiError(f"cannot run {SETUP_SCRIPT}: {exc.strerror}; check bash") from exc
+    return {"executed": True, "exit_code": done.returncode, "timed_out": False,
+            "stdout_tail": _tail(done.stdout), "stderr_tail": _tail(done.stderr)}
+
+
+def _tail(output: str | bytes | None) -> str:
+    if isinstance(output, bytes):
+        output = output.decode("utf-8", errors="replace")
+    return (output or "")[-TAIL_CHARS:]
+
+
+def _sai_command() -> str:
+    """The `sai` executable: beside this Python, else on PATH, else how this process started."""
+    beside = Path(sys.executable).parent / "sai"
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("sai") or str(Path(sys.argv[0]).resolve())
+
+
+# ---------------------------------------------------------------- the server and its errors
+def instructions(*, allow_write: bool, allow_setup: bool) -> str:
+    setup = "can run" if allow_setup else "describes (running it needs --allow-setup)"
+    return (
+        "SAI: semantic search over this project's code index. Read tools: sai_search_code (find "
+        "code by meaning), sai_find_similar (neighbours of a snippet or of path:line), "
+        "sai_find_duplicates (near-duplicate clusters), sai_index_status (what the index holds). "
+        "Write tools, which need the server started with --allow-write: sai_refresh (re-index "
+        "given files) and sai_sync (re-index the files git reports changed). "
+        f"sai_prepare_mcp_setup {setup} the setup of SAI for a project. "
+        f"This server is {_mode(allow_write)}. Paths are relative to the project root."
+    )
+
+
+def _mode(allow_write: bool) -> str:
+    return "writable" if allow_write else "read-only"
+
+
+class SaiMCPServer(MCPServer):
+    """An MCPServer whose tool failures are JSON-RPC errors (SAI-SPEC §3), not isError results."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            raise protocol_error(name, exc) from exc
+
+
+def protocol_error(tool: str, exc: ToolError) -> MCPError:
+    """-32602 for the caller's mistakes, -32603 for failures while running, with the cause."""
+    cause = exc.__cause__
+    if isinstance(cause, ValidationError):
+        return MCPError(INVALID_PARAMS, _invalid_arguments(tool, cause))
+    if cause is None and tool not in TOOL_NAMES:
+        return MCPError(INVALID_PARAMS, f"unknown tool '{tool}'; tools/list names the sai_ tools")
+    if isinstance(cause, UsageError | NotFoundError | OutsideRootError):
+        log.info("%s refused: %s", tool, cause)
+        return MCPError(INVALID_PARAMS, str(cause))
+    if isinstance(cause, SaiError):
+        log.warning("%s failed: %s", tool, cause)
+        return MCPError(INTERNAL_ERROR, str(cause))
+    log.error("%s crashed", tool, exc_info=cause or exc)
+    what = f"{type(cause).__name__}: {cause}" if cause else str(exc)
+    return MCPError(INTERNAL_ERROR, f"{tool} failed unexpectedly ({what}); see the server log")
+
+
+def _invalid_arguments(tool: str, exc: ValidationError) -> str:
+    problems = [
+        f"{'.'.join(str(part) for part in err['loc']) or 'arguments'}: {err['msg']}"
+        for err in exc.errors()
+    ]
+    return f"invalid arguments for {tool}: {'; '.join(problems)}; see the tool's inputSchema"
+
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+
+
+def build_server(
+    project: Project, *, allow_write: bool = False, allow_setup: bool = False
+) -> SaiMCPServer:
+    """The `sai` MCP server with its seven tools over `project`."""
+    server = SaiMCPServer(
+        "sai", version=sai.__version__, log_level="WARNING",
+        instructions=instructions(allow_write=allow_write, allow_setup=allow_setup),
+    )
+    tools = SaiTools(project, allow_write=allow_write, allow_setup=allow_setup)
+    for name in TOOL_NAMES:
+        annotations = READ_ONLY if name in READ_TOOLS else WRITES
+        fn = getattr(tools, name)
+        server.add_tool(fn, name=name, description=inspect.getdoc(fn), annotations=annotations)
+    return server
+
+
+def serve(
+    project: Project, *, allow_write: bool = False, allow_setup: bool = False,
+    http: str | None = None,
+) -> None:
+    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="sai mcp: %(message)s")
+    log.setLevel(logging.INFO)
+    server = build_server(project, allow_write=allow_write, allow_setup=allow_setup)
+    try:
+        if http is None:
+            log.info("serving %s over stdio (%s)", project.config.root, _mode(allow_write))
+            server.run("stdio")
+        else:
+            from sai.mcp_http import serve_http  # imports uvicorn: HTTP mode only
+
+            serve_http(server, http, mode=_mode(allow_write))
+    finally:
+        project.close()

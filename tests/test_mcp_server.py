@@ -1,0 +1,467 @@
+"""The MCP server through real client sessions: `python -m sai mcp` over stdio and over HTTP.
+
+One fixture index (built once, with the Ollama stand-in) is served read-only to most tests; the
+write tests get their own copy of the project, a git repository, served with --allow-write.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from ollama_standin import OllamaStandIn
+
+from sai import indexer
+from sai.config import load_config
+from sai.project import Project
+
+TOOLS = {
+    "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
+    "sai_refresh", "sai_sync", "sai_prepare_mcp_setup",
+}
+HIT_TYPES = {"path": str, "start_line": int, "end_line": int, "score": float, "snippet": str}
+AUTH = '''"""Password hashing and user sessions."""
+import hashlib
+
+
+def hash_password(password: str, salt: str) -> str:
+    """Salted SHA-256 digest of a password."""
+    return hashlib.sha256((salt + password).encode()).hexdigest()
+
+
+class Session:
+    def __init__(self, user: str) -> None:
+        self.user = user
+
+    def create(self, token: str) -> str:
+        return f"{self.user}:{token}"
+'''
+PARSER = '''def parse_config_lines(text):
+    """Key/value pairs from INI-like lines, comments skipped."""
+    values = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip()
+    if not values:
+        raise ValueError("no settings found")
+    return values
+'''
+_SERVERS = itertools.count()
+MANY = "".join(f"def handler_{i}(request):\n    return request.get('field_{i}')\n\n\n" for i in range(60))
+
+
+# ---------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def standin() -> Iterator[OllamaStandIn]:
+    with OllamaStandIn() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
+    root = tmp_path_factory.mktemp("project")
+    _write(root / "src" / "auth.py", AUTH)
+    _write(root / "src" / "dup_a.py", PARSER)
+    _write(root / "src" / "dup_b.py", PARSER)
+    _write(root / "src" / "many.py", MANY)
+    _write(root / ".gitignore", ".index/\n")
+    _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    project = Project(load_config(config_file=str(root / "sai-cfg.yml"), env=_env(standin)))
+    try:
+        indexer.index(project)
+    finally:
+        project.close()
+    return root
+
+
+@pytest.fixture(scope="module")
+def writable_dir(tmp_path_factory: pytest.TempPathFactory, project_dir: Path) -> Path:
+    """A copy of the indexed project, committed to git, for the write tools."""
+    root = tmp_path_factory.mktemp("writable") / "project"
+    shutil.copytree(project_dir, root)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "init"], cwd=root, check=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def portal() -> Iterator[BlockingPortal]:
+    """An event loop in a thread: lets module-scoped fixtures hold async MCP client sessions."""
+    with start_blocking_portal() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def session(portal: BlockingPortal, project_dir: Path, standin: OllamaStandIn) -> Iterator[Session]:
+    with mcp_session(portal, project_dir, _env(standin)) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def writer(
+    portal: BlockingPortal, writable_dir: Path, standin: OllamaStandIn,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Session]:
+    env = {**_env(standin), "SAI_SETUP_SKIP_INSTALL": "1",
+           "HOME": str(tmp_path_factory.mktemp("home"))}
+    # cwd = root: indexer.sync hands git's root-relative paths to refresh(), which resolves
+    # them against the process cwd (reported; the read-only session runs from root's parent).
+    with mcp_session(portal, writable_dir, env, "--allow-write", "--allow-setup",
+                     cwd=writable_dir) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def http_url(
+    project_dir: Path, standin: OllamaStandIn, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    port = _free_port()
+    log = (tmp_path_factory.mktemp("http") / "stderr.log").open("wb")
+    args = [*_sai_mcp(project_dir), "--http", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(args, env={**os.environ, **_env(standin)}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=log)
+    try:
+        _wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+# ---------------------------------------------------------------- a client session, synchronously
+class Session:
+    """A connected MCP client, driven from synchronous tests through the portal."""
+
+    def __init__(self, portal: BlockingPortal, client: Client, stderr: Path) -> None:
+        self.portal = portal
+        self.client = client
+        self.stderr = stderr
+
+    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = self.portal.call(self.client.call_tool, tool, arguments)
+        assert not result.is_error, result.content
+        assert json.loads(result.content[0].text) == result.structured_content
+        return result.structured_content
+
+    def error(self, tool: str, **arguments: Any) -> MCPError:
+        with pytest.raises(MCPError) as raised:
+            self.portal.call(self.client.call_tool, tool, arguments)
+        return raised.value
+
+
+@contextmanager
+def mcp_session(
+    portal: BlockingPortal, root: Path, env: dict[str, str], *flags: str, cwd: Path | None = None
+) -> Iterator[Session]:
+    command, *args = _sai_mcp(root)
+    params = StdioServerParameters(command=command, args=[*args, *flags], env=env,
+                                   cwd=cwd or root.parent)
+    stderr = root.parent / f"mcp-stderr-{next(_SERVERS)}.log"
+    with stderr.open("w") as errlog:
+        transport = stdio_client(params, errlog=errlog)
+        with portal.wrap_async_context_manager(Client(transport, mode="legacy")) as client:
+            yield Session(portal, client, stderr)
+
+
+def _sai_mcp(root: Path) -> list[str]:
+    return [sys.executable, "-m", "sai", "mcp", "--config", str(root / "sai-cfg.yml")]
+
+
+def _env(standin: OllamaStandIn) -> dict[str, str]:
+    return {"OLLAMA_HOST": standin.url}
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the HTTP server exited during startup"
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listened on port {port} within {timeout}s")
+
+
+def _assert_hit(hit: dict[str, Any]) -> None:
+    for key, kind in HIT_TYPES.items():
+        assert isinstance(hit[key], kind), (key, hit)
+    assert hit["symbol"] is None or isinstance(hit["symbol"], str)
+    assert hit["score"] == round(hit["score"], 4)
+
+
+# ---------------------------------------------------------------- listing and identity
+def test_lists_exactly_the_seven_tools_with_defaults_and_ranges(session: Session) -> None:
+    tools = {t.name: t for t in session.portal.call(session.client.list_tools).tools}
+    assert set(tools) == TOOLS
+    limit = tools["sai_search_code"].input_schema["properties"]["limit"]
+    assert (limit["default"], limit["minimum"], limit["maximum"]) == (8, 1, 50)
+    assert tools["sai_search_code"].input_schema["required"] == ["query"]
+    assert tools["sai_sync"].input_schema["properties"]["since"]["default"] == "HEAD~1"
+    assert "--allow-write" in tools["sai_refresh"].description
+    assert all(t.output_schema for t in tools.values())
+
+
+def test_docs_describe_every_tool_and_argument(session: Session) -> None:
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for tool in session.portal.call(session.client.list_tools).tools:
+        assert f"### `{tool.name}`" in docs
+        assert all(f"| `{arg}` |" in docs for arg in tool.input_schema["properties"]), tool.name
+
+
+def test_server_identity_and_instructions_name_the_write_tools(session: Session) -> None:
+    assert session.client.server_info.name == "sai"
+    text = session.client.instructions
+    assert all(name in text for name in TOOLS) and "--allow-write" in text
+
+
+# ---------------------------------------------------------------- read tools
+def test_search_code_returns_contract_hits_best_first(session: Session) -> None:
+    hits = session.call("sai_search_code", query="hash a password with a salt")["hits"]
+    assert 0 < len(hits) <= 8
+    for hit in hits:
+        _assert_hit(hit)
+    assert hits[0]["path"] == "src/auth.py" and hits[0]["symbol"] == "hash_password"
+    assert all(-1.0 <= h["score"] <= 1.0 for h in hits)
+
+
+def test_search_limit_is_clamped_to_1_through_50(session: Session) -> None:
+    assert len(session.call("sai_search_code", query="handler request field", limit=500)["hits"]) == 50
+    assert len(session.call("sai_search_code", query="handler request field", limit=0)["hits"]) == 1
+
+
+def test_snippet_is_capped_unless_include_text(session: Session) -> None:
+    query = "parse config lines into key value pairs"
+    capped = session.call("sai_search_code", query=query, path_glob="src/dup_a.py")["hits"][0]
+    full = session.call("sai_search_code", query=query, path_glob="src/dup_a.py",
+                        include_text=True)["hits"][0]
+    assert capped["snippet"].count("\n") == 7
+    assert full["snippet"].count("\n") > 7 and full["snippet"].startswith(capped["snippet"])
+
+
+def test_path_glob_and_language_filter_hits(session: Session) -> None:
+    hits = session.call("sai_search_code", query="user session token", path_glob="src/auth*")["hits"]
+    assert hits and all(h["path"] == "src/auth.py" for h in hits)
+    assert session.call("sai_search_code", query="handler", language="rust")["hits"] == []
+
+
+def test_sql_in_path_glob_matches_nothing_and_the_table_survives(session: Session) -> None:
+    before = session.call("sai_index_status")["chunk_count"]
+    injected = "'; DROP TABLE source_code; --"
+    assert session.call("sai_search_code", query="password", path_glob=injected)["hits"] == []
+    assert session.call("sai_index_status")["chunk_count"] == before > 60
+    assert session.call("sai_search_code", query="password")["hits"]
+
+
+def test_find_similar_by_location_excludes_the_source_chunk(session: Session) -> None:
+    hits = session.call("sai_find_similar", path="src/dup_a.py", line=5, min_score=0.0)["hits"]
+    for hit in hits:
+        _assert_hit(hit)
+    assert all(h["path"] != "src/dup_a.py" for h in hits)
+    assert hits[0]["path"] == "src/dup_b.py" and hits[0]["score"] == pytest.approx(1.0)
+
+
+def test_find_similar_by_code_applies_min_score(session: Session) -> None:
+    hits = session.call("sai_find_similar", code=PARSER, min_score=0.99)["hits"]
+    assert {h["path"] for h in hits} == {"src/dup_a.py", "src/dup_b.py"}
+
+
+def test_find_similar_refuses_a_missing_location_and_bad_targets(session: Session) -> None:
+    missing = session.error("sai_find_similar", path="src/auth.py", line=9999)
+    assert (missing.code, missing.message) == (-32602, "no indexed chunk at src/auth.py:9999")
+    assert session.error("sai_find_similar", code="x", path="src/auth.py", line=1).code == -32602
+    assert session.error("sai_find_similar", path="src/auth.py").code == -32602
+    assert session.error("sai_find_similar").code == -32602
+
+
+def test_find_duplicates_returns_the_copied_function_as_a_cluster(session: Session) -> None:
+    result = session.call("sai_find_duplicates", path_glob="src/dup_*")
+    (cluster,) = result["clusters"]
+    assert cluster["size"] == 2 and cluster["max_sim"] == pytest.approx(1.0)
+    assert [m["path"] for m in cluster["members"]] == ["src/dup_a.py", "src/dup_b.py"]
+    assert set(cluster["members"][0]) == {"path", "start_line", "end_line", "symbol"}
+    assert isinstance(cluster["min_sim"], float)
+
+
+def test_index_status_reports_the_fixture_index(session: Session, project_dir: Path) -> None:
+    status = session.call("sai_index_status")
+    assert status["backend"] == "duckdb" and status["collection"] == "source_code"
+    assert status["model"] == "nomic-embed-text" and status["vector_dim"] == 768
+    assert status["chunker"] == "ast" and status["chunk_count"] > 60
+
+
+def test_bad_or_missing_arguments_are_invalid_params(session: Session) -> None:
+    missing = session.error("sai_search_code")
+    assert missing.code == -32602 and "query" in missing.message
+    assert session.error("sai_search_code", query="x", limit="many").code == -32602
+    assert session.error("sai_search_code", query="   ").code == -32602
+
+
+def test_write_tools_are_refused_by_a_read_only_server(session: Session) -> None:
+    refresh = session.error("sai_refresh", paths=["src/auth.py"])
+    assert (refresh.code, refresh.message) == (
+        -32602, "server is read-only; restart with --allow-write to enable refresh")
+    sync = session.error("sai_sync")
+    assert (sync.code, sync.message) == (
+        -32602, "server is read-only; restart with --allow-write to enable sync")
+
+
+def test_prepare_setup_without_allow_setup_reports_execution_blocked(
+    session: Session, tmp_path: Path
+) -> None:
+    result = session.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+    assert result["target_directory"] == str(tmp_path)
+    assert result["recommended_command"].endswith(
+        f'--embedder ollama --target-dir "{tmp_path}" --features "mcp,duckdb,ollama"')
+    server = result["mcp_server_config_example"]["mcpServers"]["sai"]
+    assert server["args"] == ["mcp", "--config", "sai-cfg.yml"] and server["cwd"] == str(tmp_path)
+    assert len(result["next_steps"]) == 5 and server["command"] in result["next_steps"][1]
+    assert result["execution_blocked"] is True and "--allow-setup" in result["execution_blocked_reason"]
+    assert "executed" not in result and list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- write tools
+def test_refresh_reindexes_an_edited_file(writer: Session, writable_dir: Path) -> None:
+    _write(writable_dir / "src" / "auth.py", AUTH + "\n\ndef rotate_api_key(owner):\n    return owner\n")
+    result = writer.call("sai_refresh", paths=["src/auth.py"])
+    assert result["removed"] == [] and len(result["refreshed"]) == 1
+    assert result["refreshed"][0]["path"] == "src/auth.py" and result["refreshed"][0]["chunks"] >= 4
+    top = writer.call("sai_search_code", query="rotate api key owner", limit=1)["hits"][0]
+    assert top["symbol"] == "rotate_api_key"
+
+
+def test_refresh_of_a_deleted_file_removes_it(writer: Session, writable_dir: Path) -> None:
+    (writable_dir / "src" / "dup_b.py").unlink()
+    assert writer.call("sai_refresh", paths=["src/dup_b.py"]) == {"refreshed": [], "removed": ["src/dup_b.py"]}
+    assert writer.error("sai_find_similar", path="src/dup_b.py", line=2).code == -32602
+
+
+@pytest.mark.parametrize("outside", ["../../etc/passwd", "/etc/passwd"])
+def test_refresh_refuses_paths_outside_the_root(writer: Session, outside: str) -> None:
+    error = writer.error("sai_refresh", paths=[outside])
+    assert error.code == -32602 and "outside the project root" in error.message
+
+
+def test_refresh_needs_one_to_200_paths(writer: Session) -> None:
+    empty = writer.error("sai_refresh", paths=[])
+    assert (empty.code, empty.message) == (-32602, "refresh requires at least one path")
+    many = writer.error("sai_refresh", paths=[f"src/f{i}.py" for i in range(201)])
+    assert (many.code, many.message) == (-32602, "too many paths (max 200)")
+
+
+def test_sync_notes_no_changes_then_picks_up_an_edit(writer: Session, writable_dir: Path) -> None:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "commit", "-q", "-a", "-m", "edits"], cwd=writable_dir, check=True)
+    assert writer.call("sai_sync", since="HEAD") == {
+        "refreshed": [], "removed": [], "note": "no changed files"}
+    _write(writable_dir / "src" / "many.py", MANY + "def handler_extra(request):\n    return 1\n")
+    result = writer.call("sai_sync", since="HEAD")
+    assert [r["path"] for r in result["refreshed"]] == ["src/many.py"] and "note" not in result
+
+
+def test_prepare_setup_runs_the_script_with_allow_setup(writer: Session, tmp_path: Path) -> None:
+    result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+    assert result["executed"] is True and result["exit_code"] == 0, result["stderr_tail"]
+    assert (tmp_path / "sai-cfg.yml").is_file() and (tmp_path / ".mcp.json.example").is_file()
+    assert "execution_blocked" not in result
+
+
+# ---------------------------------------------------------------- HTTP
+HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def test_http_answers_a_plain_json_post_without_a_session(http_url: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    response = httpx.post(http_url, json=body, headers=HEADERS, timeout=30)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    assert {t["name"] for t in response.json()["result"]["tools"]} == TOOLS
+
+
+def test_http_tool_call_and_unknown_method(http_url: str) -> None:
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "sai_index_status", "arguments": {}}}
+    result = httpx.post(http_url, json=call, headers=HEADERS, timeout=30).json()["result"]
+    assert result["structuredContent"]["chunk_count"] > 60
+    unknown = {"jsonrpc": "2.0", "id": 3, "method": "sai/nothing"}
+    assert httpx.post(http_url, json=unknown, headers=HEADERS, timeout=30).json()["error"]["code"] == -32601
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "192.168.1.20:8765"])
+def test_http_refuses_a_non_loopback_host_header(http_url: str, host: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    response = httpx.post(http_url, json=body, headers={**HEADERS, "Host": host}, timeout=30)
+    assert response.status_code == 403
+
+
+def test_http_refuses_get_and_a_foreign_origin(http_url: str) -> None:
+    assert httpx.get(http_url, headers=HEADERS, timeout=10).status_code == 405
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {**HEADERS, "Origin": "http://evil.example"}
+    assert httpx.post(http_url, json=body, headers=headers, timeout=30).status_code == 403
+
+
+def test_http_serves_an_sdk_client_session(portal: BlockingPortal, http_url: str) -> None:
+    with portal.wrap_async_context_manager(Client(http_url)) as client:
+        assert {t.name for t in portal.call(client.list_tools).tools} == TOOLS
+        result = portal.call(client.call_tool, "sai_search_code", {"query": "password salt"})
+        assert result.structured_content["hits"][0]["path"] == "src/auth.py"
+
+
+def test_http_accepts_loopback_names_with_any_port(http_url: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for host in ("localhost:1", "[::1]:8080", "127.0.0.1"):
+        response = httpx.post(http_url, json=body, headers={**HEADERS, "Host": host}, timeout=30)
+        assert response.status_code == 200, host
+
+
+# ---------------------------------------------------------------- failures while running
+def test_ollama_down_fails_searches_with_the_fix_but_status_still_answers(
+    portal: BlockingPortal, project_dir: Path, ollama_server: OllamaStandIn
+) -> None:
+    with mcp_session(portal, project_dir, _env(ollama_server)) as down:
+        assert down.call("sai_search_code", query="password")["hits"]
+        ollama_server.stop()
+        error = down.error("sai_search_code", query="password")
+        assert error.code == -32603 and "ollama serve" in error.message
+        assert down.call("sai_index_status")["chunk_count"] > 60
+        assert down.call("sai_find_duplicates", path_glob="src/dup_*")["clusters"]
+
+
+def test_stdin_eof_ends_the_server_with_nothing_on_stdout(project_dir: Path, standin: OllamaStandIn) -> None:
+    proc = subprocess.run(_sai_mcp(project_dir), env={**os.environ, **_env(standin)}, input=b"",
+                          capture_output=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
