@@ -31,5 +31,7 @@ def _git(root: Path, *args: str) -> list[str]:
         raise SaiError(f"cannot run git in {root}: {exc}; install git or pass --file") from exc
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["git failed"])[-1]
+        if any(s in done.stderr for s in ("unknown revision", "bad revision", "ambiguous argument")):
+            raise UsageError(f"git does not know the revision in `{' '.join(args)}`: {reason}")
         raise SaiError(f"git {' '.join(args[:2])} failed in {root}: {reason}; check the revision or pass --file")
     return done.stdout.splitlines()

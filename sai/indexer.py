@@ -311,6 +311,7 @@ def sync(
     if not changed:
         return RefreshReport()
     before = set(_stored_files(project))
-    report = refresh(project, changed)
+    # git names root-relative keys; make them absolute so the caller's cwd does not matter
+    report = refresh(project, [str(project.config.root / key) for key in changed])
     removed = tuple(r for r in report.removed if r.path in before)
     return RefreshReport(refreshed=report.refreshed, removed=removed)

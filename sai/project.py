@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from sai.chunking.base import CHUNKER_VERSION
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
@@ -22,12 +24,15 @@ class Project:
             config.db_path, collection=config.collection, lock_timeout_s=config.lock_timeout_s
         )
         self._embedder = embedder
+        self._embedder_lock = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = make_embedder(self.config)
-        return self._embedder
+        """The embedder, created on first use (once, even when threads ask at the same time)."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = make_embedder(self.config)
+            return self._embedder
 
     def expected_meta(self, vector_dim: int) -> IndexMeta:
         return IndexMeta(

@@ -33,9 +33,10 @@ class Store:
         self.path = Path(path)
         self.collection = collection
         self.lock_timeout_s = lock_timeout_s
-        self._lock = threading.RLock()
+        self._lock = threading.Condition(threading.RLock())
         self._conn: Connection | None = None
         self._timer: threading.Timer | None = None
+        self._readers = 0  # threads of this process reading through the lease right now
 
     @property
     def exists(self) -> bool:
@@ -47,26 +48,43 @@ class Store:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
-        """A read connection (a cached read-only lease, or this process's writer)."""
+        """A cursor on the read-only lease (threads read in parallel), or this thread's writer."""
         with self._lock:
-            self._cancel_timer()
-            if self._conn is not None and self._conn.read_only and self._writer_waiting():
-                self._close()
-            if self._conn is None:
-                if not self.exists:
-                    raise StoreError(f"no index at {self.path}; run `sai` in the project to build it")
-                self._wait_for_writer()
-                self._conn = self._connect(read_only=True)
-            try:
-                yield self._conn
-            finally:
-                if self._conn is not None and self._conn.read_only:
-                    self._schedule_close()
+            if self._conn is not None and not self._conn.read_only:
+                yield self._conn  # only the writing thread gets here: it holds the lock
+                return
+            cursor = self._lease_cursor()
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+            with self._lock:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._lock.notify_all()
+                    if self._conn is not None and self._writer_waiting():
+                        self._close()  # another process wants to write: let it in now
+                    elif self._conn is not None:
+                        self._schedule_close()
+
+    def _lease_cursor(self) -> Connection:
+        self._cancel_timer()
+        if self._conn is not None and self._readers == 0 and self._writer_waiting():
+            self._close()
+        if self._conn is None:
+            if not self.exists:
+                raise StoreError(f"no index at {self.path}; run `sai` in the project to build it")
+            self._wait_for_writer()
+            self._conn = self._connect(read_only=True)
+        cursor = self._conn.cursor()
+        self._readers += 1
+        return cursor
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
         """A read-write connection inside one transaction, released when the block ends."""
         with self._lock:
+            self._lock.wait_for(lambda: self._readers == 0)  # this process's readers finish first
             self._cancel_timer()
             self._close()
             self.prepare_dir()
@@ -145,13 +163,14 @@ class Store:
             time.sleep(0.05)
 
     def _schedule_close(self) -> None:
+        self._cancel_timer()
         self._timer = threading.Timer(READ_LEASE_S, self._idle_close)
         self._timer.daemon = True
         self._timer.start()
 
     def _idle_close(self) -> None:
         with self._lock:
-            if self._conn is not None and self._conn.read_only:
+            if self._conn is not None and self._conn.read_only and self._readers == 0:
                 self._close()
 
     def _cancel_timer(self) -> None:

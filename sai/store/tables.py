@@ -118,6 +118,12 @@ class Connection:
     def close(self) -> None:
         self.con.close()
 
+    def cursor(self) -> Connection:
+        """Another connection to the same open database, for use by one more thread."""
+        cursor = self.con.cursor()
+        cursor.execute("USE sai")
+        return Connection(cursor, self.collection, read_only=self.read_only)
+
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
 

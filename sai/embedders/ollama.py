@@ -1,0 +1,154 @@
+"""The Ollama embedder: the official client's `/api/embed`, batched, retried, errors translated."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import httpx
+import numpy as np
+import ollama
+
+from sai.embedders.base import PREFIXES, normalize
+from sai.errors import EmbedderError
+
+# What a call to the client can raise: the client turns refused connections into the builtin
+# ConnectionError and HTTP errors into ResponseError; other transport failures (timeouts, dropped
+# connections) surface as httpx errors; a 200 that is not an embed response fails validation
+# (pydantic's ValidationError and JSONDecodeError are both ValueErrors).
+_CLIENT_ERRORS = (ollama.ResponseError, ConnectionError, httpx.TransportError, ValueError)
+# Transport failures worth another attempt: Ollama may be starting or still loading the model.
+_TRANSIENT = (
+    ConnectionError, httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError
+)
+
+
+class OllamaEmbedder:
+    """Vectors from a model served by Ollama, through the official `ollama` client."""
+
+    name = "ollama"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        url: str,
+        timeout_s: float,
+        batch_size: int,
+        prefix_style: str,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+    ) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.model = model
+        self.url = url
+        self.timeout_s = timeout_s
+        self.batch_size = batch_size
+        self.prefix_style = prefix_style
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self._passage_prefix, self._query_prefix = PREFIXES[prefix_style]
+        self._client = ollama.Client(host=url, timeout=timeout_s)
+        self._dimension: int | None = None
+
+    @property
+    def dimension(self) -> int | None:
+        """Vector length, known after the first embedding (None before)."""
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors (n, d) for stored chunks or code snippets (passage prefix)."""
+        inputs = [self._passage_prefix + text for text in texts]
+        if not inputs:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        batches = [
+            self._embed_batch(inputs[start : start + self.batch_size])
+            for start in range(0, len(inputs), self.batch_size)
+        ]
+        return np.concatenate(batches)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One vector (d,) for a search query (query prefix)."""
+        return self._embed_batch([self._query_prefix + text])[0]
+
+    def _embed_batch(self, inputs: list[str]) -> np.ndarray:
+        response = self._request_with_retries(inputs)
+        vectors = list(response.embeddings)
+        if len(vectors) != len(inputs):
+            raise EmbedderError(
+                f"Ollama at {self.url} returned {len(vectors)} vectors for {len(inputs)} inputs "
+                f"with model '{self.model}'; upgrade Ollama or choose another model"
+            )
+        dims = {len(vector) for vector in vectors}
+        if self._dimension is not None:
+            dims.add(self._dimension)
+        if len(dims) != 1 or 0 in dims:
+            raise EmbedderError(
+                f"Ollama model '{self.model}' returned vectors of inconsistent dimensions "
+                f"{sorted(dims)}; check that '{self.model}' is an embedding model"
+            )
+        self._dimension = dims.pop()
+        return normalize(np.asarray(vectors, dtype=np.float32))
+
+    def _request_with_retries(self, inputs: list[str]) -> ollama.EmbedResponse:
+        attempt = 0
+        while True:
+            try:
+                return self._client.embed(model=self.model, input=inputs, truncate=True)
+            except _CLIENT_ERRORS as exc:
+                if attempt >= self.retries or not _is_transient(exc):
+                    raise self._translate(exc, attempts=attempt + 1) from exc
+            time.sleep(self.backoff_s * 2**attempt)
+            attempt += 1
+
+    def _translate(self, exc: Exception, *, attempts: int) -> EmbedderError:
+        """One sentence naming what failed and the fix, for an error from the client."""
+        if isinstance(exc, ConnectionError | httpx.ConnectError | httpx.ConnectTimeout):
+            return EmbedderError(f"cannot reach Ollama at {self.url} — is `ollama serve` running?")
+        if isinstance(exc, httpx.TimeoutException):
+            return EmbedderError(
+                f"Ollama at {self.url} did not answer within {self.timeout_s:g}s "
+                f"({attempts} attempts); raise ollama.timeout_s or lower ollama.batch_size"
+            )
+        if isinstance(exc, httpx.TransportError):
+            return EmbedderError(
+                f"the connection to Ollama at {self.url} failed ({exc.__class__.__name__}: "
+                f"{exc}); check ollama.url and the `ollama serve` log"
+            )
+        if isinstance(exc, ollama.ResponseError):
+            return self._translate_response(exc, attempts=attempts)
+        return EmbedderError(
+            f"Ollama at {self.url} sent a response that is not an embedding "
+            f"({exc.__class__.__name__}); check that ollama.url points at an Ollama server"
+        )
+
+    def _translate_response(self, exc: ollama.ResponseError, *, attempts: int) -> EmbedderError:
+        status, reason = exc.status_code, str(exc.error).strip()
+        # A 404 without the word "model" comes from a server that is not Ollama ("404 page not
+        # found"): telling the user to pull the model would send them the wrong way.
+        lowered = reason.lower()
+        if "model" in lowered and (status == 404 or "not found" in lowered):
+            return EmbedderError(
+                f"model '{self.model}' is not available in Ollama — run `ollama pull {self.model}`"
+            )
+        if status == 404:
+            return EmbedderError(
+                f"{self.url} answered 404 ({reason}) to an embed request; "
+                "check that ollama.url points at an Ollama server"
+            )
+        if status >= 500 or status == 429:
+            return EmbedderError(
+                f"Ollama at {self.url} failed with status {status} ({reason}) after {attempts} "
+                "attempts; check the `ollama serve` log and retry"
+            )
+        return EmbedderError(
+            f"Ollama at {self.url} rejected the embed request for model '{self.model}' with "
+            f"status {status} ({reason}); check that '{self.model}' is an embedding model"
+        )
+
+
+def _is_transient(exc: Exception) -> bool:
+    if isinstance(exc, ollama.ResponseError):
+        return exc.status_code >= 500 or exc.status_code == 429
+    return isinstance(exc, _TRANSIENT)
