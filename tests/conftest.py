@@ -1,0 +1,24 @@
+"""Shared fixtures: the Ollama stand-in server and one local embedding model per session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from ollama_standin import OllamaStandIn
+
+from sai.embedders.local import LocalEmbedder
+
+
+@pytest.fixture
+def ollama_server() -> Iterator[OllamaStandIn]:
+    """A fresh stand-in for Ollama on a free port; its base url is `.url`."""
+    with OllamaStandIn() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> LocalEmbedder:
+    """One all-MiniLM-L6-v2 embedder shared by the session: the model loads on first use only."""
+    pytest.importorskip("sentence_transformers", reason="the 'local' extra is not installed")
+    return LocalEmbedder()

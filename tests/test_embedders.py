@@ -1,0 +1,256 @@
+"""The embedders: the real `ollama` client against the stand-in server, and the local model."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import numpy as np
+import pytest
+from ollama_standin import OllamaStandIn
+
+from sai.embedders.base import PREFIXES
+from sai.embedders.local import LocalEmbedder
+from sai.embedders.ollama import OllamaEmbedder
+from sai.errors import EmbedderError
+
+
+def make_ollama(server: OllamaStandIn, **overrides: object) -> OllamaEmbedder:
+    options: dict = {
+        "model": "nomic-embed-text", "url": server.url, "timeout_s": 5.0, "batch_size": 4,
+        "prefix_style": "none", "retries": 3, "backoff_s": 0.01,
+    }
+    options.update(overrides)
+    return OllamaEmbedder(**options)
+
+
+# --- Ollama ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("count", "batch_size"), [(10, 4), (8, 4), (1, 4), (5, 1)])
+def test_documents_are_sent_in_batches_of_batch_size(ollama_server, count, batch_size):
+    texts = [f"def f{i}(): return {i}" for i in range(count)]
+    vectors = make_ollama(ollama_server, batch_size=batch_size).embed_documents(texts)
+    assert vectors.shape == (count, 768)
+    assert ollama_server.requests == math.ceil(count / batch_size)
+    assert max(len(b["input"]) for b in ollama_server.bodies) == min(batch_size, count)
+    assert ollama_server.received_inputs == texts
+
+
+def test_document_vectors_keep_input_order(ollama_server):
+    texts = ["alpha beta", "gamma delta", "epsilon zeta", "alpha beta"]
+    vectors = make_ollama(ollama_server, batch_size=3).embed_documents(texts)
+    expected = np.asarray([ollama_server.vector(t) for t in texts], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("style", ["nomic", "e5", "qwen", "none"])
+def test_prefixes_of_the_style_reach_the_server(ollama_server, style):
+    embedder = make_ollama(ollama_server, prefix_style=style)
+    embedder.embed_documents(["def f(): pass"])
+    embedder.embed_query("parse the config")
+    passage, query = PREFIXES[style]
+    assert ollama_server.received_inputs == [passage + "def f(): pass", query + "parse the config"]
+
+
+def test_nomic_prefixes_are_the_documented_strings(ollama_server):
+    embedder = make_ollama(ollama_server, prefix_style="nomic")
+    embedder.embed_documents(["x = 1"])
+    embedder.embed_query("where is x set")
+    assert ollama_server.received_inputs == [
+        "search_document: x = 1", "search_query: where is x set"
+    ]
+
+
+def test_requests_ask_the_server_to_truncate_long_inputs(ollama_server):
+    long_text = " ".join(f"word{i}" for i in range(ollama_server.context_tokens + 10))
+    vectors = make_ollama(ollama_server).embed_documents([long_text])
+    assert vectors.shape == (1, 768)
+    assert ollama_server.bodies[0]["truncate"] is True
+
+
+def test_vectors_are_float32_unit_length(ollama_server):
+    embedder = make_ollama(ollama_server)
+    documents = embedder.embed_documents(["def a(): pass", "class B: pass", "x"])
+    query = embedder.embed_query("a function")
+    assert documents.dtype == np.float32 and query.dtype == np.float32
+    assert query.shape == (768,)
+    np.testing.assert_allclose(np.linalg.norm(documents, axis=1), 1.0, atol=1e-5)
+    assert abs(np.linalg.norm(query) - 1.0) < 1e-5
+    assert abs(np.linalg.norm(ollama_server.vector("x")) - 1.0) > 0.01  # the server's are not
+
+
+def test_dimension_is_unknown_until_the_first_embedding(ollama_server):
+    ollama_server.dim = 32
+    embedder = make_ollama(ollama_server)
+    assert embedder.dimension is None
+    embedder.embed_query("q")
+    assert embedder.dimension == 32
+
+
+def test_empty_input_makes_no_request(ollama_server):
+    embedder = make_ollama(ollama_server)
+    assert embedder.embed_documents([]).shape == (0, 0)
+    assert ollama_server.requests == 0
+    embedder.embed_query("q")
+    assert embedder.embed_documents([]).shape == (0, 768)
+    assert ollama_server.requests == 1
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_transient_failure_is_retried_then_succeeds(ollama_server, status):
+    ollama_server.fail_next(2, status=status)
+    vectors = make_ollama(ollama_server).embed_documents(["def f(): pass"])
+    assert vectors.shape == (1, 768)
+    assert ollama_server.requests == 3
+    assert ollama_server.inputs_embedded == 1
+
+
+def test_persistent_server_error_gives_up_after_the_retries(ollama_server):
+    ollama_server.fail_next(10, status=500, error="llama runner process has terminated")
+    with pytest.raises(EmbedderError, match=r"status 500 .*llama runner.* after 3 attempts"):
+        make_ollama(ollama_server, retries=2).embed_query("q")
+    assert ollama_server.requests == 3
+
+
+def test_timeout_is_retried_then_succeeds(ollama_server):
+    ollama_server.stall_next(1, seconds=1.0)
+    vector = make_ollama(ollama_server, timeout_s=0.2).embed_query("q")
+    assert vector.shape == (768,)
+    assert ollama_server.requests == 2
+
+
+def test_unknown_model_is_not_retried_and_says_how_to_pull_it(ollama_server):
+    embedder = make_ollama(ollama_server, model="no-such-model")
+    with pytest.raises(EmbedderError) as info:
+        embedder.embed_documents(["x"])
+    assert str(info.value) == (
+        "model 'no-such-model' is not available in Ollama — run `ollama pull no-such-model`"
+    )
+    assert ollama_server.requests == 1
+
+
+def test_model_name_without_tag_matches_latest(ollama_server):
+    vector = make_ollama(ollama_server, model="nomic-embed-text:latest").embed_query("q")
+    assert vector.shape == (768,)
+
+
+def test_other_client_error_is_not_retried_and_names_the_status(ollama_server):
+    ollama_server.fail_next(1, status=400, error="this model does not support embeddings")
+    with pytest.raises(EmbedderError, match=r"status 400 \(this model does not support embed"):
+        make_ollama(ollama_server).embed_query("q")
+    assert ollama_server.requests == 1
+
+
+def test_refused_connection_says_ollama_is_unreachable_quickly(ollama_server):
+    url = ollama_server.url
+    ollama_server.stop()
+    embedder = make_ollama(ollama_server, retries=2, backoff_s=0.01)
+    started = time.monotonic()
+    with pytest.raises(EmbedderError) as info:
+        embedder.embed_documents(["x"])
+    assert str(info.value) == f"cannot reach Ollama at {url} — is `ollama serve` running?"
+    assert time.monotonic() - started < 2.0
+
+
+def test_refused_connection_is_retried_until_ollama_comes_up(ollama_server):
+    ollama_server.stop()
+    port = int(ollama_server.url.rsplit(":", 1)[1])
+    embedder = make_ollama(ollama_server, retries=5, backoff_s=0.1)
+    revived = OllamaStandIn(port=port)
+    timer = threading.Timer(0.15, revived.start)
+    timer.start()
+    try:
+        vector = embedder.embed_query("q")
+    finally:
+        timer.join()
+        revived.stop()
+    assert vector.shape == (768,)
+    assert revived.requests == 1
+
+
+def test_mismatched_vector_lengths_in_one_response_are_an_error(ollama_server, monkeypatch):
+    original = ollama_server.vector
+    def vector(text: str) -> list[float]:
+        return original(text)[:10] if text == "short" else original(text)
+
+    monkeypatch.setattr(ollama_server, "vector", vector)
+    with pytest.raises(EmbedderError, match="inconsistent dimensions"):
+        make_ollama(ollama_server).embed_documents(["long one", "short"])
+
+
+def test_dimension_change_between_requests_is_an_error(ollama_server):
+    embedder = make_ollama(ollama_server)
+    embedder.embed_query("q")
+    ollama_server.dim = 384
+    with pytest.raises(EmbedderError, match=r"inconsistent dimensions \[384, 768\]"):
+        embedder.embed_query("q")
+
+
+def test_a_server_that_is_not_ollama_is_named_as_such(ollama_server):
+    embedder = make_ollama(ollama_server, url=ollama_server.url + "/not-ollama")
+    with pytest.raises(EmbedderError, match="answered 404 .*check that ollama.url points at an"):
+        embedder.embed_query("q")
+
+
+# --- the stand-in itself ---------------------------------------------------------------------
+
+
+def test_standin_vectors_are_closer_for_texts_sharing_words(ollama_server):
+    embedder = make_ollama(ollama_server)
+    base, near, far = embedder.embed_documents(
+        ["def total_price(items): return sum(prices)", "total price of the items",
+         "open the socket and read bytes"]
+    )
+    assert float(base @ near) > float(base @ far) + 0.2
+    again = embedder.embed_documents(["def total_price(items): return sum(prices)"])[0]
+    np.testing.assert_array_equal(base, again)
+
+
+# --- local ----------------------------------------------------------------------------------
+
+
+def test_local_vectors_have_384_unit_length_dimensions(local_embedder):
+    vectors = local_embedder.embed_documents(["def f(x): return x + 1", "class Stack: pass"])
+    assert local_embedder.dimension == 384
+    assert local_embedder.max_seq_length == 256
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert local_embedder.embed_query("q").shape == (384,)
+
+
+def test_local_query_is_closest_to_the_matching_function(local_embedder):
+    match = "def total_price(items):\n    return sum(i.price for i in items)"
+    other = "def read_config(path):\n    with open(path) as f:\n        return yaml.safe_load(f)"
+    documents = local_embedder.embed_documents([match, other])
+    query = local_embedder.embed_query("compute total price")
+    assert float(documents[0] @ query) > float(documents[1] @ query) + 0.1
+
+
+def test_local_batched_vectors_match_one_at_a_time_in_order(local_embedder):
+    texts = ["x" * 1500, "def f(): pass", "import os\n" * 40, "y = 2"]
+    together = local_embedder.embed_documents(texts)
+    alone = np.stack([local_embedder.embed_documents([t])[0] for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+
+
+def test_local_empty_input_returns_no_rows(local_embedder):
+    assert local_embedder.embed_documents([]).shape[0] == 0
+
+
+@pytest.mark.parametrize("name", ["all-MiniLM-L6-v2", "ALL-minilm-l6-v2",
+                                  "sentence-transformers/all-MiniLM-L6-v2"])
+def test_local_accepts_the_bundled_model_names(name):
+    assert LocalEmbedder(model=name).model == "all-MiniLM-L6-v2"
+
+
+def test_local_rejects_other_models():
+    with pytest.raises(EmbedderError, match="ships only all-MiniLM-L6-v2, not 'nomic-embed-text'"):
+        LocalEmbedder(model="nomic-embed-text")
+
+
+def test_local_model_is_not_loaded_until_first_use():
+    embedder = LocalEmbedder()
+    assert embedder.dimension is None and embedder.max_seq_length is None
