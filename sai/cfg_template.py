@@ -15,7 +15,8 @@ root: .                    # directory to index, relative to this file
 chunker: ast               # ast (tree-sitter units, line fallback) or lines (60-line windows)
 max_chunk_chars: 2000      # byte budget of one chunk
 prefix_style: auto         # auto, nomic, e5, qwen or none (query/passage prefixes)
-exclude_dirs: []           # added to .git node_modules dist build target .next coverage .turbo __pycache__ .venv venv .index
+exclude_dirs: []           # added to the always-pruned .git node_modules dist build target .next
+                           # coverage .turbo __pycache__ .venv venv .index
 include: []                # globs on the root-relative path; non-empty = allow-list
 exclude: []                # globs on the root-relative path; exclude wins over include
 respect_gitignore: true    # honour .gitignore files (nested) and .git/info/exclude

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -95,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
+    logging.basicConfig(stream=sys.stderr, format="sai: %(message)s",
+                        level=logging.DEBUG if opts["verbose"] else logging.WARNING)
+    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "mcp"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return _dispatch(args, opts)
     except UsageError as exc:
@@ -148,7 +153,14 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.dry_run:
         from sai.files import walk
 
-        return _emit(False, None, render.dry_run(walk(project.config), project.config))
+        walked = walk(project.config)
+        payload = {
+            "root": str(project.config.root), "collection": project.config.collection,
+            "would_index": [s.key for s in walked.included],
+            "excluded": [{"path": key, "reason": reason} for key, reason in walked.excluded],
+            "pruned_dirs": list(walked.pruned_dirs),
+        }
+        return _emit(as_json, payload, render.dry_run(walked, project.config))
     if not args.query_only:
         silent = bool(getattr(args, "silent", False))
         with ProgressReporter(sys.stderr, enabled=not silent) as progress:
@@ -241,14 +253,12 @@ def _init(args: argparse.Namespace) -> int:
     if not args.yes and sys.stdin.isatty():
         answer = input(f"write {target}? [y/N] ").strip().lower()
         if answer not in ("y", "yes"):
-            print("nothing written", file=sys.stderr)
-            return 1
+            raise SaiError(f"nothing written; answer y to write {target}, or pass --yes")
     try:
         target.write_text(TEMPLATE, encoding="utf-8")
     except OSError as exc:
         raise SaiError(f"cannot write {target}: {exc.strerror}; choose another --output") from exc
-    print(f"wrote {target}")
-    return 0
+    return _emit(bool(getattr(args, "json", False)), {"wrote": str(target)}, f"wrote {target}\n")
 
 
 _HANDLERS = {

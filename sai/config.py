@@ -230,7 +230,10 @@ def _build(v: dict[str, Any], *, base: Path, config_path: Path | None) -> Config
     ext = normalize_exts(ext.split(",") if isinstance(ext, str) else [str(e) for e in ext])
     if not ext:
         raise ConfigError(f"{where}: key 'ext' lists no extension")
-    sims = SIMILARITY_DEFAULTS.get(model.lower(), SIMILARITY_DEFAULTS["*"])
+    if v["embedder"] == "local" and model_family(model) == "all-minilm-l6-v2":
+        model = DEFAULT_MODELS["local"]  # one spelling, so the index records one name
+    sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
+    _check_similarity(v, where)
     return Config(
         root=root,
         db_path=(root / v["duckdb.path"]).resolve(),
@@ -266,6 +269,20 @@ def _build(v: dict[str, Any], *, base: Path, config_path: Path | None) -> Config
         duplicate_min_cluster_size=v["similarity.duplicate_min_cluster_size"],
         top_k=v["similarity.top_k"],
     )
+
+
+def _check_similarity(v: dict[str, Any], where: str) -> None:
+    for key in ("similarity.find_similar_min_score", "similarity.duplicate_min_score"):
+        if v[key] is not None and not -1.0 <= v[key] <= 1.0:
+            raise ConfigError(f"{where}: key '{key}' must be a cosine similarity in [-1, 1], got {v[key]}")
+    if v["similarity.duplicate_min_cluster_size"] < 2:
+        raise ConfigError(f"{where}: key 'similarity.duplicate_min_cluster_size' must be at least 2")
+
+
+def model_family(model: str) -> str:
+    """A model name without its hub owner or Ollama tag, lower-cased: the similarity-scale key."""
+    name = model.lower().rsplit("/", 1)[-1].split(":", 1)[0]
+    return "all-minilm-l6-v2" if name == "all-minilm" else name
 
 
 def _or(value: Any, default: Any) -> Any:

@@ -7,6 +7,7 @@ its own short write transaction, so an interrupted run keeps what it finished.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ FLUSH_CHUNKS = 256  # chunks embedded between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first
 
 Progress = Callable[[int, int, int], None]  # (files done, files to do, chunks embedded)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -65,6 +67,7 @@ class _Run:
         self.dim: int | None = None
         self.meta: dict[str, str] = {}
         self.wrote = False
+        self.rechunk = False  # chunking settings changed since the index was built
 
     def load_state(self) -> None:
         if not self.project.store.exists:
@@ -73,6 +76,7 @@ class _Run:
             self.meta = conn.meta()
             if conn.has_collection():
                 self.project.check_meta(self.meta)
+                self.rechunk = self.meta.get("chunking") != self.project.chunking_signature()
                 self.stored = conn.files()
                 self.known = conn.content_hashes()
                 self.dim = int(self.meta["vector_dim"])
@@ -86,7 +90,7 @@ class _Run:
     def add(self, pending: _Pending, source: SourceFile, text: str) -> None:
         file_hash = sha256_hex(text)
         old = self.stored.get(source.key)
-        if old is not None and old.file_hash == file_hash:
+        if old is not None and old.file_hash == file_hash and not self.rechunk:
             pending.touched.append(FileRow(source.key, source.size, source.mtime_ns, file_hash, old.chunk_count))
             self.counts.unchanged += old.chunk_count
             return
@@ -119,11 +123,14 @@ class _Run:
         if not pending.files and not pending.touched:
             return
         self.wrote = True
+        started = time.monotonic()
         with self.project.store.write() as conn:
             if pending.files:
                 self._ensure_collection(conn)
                 self._write_files(conn, pending.files)
             conn.upsert_files(pending.touched)
+        log.debug("wrote %d file(s), %d touched, in %.2fs", len(pending.files), len(pending.touched),
+                  time.monotonic() - started)
         pending.files.clear()
         pending.touched.clear()
 
@@ -183,6 +190,8 @@ class _Run:
             if self.progress:
                 self.progress(done, total, self.counts.embedded)
         self.flush(pending)
+        if self.progress and total:
+            self.progress(total, total, self.counts.embedded)  # the last batch is in now
         return skipped
 
 
@@ -197,16 +206,22 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     run.load_state()
     wanted = {s.key for s in walked.included}
     run.remove(sorted(set(run.stored) - wanted))
-    changed = [s for s in walked.included if _changed(run.stored.get(s.key), s)]
+    changed = [s for s in walked.included if run.rechunk or _changed(run.stored.get(s.key), s)]
     run.counts.unchanged += sum(run.stored[s.key].chunk_count for s in walked.included
-                                if s.key in run.stored and not _changed(run.stored[s.key], s))
+                                if s.key in run.stored and not run.rechunk and not _changed(run.stored[s.key], s))
     if changed and not run.known and run.meta:
         # an empty collection builds its HNSW index once, at the end: ~4x faster than per batch
         _with_collection(project, lambda conn: conn.drop_hnsw())
+    log.debug("%d file(s) walked, %d to read, %d stored; re-chunk all: %s",
+              len(walked.included), len(changed), len(run.stored), run.rechunk)
     unreadable = run.process(changed, len(changed))
     run.remove([key for key, _ in unreadable if key in run.stored])
     if changed or run.counts.removed:
-        _finish(project, removed=run.counts.removed)
+        chunking = project.expected_meta(0)
+        _finish(project, removed=run.counts.removed, meta={
+            "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
+            "chunking": chunking.chunking,
+        })
     keys = sorted(wanted - {key for key, _ in unreadable})
     chunks, nfiles = _held(project, keys)
     return IndexReport(
@@ -270,7 +285,7 @@ def _with_collection(project: Project, action: Callable[[Connection], object]) -
             action(conn)
 
 
-def _finish(project: Project, *, removed: int) -> None:
+def _finish(project: Project, *, removed: int, meta: dict[str, str] | None = None) -> None:
     """Make sure the HNSW index exists (compacted after many deletions); rebuild BM25."""
     if not project.store.exists:
         return
@@ -281,6 +296,8 @@ def _finish(project: Project, *, removed: int) -> None:
         if removed and removed * 10 > conn.chunk_count():
             conn.compact_hnsw()
         conn.rebuild_fts()
+        if meta:
+            conn.set_meta(meta)
 
 
 def _stored_files(project: Project) -> dict[str, FileRow]:

@@ -12,7 +12,8 @@ from sai.store import Store
 from sai.store.tables import SCHEMA_VERSION, IndexMeta
 
 # meta keys that must match between an index and the config that opens it
-_CHECKED = ("schema_version", "embedder", "model", "prefix_style", "chunker", "chunker_version")
+# Chunking settings are not checked: a change re-chunks every file on the next index run.
+_CHECKED = ("schema_version", "embedder", "model", "prefix_style")
 
 
 class Project:
@@ -44,7 +45,14 @@ class Project:
             chunker=self.config.chunker,
             chunker_version=CHUNKER_VERSION,
             schema_version=SCHEMA_VERSION,
+            chunking=self.chunking_signature(),
         )
+
+    def chunking_signature(self) -> str:
+        """Every setting that shapes chunks; when it changes, every file is chunked again."""
+        c = self.config
+        return (f"{c.chunker}/{CHUNKER_VERSION}/{c.max_chunk_chars}/strip={c.strip_comments}/"
+                f"noindex={c.honor_noindex_marker}/nodup={c.honor_noduplicate_marker}")
 
     def check_meta(self, meta: dict[str, str], *, vector_dim: int | None = None) -> None:
         """Raise IndexMismatchError when the index was built differently from this config."""

@@ -116,8 +116,10 @@ def find_similar(
     with project.store.read() as conn:
         _check(project, conn, vector)
         rows = conn.nearest(vector, limit + 1)
-    rows = [r for r in rows if r.id != source_id and r.score >= threshold]
-    return [_hit(r) for r in rows[:limit]]
+        rows = [r for r in rows if r.id != source_id and r.score >= threshold][:limit]
+        stored = conn.files([r.path for r in rows])
+    stale = stale_keys(project.config.root, stored, [r.path for r in rows])
+    return [replace(_hit(r), stale=r.path in stale) for r in rows]
 
 
 def _chunk_vector(project: Project, key: str, line: int) -> tuple[int, np.ndarray]:
@@ -144,11 +146,13 @@ def find_duplicates(
     threshold = config.duplicate_min_score if min_score is None else float(min_score)
     size = config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size)
     k = config.top_k if top_k is None else int(top_k)
+    _check_duplicate_args(threshold, size, k, max_clusters)
     with project.store.read() as conn:
         _check(project, conn, None)
         rows, matrix = conn.all_chunks()
     keep = [i for i, r in enumerate(rows) if not r.no_duplicate and _passes(r, path_glob=path_glob)]
-    rows, matrix = [rows[i] for i in keep], matrix[keep] if keep else matrix[:0]
+    if len(keep) < len(rows):  # (copying 100,000 vectors costs 150 MB: only when some go)
+        rows, matrix = [rows[i] for i in keep], matrix[keep] if keep else matrix[:0]
     queries = None
     if seed_paths is not None:
         seeds = set(seed_paths)
@@ -162,14 +166,23 @@ def find_duplicates(
     return clusters[: max(0, int(max_clusters))]
 
 
+def _check_duplicate_args(min_score: float, size: int, top_k: int, max_clusters: int) -> None:
+    if not -1.0 <= min_score <= 1.0:
+        raise UsageError(f"min_score {min_score} is not a cosine similarity; give a value in [-1, 1]")
+    if size < 2:
+        raise UsageError(f"min_cluster_size {size} is too small; a cluster needs at least 2 members")
+    if top_k < 1 or max_clusters < 1:
+        raise UsageError("top_k and max_clusters must be at least 1")
+
+
 def _nested_mask(rows: list[ChunkRow]):
     """A pair test: True where both chunks are in one file and one's range contains the other's."""
-    paths = np.array([r.path for r in rows], dtype=object)
+    _, files = np.unique(np.array([r.path for r in rows], dtype=object), return_inverse=True)
     starts = np.array([r.start_line for r in rows])
     ends = np.array([r.end_line for r in rows])
 
     def excluded(i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        same = paths[i] == paths[j]
+        same = files[i] == files[j]
         i_in_j = (starts[j] <= starts[i]) & (ends[i] <= ends[j])
         j_in_i = (starts[i] <= starts[j]) & (ends[j] <= ends[i])
         return same & (i_in_j | j_in_i)

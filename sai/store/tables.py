@@ -56,6 +56,7 @@ class IndexMeta:
     chunker: str
     chunker_version: int
     schema_version: int = SCHEMA_VERSION
+    chunking: str = ""
 
 
 @dataclass(frozen=True)
@@ -285,8 +286,8 @@ class Connection:
             return
         self.delete_file_rows([r.path for r in rows])
         self.con.executemany(
-            f"INSERT INTO {self.files_table} VALUES (?, ?, ?, ?, ?, now())",
-            [[r.path, r.size, r.mtime_ns, r.file_hash, r.chunk_count] for r in rows],
+            f"INSERT INTO {self.files_table} VALUES (?, ?, ?, ?, ?, ?)",
+            [[r.path, r.size, r.mtime_ns, r.file_hash, r.chunk_count, _utc_now()] for r in rows],
         )
 
     def delete_file_rows(self, keys: list[str]) -> None:
@@ -370,13 +371,14 @@ class Connection:
                 pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()), dim
             ),
             "no_duplicate": pa.array(cols[8], pa.bool_()),
+            "indexed_at": pa.array([_utc_now()] * len(rows), pa.timestamp("us")),
             "lexemes": pa.array(cols[9], pa.string()),
         })
         self.con.register("sai_batch", batch)
         try:
             self.con.execute(
                 f"INSERT INTO {self.collection} SELECT id, path, language, start_line, end_line, "
-                "symbol, text, content_hash, file_hash, lexemes, embedding, now(), no_duplicate "
+                "symbol, text, content_hash, file_hash, lexemes, embedding, indexed_at, no_duplicate "
                 "FROM sai_batch"
             )
         finally:
@@ -446,6 +448,11 @@ def _vector_literal(vector: np.ndarray) -> str:
 
 def _quote(text: str) -> str:
     return text.replace("'", "''")
+
+
+def _utc_now() -> datetime:
+    """Now in UTC without a zone: TIMESTAMP columns hold UTC (DuckDB's now() is local time)."""
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _now_iso() -> str:
