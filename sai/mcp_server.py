@@ -140,6 +140,10 @@ MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max 
 Revision = Annotated[str, _arg("git revision to compare the working tree with")]
 Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
 Backend = Annotated[str, _arg("index backend: duckdb", enum=["duckdb"])]
+Mode = Annotated[str, _arg(
+    "ranking: hybrid (default), semantic, or lexical (no embedder needed)",
+    enum=["hybrid", "semantic", "lexical"],
+)]
 EmbedderName = Annotated[str, _arg("ollama, or local (offline)", enum=["ollama", "local"])]
 
 
@@ -155,18 +159,21 @@ class SaiTools:
 
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
-        include_text: IncludeText = False,
-        # issue 5: the `mode` argument (semantic | lexical | hybrid) goes here, on to search().
+        include_text: IncludeText = False, mode: Mode = "hybrid",
     ) -> Annotated[CallToolResult, HitsOut]:
-        """Search the code by meaning: the indexed chunks that best answer `query`, best first.
+        """Search the code: the indexed chunks that best answer `query` (words or identifiers).
 
-        Returns {"hits":[{path,start_line,end_line,symbol,score,snippet}]}: path relative to the
-        project root, score the cosine similarity to the query, snippet the chunk's first 8
-        lines (max 800 bytes) unless include_text. Use it to find where something is
+        Returns {"hits":[{path,start_line,end_line,symbol,score,snippet,rank,stale,...}]}: path
+        relative to the project root, score the cosine similarity to the query (BM25 in lexical
+        mode), rank the position (hybrid order may differ from score order), stale true when the
+        file changed since it was indexed, snippet the chunk's first 8 lines (max 800 bytes)
+        unless include_text. mode: hybrid (default: meaning + exact words), semantic, or
+        lexical (works without the embedding model). Use it to find where something is
         implemented before opening files. language and path_glob filter the results.
         """
         hits = search.search(
-            self.project, query, limit=_clamp(limit), language=language, path_glob=path_glob
+            self.project, query, limit=_clamp(limit), language=language, path_glob=path_glob,
+            mode=mode,
         )
         return _result(hits_json(hits, include_text=include_text))
 

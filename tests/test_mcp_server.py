@@ -465,3 +465,24 @@ def test_stdin_eof_ends_the_server_with_nothing_on_stdout(project_dir: Path, sta
                           capture_output=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b""
+
+
+def test_cli_index_run_while_the_server_serves_and_the_server_sees_the_new_chunks(
+    portal: BlockingPortal, tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    root = tmp_path / "live"
+    _write(root / "src" / "auth.py", AUTH)
+    _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    env = {**os.environ, **_env(standin)}
+    cli = [sys.executable, "-m", "sai", "--config", str(root / "sai-cfg.yml"), "--silent"]
+    assert subprocess.run(cli, env=env, capture_output=True, timeout=120).returncode == 0
+    with mcp_session(portal, root, _env(standin)) as live:
+        before = live.call("sai_search_code", query="rotate_api_key", mode="lexical")
+        assert not any(h["symbol"] == "rotate_api_key" for h in before["hits"])
+        _write(root / "src" / "keys.py", "def rotate_api_key(old):\n    return old[::-1] + 'x'\n")
+        done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "1 chunk(s) embedded" in done.stdout
+        after = live.call("sai_search_code", query="rotate_api_key")
+        assert after["hits"][0]["symbol"] == "rotate_api_key"
+        assert live.call("sai_index_status")["chunk_count"] > 0
