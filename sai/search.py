@@ -41,30 +41,50 @@ def search(
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
     if not query.strip():
         raise UsageError("query is empty; give a few words describing the code you want")
-    _require_index(project)  # before the embedder: a missing index is the error to report
-    vector = None if mode == "lexical" else project.embedder.embed_query(query)
-    wanted = max(CANDIDATES, limit * OVERFETCH)
+    filtered = bool(language or path_glob)
+    wanted = max(CANDIDATES, limit * OVERFETCH) if filtered or mode != "semantic" else limit
     with project.store.read() as conn:
-        _check(project, conn, vector)
-        semantic = conn.nearest(vector, wanted) if vector is not None else []
-        lexical = _lexical(conn, query, wanted, vector) if mode != "semantic" else []
+        meta = _check(project, conn, None)  # before the embedder: a missing index is the error
+        vector = None if mode == "lexical" else project.embedder.embed_query(query)
+        if vector is not None:
+            project.check_meta(meta, vector_dim=int(vector.shape[0]))
+        semantic, lexical = _candidates(conn, query, vector, wanted, mode=mode)
         ordered = _order(mode, semantic, lexical, query)
         ordered = [c for c in ordered if _passes(c.row, language=language, path_glob=path_glob)]
-        chosen = ordered[:limit]
+        chosen = _with_bodies(conn, ordered[:limit], vector)
         stored = conn.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     return [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
 
 
-def _lexical(
-    conn: Connection, query: str, wanted: int, vector: np.ndarray | None
-) -> list[tuple[ChunkRow, float]]:
-    """BM25 matches as rows; with a query vector, each row's score is its cosine to it."""
-    found = conn.bm25(query_lexemes(query), wanted)
-    rows, matrix = conn.chunks_by_ids([chunk_id for chunk_id, _ in found])
-    cosines = matrix @ vector if vector is not None and len(rows) else [0.0] * len(rows)
-    bm25 = dict(found)
-    return [(replace(r, score=float(c)), bm25[r.id]) for r, c in zip(rows, cosines, strict=True)]
+def _candidates(
+    conn: Connection, query: str, vector: np.ndarray | None, wanted: int, *, mode: str
+) -> tuple[list[ChunkRow], list[tuple[ChunkRow, float]]]:
+    """The semantic list (rows scored by cosine) and the lexical list (rows with BM25).
+
+    Rows come without text: ranking needs only paths and symbols, and reading the text and
+    vector columns costs ~15x more than the ids (measured at 20k chunks, docs/design.md).
+    """
+    near = conn.nearest_ids(vector, wanted) if vector is not None else []
+    lex = conn.bm25(query_lexemes(query), wanted) if mode != "semantic" else []
+    ids = list(dict.fromkeys([i for i, _ in near] + [i for i, _ in lex]))
+    rows, _ = conn.chunks_by_ids(ids, vectors=False, text=False)
+    cosine = dict(near)
+    scored = {r.id: replace(r, score=float(cosine.get(r.id, 0.0))) for r in rows}
+    semantic = [scored[i] for i, _ in near if i in scored]
+    lexical = [(scored[i], score) for i, score in lex if i in scored]
+    return semantic, lexical
+
+
+def _with_bodies(conn: Connection, chosen: list[Candidate], vector: np.ndarray | None) -> list[Candidate]:
+    """The chosen candidates with their text, and their cosine to the query when there is one."""
+    bodies = conn.chunk_bodies([c.row.id for c in chosen], vector)
+    out = []
+    for c in chosen:
+        text, cosine = bodies.get(c.row.id, ("", None))
+        score = c.row.score if cosine is None else cosine
+        out.append(replace(c, row=replace(c.row, text=text, score=score)))
+    return out
 
 
 def _order(
@@ -236,12 +256,14 @@ def _require_index(project: Project) -> None:
         _check(project, conn, None)
 
 
-def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> None:
+def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> dict[str, str]:
     if not conn.has_collection():
         raise StoreError(
             f"the index has no collection '{project.config.collection}'; run `sai` to build it"
         )
-    project.check_meta(conn.meta(), vector_dim=None if vector is None else int(vector.shape[0]))
+    meta = conn.meta()
+    project.check_meta(meta, vector_dim=None if vector is None else int(vector.shape[0]))
+    return meta
 
 
 def _passes(row: ChunkRow, *, language: str | None = None, path_glob: str | None = None) -> bool:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from sai.embedders.base import PREFIXES, normalize
 from sai.errors import EmbedderError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+SMALL_INPUT = 4  # inputs up to this many are encoded on one thread (queries, snippets)
 _ACCEPTED_NAMES = {MODEL_NAME.lower(), f"sentence-transformers/{MODEL_NAME}".lower()}
 
 
@@ -67,6 +69,12 @@ class LocalEmbedder:
 
     def _encode(self, inputs: list[str]) -> np.ndarray:
         self.load()
+        if len(inputs) <= SMALL_INPUT:
+            with _torch_threads(1):
+                return self._run(inputs)
+        return self._run(inputs)
+
+    def _run(self, inputs: list[str]) -> np.ndarray:
         # encode() already sorts inputs by length before batching and restores the order, so
         # padding waste is small without sorting here (measured in the embedder's report).
         vectors = self._st_model.encode(
@@ -77,6 +85,23 @@ class LocalEmbedder:
             show_progress_bar=False,
         )
         return normalize(vectors)
+
+
+@contextlib.contextmanager
+def _torch_threads(count: int) -> Iterator[None]:
+    """Run torch on `count` threads for a while: one query on two threads waits on the slower
+    core (p50 105 ms on 1 thread vs 630 ms on 2 at load 13, benchmarks/query_latency.py)."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before == count:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _load_model() -> Any:

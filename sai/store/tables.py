@@ -8,9 +8,11 @@ binding a Python list costs ~35 ms per query, the cast ~0.1 ms (measured, docs/d
 from __future__ import annotations
 
 import glob
+import json
+import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -87,10 +89,16 @@ _CHUNK_COLS = "id, path, language, start_line, end_line, symbol, text, no_duplic
 class Connection:
     """One DuckDB connection to one collection of an index file."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, collection: str, *, read_only: bool) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, collection: str, *, read_only: bool,
+        cache: dict[str, object] | None = None,
+    ) -> None:
         check_collection(collection)
         self.con = con
         self.read_only = read_only
+        # A read-only attach never sees another process's writes, so what it learns about the
+        # schema holds for the lease's life: cursors share their parent's cache.
+        self.cache: dict[str, object] = {} if cache is None else cache
         self.collection = collection
         self.files_table = f"{collection}__files"
 
@@ -123,7 +131,7 @@ class Connection:
         """Another connection to the same open database, for use by one more thread."""
         cursor = self.con.cursor()
         cursor.execute("USE sai")
-        return Connection(cursor, self.collection, read_only=self.read_only)
+        return Connection(cursor, self.collection, read_only=self.read_only, cache=self.cache)
 
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
@@ -139,12 +147,23 @@ class Connection:
 
     # -- metadata ---------------------------------------------------------------------------
 
-    def _table_exists(self, name: str) -> bool:
-        row = self.con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'sai' AND table_name = ?",
-            [name],
-        ).fetchone()
-        return bool(row and row[0])
+    def _cached(self, key: str, compute):  # type: ignore[no-untyped-def]
+        if not self.read_only:
+            return compute()
+        if key not in self.cache:
+            self.cache[key] = compute()
+        return self.cache[key]
+
+    def _table_exists(self, name: str, schema: str = "main") -> bool:
+        def count() -> bool:
+            row = self.con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'sai' "
+                "AND schema_name = ? AND table_name = ?",
+                [schema, name],
+            ).fetchone()
+            return bool(row and row[0])
+
+        return self._cached(f"table:{schema}.{name}", count)
 
     def has_collection(self) -> bool:
         return self._table_exists(self.collection)
@@ -153,10 +172,14 @@ class Connection:
         """This collection's metadata rows (empty when the collection does not exist)."""
         if not self._table_exists("sai_meta"):
             return {}
-        rows = self.con.execute(
-            "SELECT key, value FROM sai_meta WHERE collection = ?", [self.collection]
-        ).fetchall()
-        return dict(rows)
+
+        def rows() -> dict[str, str]:
+            found = self.con.execute(
+                "SELECT key, value FROM sai_meta WHERE collection = ?", [self.collection]
+            ).fetchall()
+            return dict(found)
+
+        return dict(self._cached("meta", rows))
 
     def set_meta(self, values: dict[str, str]) -> None:
         for key, value in values.items():
@@ -223,30 +246,55 @@ class Connection:
         )
 
     def has_fts(self) -> bool:
-        row = self.con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'sai' "
-            "AND schema_name = ? AND table_name = 'docs'",
-            [f"fts_main_{self.collection}"],
-        ).fetchone()
-        return bool(row and row[0])
+        return self._table_exists("docs", schema=f"fts_main_{self.collection}")
 
     def bm25(self, query_lexemes: str, limit: int) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) of the best lexical matches, best first."""
+        """(chunk id, BM25 score) of the best lexical matches, best first.
+
+        The same Okapi BM25 (k1 1.2, b 0.75) over the extension's index as its `match_bm25`,
+        but over the postings of the query's terms only: `match_bm25` is a per-row macro,
+        evaluated for every chunk (130 ms at 20k chunks, benchmarks/query_latency.py).
+        """
         if not query_lexemes.strip() or not self.has_fts():
             return []
+        fts = f"fts_main_{self.collection}"
+        terms = self.con.execute(
+            f"WITH tokens AS (SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t) "
+            f"SELECT dict.termid, dict.df, stats.num_docs, stats.avgdl FROM {fts}.dict AS dict "
+            f"JOIN tokens ON dict.term = tokens.t, {fts}.stats AS stats",
+            [query_lexemes],
+        ).fetchall()
+        if not terms:
+            return []
+        ids = _int_list([t[0] for t in terms])
+        idf = "[" + ",".join(repr(math.log((n - df + 0.5) / (df + 0.5) + 1)) for _, df, n, _ in terms) + "]"
         return self.con.execute(
-            f"SELECT id, score FROM (SELECT id, fts_main_{self.collection}.match_bm25(id, ?) "
-            f"AS score FROM {self.collection}) WHERE score IS NOT NULL "
-            "ORDER BY score DESC, id LIMIT ?",
-            [query_lexemes, int(limit)],
+            f"""WITH q AS (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS termid,
+                                  unnest(CAST(?::VARCHAR AS DOUBLE[])) AS idf),
+            tf AS (SELECT docid, termid, count(*) AS tf FROM {fts}.terms
+                   WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), termid) GROUP BY docid, termid),
+            scores AS (SELECT tf.docid, sum(q.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / ?)))
+                       AS score FROM tf JOIN q ON tf.termid = q.termid
+                       JOIN {fts}.docs AS docs ON tf.docid = docs.docid GROUP BY tf.docid)
+            SELECT docs.name, scores.score FROM scores JOIN {fts}.docs AS docs ON scores.docid = docs.docid
+            ORDER BY scores.score DESC, docs.name LIMIT ?""",
+            [ids, idf, ids, float(terms[0][3]), int(limit)],
         ).fetchall()
 
-    def chunks_by_ids(self, ids: list[int]) -> tuple[list[ChunkRow], np.ndarray]:
-        """These chunks and their vectors, in the order of `ids` (missing ids dropped)."""
+    def chunks_by_ids(
+        self, ids: list[int], *, vectors: bool = True, text: bool = True
+    ) -> tuple[list[ChunkRow], np.ndarray]:
+        """These chunks (and their vectors), in the order of `ids` (missing ids dropped).
+
+        Without `text` the rows carry an empty text: the text column is the costly one to read.
+        """
+        if not ids:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        cols = _CHUNK_COLS if text else _CHUNK_COLS.replace("text", "'' AS text")
         table = self.con.execute(
-            f"SELECT {_CHUNK_COLS}, embedding FROM {self.collection} "
-            "WHERE id IN (SELECT unnest(?::BIGINT[]))",
-            [[int(i) for i in ids]],
+            f"SELECT {cols}{', embedding' if vectors else ''} FROM {self.collection} "
+            "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
+            [_int_list(ids)],
         ).arrow()
         table = table.read_all() if hasattr(table, "read_all") else table
         if table.num_rows == 0:
@@ -254,10 +302,29 @@ class Connection:
         names = _CHUNK_COLS.split(", ")
         columns = [table.column(n).to_pylist() for n in names]
         rows = [ChunkRow(*values) for values in zip(*columns, strict=True)]
-        matrix = _matrix(table.column("embedding"))
+        matrix = _matrix(table.column("embedding")) if vectors else np.zeros((len(rows), 0), np.float32)
         position = {row.id: k for k, row in enumerate(rows)}
         order = [position[i] for i in ids if i in position]
         return [rows[k] for k in order], matrix[order]
+
+    def chunk_bodies(self, ids: list[int], vector: np.ndarray | None) -> dict[int, tuple[str, float | None]]:
+        """id -> (text, cosine to `vector` or None) for these chunks."""
+        if not ids:
+            return {}
+        if vector is None:
+            rows = self.con.execute(
+                f"SELECT id, text, NULL FROM {self.collection} "
+                "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
+                [_int_list(ids)],
+            ).fetchall()
+        else:
+            dim = int(vector.shape[0])
+            rows = self.con.execute(
+                f"SELECT id, text, 1 - array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) "
+                f"FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
+                [_vector_literal(vector), _int_list(ids)],
+            ).fetchall()
+        return {int(i): (t, None if c is None else float(c)) for i, t, c in rows}
 
     def compact_hnsw(self) -> None:
         if self.has_hnsw():
@@ -273,7 +340,8 @@ class Connection:
             rows = self.con.execute(sql).fetchall()
         else:
             rows = self.con.execute(
-                sql + " WHERE path IN (SELECT unnest(?::VARCHAR[]))", [list(keys)]
+                sql + " WHERE list_contains(json_extract_string(?::VARCHAR, '$[*]'), path)",
+                [json.dumps(list(keys))],
             ).fetchall()
         return {r[0]: FileRow(*r) for r in rows}
 
@@ -385,16 +453,25 @@ class Connection:
             self.con.unregister("sai_batch")
 
     def nearest(self, vector: np.ndarray, limit: int) -> list[ChunkRow]:
-        """The `limit` chunks closest to `vector` by cosine, through the HNSW index when present."""
+        """The `limit` chunks closest to `vector` by cosine, best first."""
+        found = self.nearest_ids(vector, limit)
+        rows, _ = self.chunks_by_ids([chunk_id for chunk_id, _ in found], vectors=False)
+        score = dict(found)
+        return [replace(r, score=score[r.id]) for r in rows]
+
+    def nearest_ids(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine) of the `limit` closest chunks, through the HNSW index when present.
+
+        Only ids and distances: selecting the other columns here makes DuckDB join the HNSW
+        result back to a full table scan (7x slower at 20k chunks, benchmarks/query_latency.py).
+        """
         dim = int(vector.shape[0])
         self.con.execute(f"SET hnsw_ef_search = {max(64, int(limit))}")
-        rows = self.con.execute(
-            f"SELECT {_CHUNK_COLS}, 1 - array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) AS score "
-            f"FROM {self.collection} ORDER BY array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) "
-            "LIMIT ?",
-            [_vector_literal(vector), _vector_literal(vector), int(limit)],
-        ).fetchall()
-        return [ChunkRow(*r) for r in rows]
+        return [(int(i), 1.0 - float(d)) for i, d in self.con.execute(
+            f"SELECT id, array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) AS d "
+            f"FROM {self.collection} ORDER BY d LIMIT ?",
+            [_vector_literal(vector), int(limit)],
+        ).fetchall()]
 
     def explain_nearest(self, dim: int) -> str:
         vec = _vector_literal(np.zeros(dim, dtype=np.float32))
@@ -440,6 +517,11 @@ def _matrix(column: pa.ChunkedArray) -> np.ndarray:
     array = column.combine_chunks()
     dim = array.type.list_size
     return array.values.to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+
+
+def _int_list(values: list[int]) -> str:
+    """Integers as a list literal to bind as VARCHAR: binding a Python list costs ~10x more."""
+    return "[" + ",".join(str(int(v)) for v in values) + "]"
 
 
 def _vector_literal(vector: np.ndarray) -> str:
