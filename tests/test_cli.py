@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fixtures_tree import write_tree
 from ollama_standin import OllamaStandIn
 
 from sai.cfg_template import TEMPLATE
@@ -47,16 +48,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
-def make_tree(root: Path, files: dict[str, str | bytes]) -> None:
-    for key, content in files.items():
-        path = root / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-
-
 def write_config(root: Path, server: OllamaStandIn, extra: str = "") -> Path:
     text = f"ollama:\n  url: {server.url}\n  timeout_s: 5\nchunker: lines\next: [py]\n" \
            f"collection: demo\n{extra}"
@@ -70,7 +61,7 @@ def write_config(root: Path, server: OllamaStandIn, extra: str = "") -> Path:
 def project(tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A small project (3 indexable files, 1 generated) with a config; the cwd is its root."""
     root = tmp_path / "proj"
-    make_tree(root, SOURCES)
+    write_tree(root, SOURCES)
     write_config(root, ollama_server)
     monkeypatch.chdir(root)
     return root
@@ -80,7 +71,7 @@ def project(tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.Mo
 def built_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The `project` tree indexed once per module (opening DuckDB is slow; copies are cheap)."""
     root = tmp_path_factory.mktemp("built") / "proj"
-    make_tree(root, SOURCES)
+    write_tree(root, SOURCES)
     with OllamaStandIn() as server:
         config = write_config(root, server)
         assert main(["--silent", "--config", str(config)]) == 0
@@ -416,7 +407,7 @@ def test_dry_run_reports_exactly_and_writes_nothing(
     }
     files.update({f"big{i:02d}.py": "x = 1\n" * 50 for i in range(13)})
     files.update({f"src/m{i:02d}.py": f"def f{i}():\n    return {i}\n" for i in range(17)})
-    make_tree(root, files)
+    write_tree(root, files)
     write_config(root, ollama_server,
                  "max_file_bytes: 200\nexclude: ['skip_*.py']\nexclude_dirs: [vendor]\n")
     monkeypatch.chdir(root)

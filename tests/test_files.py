@@ -10,22 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures_tree import write_tree
 
 from sai.config import Config, load_config
 from sai.errors import OutsideRootError
 from sai.files import SkipFileError, check_file, glob_match, key_for, read_source, walk
 from sai.models import SourceFile
-
-
-def make(root: Path, files: dict[str, str | bytes]) -> None:
-    """Create files (parents included) under root."""
-    for key, content in files.items():
-        path = root / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
 
 
 def config(where: Path, /, **flags: object) -> Config:
@@ -41,7 +31,7 @@ def excluded(where: Path, /, **flags: object) -> dict[str, str]:
 
 
 def test_walk_includes_wanted_extensions_sorted_and_never_reports_other_extensions(tmp_path):
-    make(tmp_path, {"b.py": "x = 1\n", "a/z.ts": "let z = 1\n", "a/b.go": "package a\n",
+    write_tree(tmp_path, {"b.py": "x = 1\n", "a/z.ts": "let z = 1\n", "a/b.go": "package a\n",
                     "notes.md": "# notes\n", "Makefile": "all:\n"})
     result = walk(config(tmp_path))
     assert [s.key for s in result.included] == ["a/b.go", "a/z.ts", "b.py"]
@@ -55,20 +45,20 @@ def test_walk_includes_wanted_extensions_sorted_and_never_reports_other_extensio
 def test_walk_order_is_the_same_whatever_order_files_were_created_in(tmp_path):
     names = ["m/b.py", "a.py", "m/a.py", "z/y/x.py", "B.py", "m.py"]
     for index, order in enumerate((names, list(reversed(names)))):
-        make(tmp_path / str(index), {name: "x = 1\n" for name in order})
+        write_tree(tmp_path / str(index), {name: "x = 1\n" for name in order})
     first, second = included(tmp_path / "0"), included(tmp_path / "1")
     assert first == second == sorted(names)
 
 
 def test_config_ext_limits_walk_to_the_listed_extensions(tmp_path):
-    make(tmp_path, {"a.py": "x\n", "b.ts": "x\n", "c.md": "x\n"})
+    write_tree(tmp_path, {"a.py": "x\n", "b.ts": "x\n", "c.md": "x\n"})
     assert included(tmp_path, ext="md,.py") == ["a.py", "c.md"]
 
 
 def test_nested_gitignore_negation_reincludes_a_file_and_rules_are_relative_to_their_dir(
     tmp_path,
 ):
-    make(tmp_path, {
+    write_tree(tmp_path, {
         ".gitignore": "# generated code\n*_gen.py\nlogs/\n",
         "pkg/.gitignore": "!keep_gen.py\n/local.py\n",
         "pkg/keep_gen.py": "x\n", "pkg/drop_gen.py": "x\n", "pkg/local.py": "x\n",
@@ -83,7 +73,7 @@ def test_nested_gitignore_negation_reincludes_a_file_and_rules_are_relative_to_t
 
 
 def test_file_under_an_ignored_directory_cannot_be_reincluded(tmp_path):
-    make(tmp_path, {".gitignore": "vendor/\n!vendor/keep.py\n", "vendor/keep.py": "x\n",
+    write_tree(tmp_path, {".gitignore": "vendor/\n!vendor/keep.py\n", "vendor/keep.py": "x\n",
                     "src/vendor/lib.py": "x\n", "ok.py": "x\n"})
     assert included(tmp_path) == ["ok.py"]
     cfg = config(tmp_path)
@@ -92,14 +82,14 @@ def test_file_under_an_ignored_directory_cannot_be_reincluded(tmp_path):
 
 
 def test_dir_only_pattern_does_not_ignore_a_file_of_that_name(tmp_path):
-    make(tmp_path, {".gitignore": "cache/\n", "cache": "not a dir\n", "cache.py": "x\n",
+    write_tree(tmp_path, {".gitignore": "cache/\n", "cache": "not a dir\n", "cache.py": "x\n",
                     "a/cache/b.py": "x\n"})
     assert included(tmp_path, ext="py,") == ["cache.py"]
     assert check_file(config(tmp_path), "a/cache/b.py") == "gitignore"
 
 
 def test_git_info_exclude_is_honoured_and_weaker_than_gitignore(tmp_path):
-    make(tmp_path, {".git/info/exclude": "secret*.py\nscratch.py\n",
+    write_tree(tmp_path, {".git/info/exclude": "secret*.py\nscratch.py\n",
                     ".gitignore": "!secret_ok.py\n", "secret_a.py": "x\n",
                     "secret_ok.py": "x\n", "scratch.py": "x\n", "main.py": "x\n"})
     assert included(tmp_path) == ["main.py", "secret_ok.py"]
@@ -107,7 +97,7 @@ def test_git_info_exclude_is_honoured_and_weaker_than_gitignore(tmp_path):
 
 
 def test_gitignore_escapes_anchors_and_double_star(tmp_path):
-    make(tmp_path, {
+    write_tree(tmp_path, {
         ".gitignore": "\\#hash.py\n/top.py\ndocs/**/gen_*.py\n**/tmp/*.py\nspace.py\\ \n",
         "#hash.py": "x\n", "top.py": "x\n", "sub/top.py": "x\n", "docs/gen_a.py": "x\n",
         "docs/x/y/gen_b.py": "x\n", "docs/hand.py": "x\n", "a/b/tmp/t.py": "x\n",
@@ -117,20 +107,20 @@ def test_gitignore_escapes_anchors_and_double_star(tmp_path):
 
 
 def test_respect_gitignore_false_indexes_ignored_files(tmp_path):
-    make(tmp_path, {".gitignore": "*.py\n", "a.py": "x\n"})
+    write_tree(tmp_path, {".gitignore": "*.py\n", "a.py": "x\n"})
     assert included(tmp_path) == []
     assert included(tmp_path, respect_gitignore=False) == ["a.py"]
 
 
 def test_gitignore_of_the_work_tree_applies_when_root_is_a_subdirectory(tmp_path):
-    make(tmp_path, {".git/info/exclude": "nope.py\n", ".gitignore": "app/skip_*.py\n",
+    write_tree(tmp_path, {".git/info/exclude": "nope.py\n", ".gitignore": "app/skip_*.py\n",
                     "app/skip_me.py": "x\n", "app/nope.py": "x\n", "app/keep.py": "x\n"})
     assert included(tmp_path, root="app") == ["keep.py"]
     assert excluded(tmp_path, root="app") == {"nope.py": "gitignore", "skip_me.py": "gitignore"}
 
 
 def test_always_pruned_and_configured_dirs_are_skipped_at_any_depth(tmp_path):
-    make(tmp_path, {"node_modules/a.js": "x\n", "web/node_modules/b.js": "x\n",
+    write_tree(tmp_path, {"node_modules/a.js": "x\n", "web/node_modules/b.js": "x\n",
                     ".git/hooks/c.py": "x\n", "x/__pycache__/d.py": "x\n", "gen/e.py": "x\n",
                     "src/gen/f.py": "x\n", "src/g.py": "x\n"})
     result = walk(config(tmp_path, exclude_dirs=["gen"]))
@@ -142,7 +132,7 @@ def test_always_pruned_and_configured_dirs_are_skipped_at_any_depth(tmp_path):
 
 
 def test_include_allow_list_and_exclude_globs_with_double_star(tmp_path):
-    make(tmp_path, {"src/a.py": "x\n", "src/x/y/b.py": "x\n", "src/x/test_c.py": "x\n",
+    write_tree(tmp_path, {"src/a.py": "x\n", "src/x/y/b.py": "x\n", "src/x/test_c.py": "x\n",
                     "lib/d.py": "x\n", "src/e.ts": "x\n"})
     flags = {"include": ["src/**/*.py"], "exclude": ["test_*.py"]}
     assert included(tmp_path, **flags) == ["src/a.py", "src/x/y/b.py"]
@@ -152,7 +142,7 @@ def test_include_allow_list_and_exclude_globs_with_double_star(tmp_path):
 
 
 def test_exclude_glob_wins_over_include(tmp_path):
-    make(tmp_path, {"src/a.py": "x\n"})
+    write_tree(tmp_path, {"src/a.py": "x\n"})
     assert excluded(tmp_path, include=["src/*"], exclude=["src/*"]) == {"src/a.py": "glob"}
 
 
@@ -167,18 +157,18 @@ def test_glob_star_stays_in_one_directory_and_double_star_crosses_them():
 
 
 def test_file_over_max_file_bytes_is_too_large(tmp_path):
-    make(tmp_path, {"big.py": "x" * 101, "small.py": "x" * 100})
+    write_tree(tmp_path, {"big.py": "x" * 101, "small.py": "x" * 100})
     assert included(tmp_path, max_file_bytes=100) == ["small.py"]
     assert excluded(tmp_path, max_file_bytes=100) == {"big.py": "too-large"}
 
 
 def test_nul_byte_makes_a_file_binary(tmp_path):
-    make(tmp_path, {"blob.py": b"x = 1\n\x00\x01", "ok.py": "x = 1\n"})
+    write_tree(tmp_path, {"blob.py": b"x = 1\n\x00\x01", "ok.py": "x = 1\n"})
     assert excluded(tmp_path) == {"blob.py": "binary"}
 
 
 def test_invalid_utf8_is_binary_in_the_walk_and_in_read_source(tmp_path):
-    make(tmp_path, {"latin.py": b"name = '\xe9'\n", "utf8.py": "name = 'é'\n",
+    write_tree(tmp_path, {"latin.py": b"name = '\xe9'\n", "utf8.py": "name = 'é'\n",
                     "late.py": b"x = 1\n" * 2000 + b"\xff\n"})
     cfg = config(tmp_path)
     result = walk(cfg)
@@ -192,7 +182,7 @@ def test_invalid_utf8_is_binary_in_the_walk_and_in_read_source(tmp_path):
 
 
 def test_generated_marker_in_the_first_600_bytes_skips_the_file(tmp_path):
-    make(tmp_path, {"gen.go": "// Code generated by protoc. DO NOT EDIT.\npackage x\n",
+    write_tree(tmp_path, {"gen.go": "// Code generated by protoc. DO NOT EDIT.\npackage x\n",
                     "tag.py": "# @Generated\n", "late.py": "x = 1\n" * 120 + "# do not edit\n"})
     assert excluded(tmp_path) == {"gen.go": "generated-marker", "tag.py": "generated-marker"}
     assert included(tmp_path) == ["late.py"]
@@ -200,7 +190,7 @@ def test_generated_marker_in_the_first_600_bytes_skips_the_file(tmp_path):
 
 
 def test_special_file_is_unreadable_and_never_opened(tmp_path):
-    make(tmp_path, {"ok.py": "x\n"})
+    write_tree(tmp_path, {"ok.py": "x\n"})
     os.mkfifo(tmp_path / "pipe.py")  # opening a FIFO for reading would block the walk
     assert excluded(tmp_path) == {"pipe.py": "unreadable"}
     assert check_file(config(tmp_path), "pipe.py") == "unreadable"
@@ -216,7 +206,7 @@ print(json.dumps([dict(walk(cfg).excluded), check_file(cfg, "locked.py")]))
 
 
 def test_permission_denied_file_is_unreadable(tmp_path):
-    make(tmp_path, {"locked.py": "x\n", "ok.py": "x\n"})
+    write_tree(tmp_path, {"locked.py": "x\n", "ok.py": "x\n"})
     (tmp_path / "locked.py").chmod(0)
     if os.geteuid() != 0:
         walked, checked = excluded(tmp_path), check_file(config(tmp_path), "locked.py")
@@ -237,7 +227,7 @@ def test_permission_denied_file_is_unreadable(tmp_path):
 
 
 def test_symlink_loop_and_symlinked_file_are_skipped_without_hanging(tmp_path):
-    make(tmp_path, {"pkg/real.py": "x\n", "outside/o.py": "x\n"})
+    write_tree(tmp_path, {"pkg/real.py": "x\n", "outside/o.py": "x\n"})
     (tmp_path / "pkg" / "loop").symlink_to(tmp_path / "pkg", target_is_directory=True)
     (tmp_path / "pkg" / "alias.py").symlink_to(tmp_path / "pkg" / "real.py")
     (tmp_path / "pkg" / "dangling.py").symlink_to(tmp_path / "nowhere.py")
@@ -250,7 +240,7 @@ def test_symlink_loop_and_symlinked_file_are_skipped_without_hanging(tmp_path):
 
 
 def test_check_file_gives_the_same_answer_as_walk_for_every_file(tmp_path):
-    make(tmp_path, {
+    write_tree(tmp_path, {
         ".gitignore": "*.log.py\n", "sub/.gitignore": "!keep.log.py\n", "a.log.py": "x\n",
         "sub/keep.log.py": "x\n", "sub/b.log.py": "x\n", "big.py": "x" * 300,
         "bin.py": b"\x00", "gen.py": "# @generated\n", "src/ok.py": "x\n", "src/t_x.py": "x\n",
@@ -271,7 +261,7 @@ def test_check_file_gives_the_same_answer_as_walk_for_every_file(tmp_path):
 
 
 def test_check_file_names_missing_files_unwanted_extensions_and_ignored_parents(tmp_path):
-    make(tmp_path, {".gitignore": "out/\n", "out/x.py": "x\n", "notes.md": "x\n",
+    write_tree(tmp_path, {".gitignore": "out/\n", "out/x.py": "x\n", "notes.md": "x\n",
                     "node_modules/m.js": "x\n", "./ok.py": "x\n"})
     cfg = config(tmp_path)
     assert check_file(cfg, "gone.py") == "missing"
@@ -285,8 +275,8 @@ def test_check_file_names_missing_files_unwanted_extensions_and_ignored_parents(
 
 def test_key_for_maps_inside_paths_to_keys_and_refuses_outside_ones(tmp_path):
     root = tmp_path / "proj"
-    make(root, {"src/a.py": "x\n"})
-    make(tmp_path, {"elsewhere.py": "x\n"})
+    write_tree(root, {"src/a.py": "x\n"})
+    write_tree(tmp_path, {"elsewhere.py": "x\n"})
     (root / "escape.py").symlink_to(tmp_path / "elsewhere.py")
     cfg = config(root)
     assert key_for(cfg, "src/../src/a.py", cwd=root) == "src/a.py"
@@ -298,7 +288,7 @@ def test_key_for_maps_inside_paths_to_keys_and_refuses_outside_ones(tmp_path):
 
 
 def test_read_source_reports_a_file_gone_or_replaced_since_the_walk(tmp_path):
-    make(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 2\n"})
+    write_tree(tmp_path, {"a.py": "x = 1\n", "b.py": "y = 2\n"})
     cfg = config(tmp_path)
     first, second = walk(cfg).included
     (tmp_path / "a.py").unlink()
@@ -313,7 +303,7 @@ def test_read_source_reports_a_file_gone_or_replaced_since_the_walk(tmp_path):
 
 
 def test_read_source_rechecks_size_and_generated_marker(tmp_path):
-    make(tmp_path, {"a.py": "x = 1\n"})
+    write_tree(tmp_path, {"a.py": "x = 1\n"})
     cfg = config(tmp_path, max_file_bytes=50)
     (source,) = walk(cfg).included
     (tmp_path / "a.py").write_text("x = 1\n" * 20)
