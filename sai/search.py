@@ -21,6 +21,7 @@ OVERFETCH = 4  # filters apply after the nearest-neighbour query, so ask for mor
 
 MODES = ("hybrid", "semantic", "lexical")
 CANDIDATES = 50  # per list; at least limit * OVERFETCH
+SMALL_FETCH = 16  # a semantic search this small reads its rows whole in one query
 
 
 def search(
@@ -68,7 +69,7 @@ def _candidates(
     near = conn.nearest_ids(vector, wanted) if vector is not None else []
     lex = conn.bm25(query_lexemes(query), wanted) if mode != "semantic" else []
     ids = list(dict.fromkeys([i for i, _ in near] + [i for i, _ in lex]))
-    rows, _ = conn.chunks_by_ids(ids, vectors=False, text=False)
+    rows, _ = conn.chunks_by_ids(ids, vectors=False, text=mode == "semantic" and len(ids) <= SMALL_FETCH)
     cosine = dict(near)
     scored = {r.id: replace(r, score=float(cosine.get(r.id, 0.0))) for r in rows}
     semantic = [scored[i] for i, _ in near if i in scored]
@@ -78,6 +79,8 @@ def _candidates(
 
 def _with_bodies(conn: Connection, chosen: list[Candidate], vector: np.ndarray | None) -> list[Candidate]:
     """The chosen candidates with their text, and their cosine to the query when there is one."""
+    if all(c.row.text for c in chosen):
+        return chosen  # fetched whole already, with their cosine (a small semantic fetch)
     bodies = conn.chunk_bodies([c.row.id for c in chosen], vector)
     out = []
     for c in chosen:

@@ -39,7 +39,7 @@ WRITE_ONCE = """
 import sys
 from pathlib import Path
 from sai.store import Store
-with Store(Path(sys.argv[1]), collection="code", lock_timeout_s=0).write() as conn:
+with Store(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2])).write() as conn:
     conn.set_meta({"other_process": "wrote"})
 """
 
@@ -144,12 +144,26 @@ def test_dropping_a_collection_removes_its_tables_and_meta(built: Store) -> None
         assert conn.meta() == {}
 
 
-def test_idle_read_lease_lets_another_process_write_soon_after(built: Store, db: Path) -> None:
+def test_idle_read_lease_is_released_after_it_expires(built: Store, db: Path) -> None:
     with built.read() as conn:
         assert conn.chunk_count() == 40
-    time.sleep(READ_LEASE_S + 0.2)
+    time.sleep(READ_LEASE_S + 0.5)
     done = subprocess.run(
-        [sys.executable, "-c", WRITE_ONCE, str(db)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", WRITE_ONCE, str(db), "0"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr  # lock_timeout 0: the file had to be free already
+    with built.read() as conn:
+        assert conn.meta()["other_process"] == "wrote"
+
+
+def test_idle_read_lease_yields_to_a_waiting_writer_before_it_expires(built: Store, db: Path) -> None:
+    with built.read() as conn:
+        assert conn.chunk_count() == 40
+    # the writer gives up after half the lease: it gets in only because the idle reader saw its
+    # intent file and let go early
+    done = subprocess.run(
+        [sys.executable, "-c", WRITE_ONCE, str(db), str(READ_LEASE_S / 2)],
+        capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
     with built.read() as conn:

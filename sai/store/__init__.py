@@ -23,7 +23,8 @@ import duckdb
 from sai.errors import StoreError, StoreLockedError
 from sai.store.tables import Connection, extension_path
 
-READ_LEASE_S = 0.5  # how long an idle reader keeps the file open before letting writers in
+READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
+WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
 
 
 class Store:
@@ -162,16 +163,22 @@ class Store:
         while self._writer_waiting() and time.monotonic() < deadline:
             time.sleep(0.05)
 
-    def _schedule_close(self) -> None:
+    def _schedule_close(self, idle_since: float | None = None) -> None:
         self._cancel_timer()
-        self._timer = threading.Timer(READ_LEASE_S, self._idle_close)
+        since = time.monotonic() if idle_since is None else idle_since
+        self._timer = threading.Timer(WRITER_POLL_S, self._idle_tick, args=(since,))
         self._timer.daemon = True
         self._timer.start()
 
-    def _idle_close(self) -> None:
+    def _idle_tick(self, idle_since: float) -> None:
+        """Close an idle lease when a writer waits or the lease is up; else look again soon."""
         with self._lock:
-            if self._conn is not None and self._conn.read_only and self._readers == 0:
+            if self._conn is None or not self._conn.read_only or self._readers:
+                return
+            if self._writer_waiting() or time.monotonic() - idle_since >= READ_LEASE_S:
                 self._close()
+            else:
+                self._schedule_close(idle_since)
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:

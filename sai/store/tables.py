@@ -334,7 +334,13 @@ class Connection:
     # -- files ------------------------------------------------------------------------------
 
     def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
-        """File rows, all or those of `keys`."""
+        """File rows, all or those of `keys` (from the lease's cache when read-only)."""
+        if self.read_only:
+            every = self._cached("files", lambda: self._files(None))
+            return every if keys is None else {k: every[k] for k in keys if k in every}
+        return self._files(keys)
+
+    def _files(self, keys: list[str] | None) -> dict[str, FileRow]:
         sql = f"SELECT path, size, mtime_ns, file_hash, chunk_count FROM {self.files_table}"
         if keys is None:
             rows = self.con.execute(sql).fetchall()
