@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from sai import files
-from sai.duplicates import neighbour_edges, union_find_groups
+from sai.duplicates import Nesting, neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.freshness import stale_keys
 from sai.lexical import query_lexemes
@@ -181,7 +181,7 @@ def find_duplicates(
         seeds = set(seed_paths)
         queries = np.array([i for i, r in enumerate(rows) if r.path in seeds], dtype=np.int64)
     edges = neighbour_edges(
-        matrix, top_k=k, min_score=threshold, queries=queries, excluded=_nested_mask(rows)
+        matrix, top_k=k, min_score=threshold, queries=queries, nesting=_nesting(rows)
     )
     clusters = [_cluster(rows, m, lo, hi) for m, lo, hi in union_find_groups(len(rows), edges)]
     clusters = [c for c in clusters if c.size >= size]
@@ -198,19 +198,10 @@ def _check_duplicate_args(min_score: float, size: int, top_k: int, max_clusters:
         raise UsageError("top_k and max_clusters must be at least 1")
 
 
-def _nested_mask(rows: list[ChunkRow]):
-    """A pair test: True where both chunks are in one file and one's range contains the other's."""
-    _, files = np.unique(np.array([r.path for r in rows], dtype=object), return_inverse=True)
-    starts = np.array([r.start_line for r in rows])
-    ends = np.array([r.end_line for r in rows])
-
-    def excluded(i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        same = files[i] == files[j]
-        i_in_j = (starts[j] <= starts[i]) & (ends[i] <= ends[j])
-        j_in_i = (starts[i] <= starts[j]) & (ends[j] <= ends[i])
-        return same & (i_in_j | j_in_i)
-
-    return excluded
+def _nesting(rows: list[ChunkRow]) -> Nesting:
+    """Chunks of one file whose ranges hold one another (a method in its class) never pair."""
+    return Nesting.of([r.path for r in rows], [r.start_line for r in rows],
+                      [r.end_line for r in rows])
 
 
 def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float) -> Cluster:

@@ -10,7 +10,7 @@ import pytest
 
 from sai.cfg_template import TEMPLATE
 from sai.cli import main
-from sai.config import _SCHEMA, ALWAYS_PRUNED, Config, load_config, read_config_file
+from sai.config import _SCHEMA, ALWAYS_PRUNED, SIMILARITY_DEFAULTS, Config, load_config, read_config_file
 from sai.errors import ConfigError
 from sai.languages import DEFAULT_EXTS
 
@@ -321,7 +321,10 @@ def test_ollama_model_alone_or_agreeing_sets_the_model(tmp_path: Path) -> None:
 
 def test_similarity_defaults_depend_on_the_model(tmp_path: Path) -> None:
     minilm = load(tmp_path, embedder="local")
-    assert (minilm.find_similar_min_score, minilm.duplicate_min_score) == (0.75, 0.85)
+    row = SIMILARITY_DEFAULTS["all-minilm-l6-v2"]
+    assert (minilm.find_similar_min_score, minilm.duplicate_min_score) == (
+        row["find_similar_min_score"], row["duplicate_min_score"])
+    assert minilm.duplicate_min_score < 0.93  # MiniLM's scale is lower than nomic's
     nomic = load(tmp_path)
     assert (nomic.find_similar_min_score, nomic.duplicate_min_score) == (0.85, 0.93)
 

@@ -1,0 +1,102 @@
+"""Helpers shared by the duplicate benchmarks: real stdlib chunks, cached MiniLM vectors, peak RSS.
+
+Nothing here is part of SAI; the benchmarks import it as `from _common import ...` (run them as
+scripts: `python benchmarks/duplicates_scale.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB", "/root/.pyenv/versions/3.11.7/lib/python3.11"))
+CACHE_DIR = Path(os.environ.get("SAI_BENCH_CACHE", "/tmp/sai-bench"))
+PRUNED = {"test", "tests", "idlelib", "site-packages", "__pycache__", "lib2to3", "turtledemo"}
+
+
+@dataclass(frozen=True)
+class StdChunk:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    text: str
+
+
+def stdlib_files(limit_bytes: int | None = None) -> list[Path]:
+    """The stdlib's .py files in sorted order (tests and vendored trees left out)."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(STDLIB):
+        dirnames[:] = sorted(d for d in dirnames if d not in PRUNED)
+        found += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py")]
+    found.sort(key=lambda p: p.relative_to(STDLIB).as_posix())
+    if limit_bytes is not None:
+        found = [p for p in found if p.stat().st_size <= limit_bytes]
+    return found
+
+
+def stdlib_chunks(count: int, *, min_lines: int = 3) -> list[StdChunk]:
+    """The first `count` distinct AST chunks (>= min_lines lines) of the stdlib, in walk order."""
+    from sai.chunking.treesitter import TreeSitterChunker
+
+    chunker = TreeSitterChunker(max_chunk_chars=2000)
+    seen: set[str] = set()
+    out: list[StdChunk] = []
+    for path in stdlib_files(limit_bytes=1_000_000):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        key = path.relative_to(STDLIB).as_posix()
+        for c in chunker.chunk(key, text, "python"):
+            if c.end_line - c.start_line + 1 < min_lines or c.text in seen:
+                continue
+            seen.add(c.text)
+            out.append(StdChunk(key, c.start_line, c.end_line, c.symbol, c.text))
+            if len(out) == count:
+                return out
+    return out
+
+
+def cached_vectors(texts: list[str], *, label: str) -> np.ndarray:
+    """MiniLM vectors of `texts`, embedded once and kept under CACHE_DIR (keyed by content)."""
+    digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+    path = CACHE_DIR / f"{label}-{len(texts)}-{digest}.npy"
+    if path.is_file():
+        return np.load(path)
+    from sai.embedders.local import LocalEmbedder
+
+    log(f"embedding {len(texts)} chunks with all-MiniLM-L6-v2 (cached at {path}) ...")
+    vectors = LocalEmbedder().embed_documents(texts)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def emit_json(payload: dict) -> None:
+    """The one stdout line a child process hands back to its parent."""
+    print(json.dumps(payload), flush=True)
