@@ -11,6 +11,7 @@ import re
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 MAX_TOKEN = 64
+LEXEMES_VERSION = 2  # bump when tokens change: indexes then rebuild their lexemes
 
 
 def split_identifier(word: str) -> list[str]:
@@ -22,15 +23,18 @@ def split_identifier(word: str) -> list[str]:
 
 
 def tokens(text: str) -> list[str]:
-    """Each identifier lower-cased whole (dots as underscores) and, when compound, its parts."""
+    """Each identifier lower-cased whole (dots as underscores) and, when compound, its parts.
+
+    The whole keeps its underscores, so `_clear` (a private name) and `clear` stay apart.
+    """
     out: list[str] = []
     for match in _WORD.finditer(text):
         word = match.group(0)
         if len(word) > MAX_TOKEN:
             continue
-        whole = word.replace(".", "_").lower().strip("_")
+        whole = word.replace(".", "_").lower()
         parts = split_identifier(word)
-        if whole:
+        if whole.strip("_"):
             out.append(whole)
         if len(parts) > 1 or (parts and parts[0] != whole):
             out += parts
@@ -44,6 +48,17 @@ def lexemes(text: str, *, path: str, symbol: str | None) -> str:
 
 def query_lexemes(query: str) -> str:
     return " ".join(tokens(query))
+
+
+_SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
+
+
+def word_stem(word: str) -> str:
+    """A light English stem, enough to meet names: `reads` and `read`, `entries` and `entry`."""
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)] + replacement
+    return word
 
 
 def identifiers(query: str) -> set[str]:

@@ -8,6 +8,7 @@ from sai.chunking.base import CHUNKER_VERSION
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
 from sai.errors import IndexMismatchError
+from sai.lexical import LEXEMES_VERSION
 from sai.store import Store
 from sai.store.tables import SCHEMA_VERSION, IndexMeta
 
@@ -52,7 +53,8 @@ class Project:
         """Every setting that shapes chunks; when it changes, every file is chunked again."""
         c = self.config
         return (f"{c.chunker}/{CHUNKER_VERSION}/{c.max_chunk_chars}/strip={c.strip_comments}/"
-                f"noindex={c.honor_noindex_marker}/nodup={c.honor_noduplicate_marker}")
+                f"noindex={c.honor_noindex_marker}/nodup={c.honor_noduplicate_marker}/"
+                f"lexemes={LEXEMES_VERSION}")
 
     def check_meta(self, meta: dict[str, str], *, vector_dim: int | None = None) -> None:
         """Raise IndexMismatchError when the index was built differently from this config."""

@@ -385,3 +385,21 @@ def test_removing_most_chunks_compacts_and_keeps_the_hnsw_index(
     hits = search.search(project, "gen_25 value")
     project.close()
     assert hits and all(hit.path == "gen/mod_002.py" for hit in hits)
+
+
+def test_changed_chunking_settings_rechunk_every_file_reusing_unchanged_text(
+    indexed: Path, ollama_server: OllamaStandIn
+) -> None:
+    before = _snapshot(indexed)
+    write_config(indexed, ollama_server.url, chunker="lines")
+    report = _index(indexed)
+    after = _snapshot(indexed)
+    assert {text for (_, _, _, text) in after} != {text for (_, _, _, text) in before}
+    assert report.embedded == ollama_server.inputs_embedded  # only new texts were embedded
+    assert report.unchanged + report.embedded == report.chunks == len(after)
+    project = open_project(indexed)
+    with project.store.read() as conn:
+        assert conn.meta()["chunker"] == "lines"
+    project.close()
+    ollama_server.reset_counts()
+    assert _index(indexed).embedded == 0 == ollama_server.inputs_embedded  # settled again
