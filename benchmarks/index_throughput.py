@@ -35,6 +35,7 @@ import numpy as np
 
 from sai.config import load_config
 from sai.indexer import index
+from sai.models import IndexReport
 from sai.project import Project
 from sai.store.tables import Connection
 
@@ -173,7 +174,8 @@ def load_local_embedder() -> tuple[Any, float]:
     return embedder, time.perf_counter() - start
 
 
-def full_run(root: Path, proxy: TimingEmbedder) -> None:
+def timed_index(root: Path, proxy: TimingEmbedder) -> tuple[IndexReport, float, OpenCounter]:
+    """One index() run: its report, wall time and the index-file opens it made."""
     project = open_project(root, proxy)
     try:
         with OpenCounter() as opens:
@@ -182,6 +184,11 @@ def full_run(root: Path, proxy: TimingEmbedder) -> None:
             wall = time.perf_counter() - start
     finally:
         project.close()
+    return report, wall, opens
+
+
+def full_run(root: Path, proxy: TimingEmbedder) -> None:
+    report, wall, opens = timed_index(root, proxy)
     ratio = wall / proxy.seconds if proxy.seconds else float("inf")
     print(f"run 1 (full): {report}")
     print(f"  wall time of index():     {wall:8.2f} s")
@@ -198,14 +205,7 @@ def full_run(root: Path, proxy: TimingEmbedder) -> None:
 
 def noop_run(root: Path, proxy: TimingEmbedder) -> None:
     proxy.reset()
-    project = open_project(root, proxy)
-    try:
-        with OpenCounter() as opens:
-            start = time.perf_counter()
-            report = index(project)
-            wall = time.perf_counter() - start
-    finally:
-        project.close()
+    report, wall, opens = timed_index(root, proxy)
     calls = proxy.doc_calls + proxy.query_calls
     print(f"run 2 (no-op): {report}")
     print(f"  wall time of index():     {wall:8.3f} s   (target < 1 s: "

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from sai.cli import main
 from sai.config import Config, load_config
 from sai.project import Project
 
@@ -107,3 +108,16 @@ def many_functions(count: int, *, per_file: int = 50, prefix: str = "gen") -> di
         )
         files[f"{prefix}/mod_{start // per_file:03d}.py"] = body
     return files
+
+
+# Projects the fixtures hold open. DuckDB attaches a file once per process, so the CLI (which
+# opens its own Project) runs only after their idle read leases are closed; they reopen lazily.
+OPEN: list[Project] = []
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    for held in OPEN:
+        held.store.close()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err

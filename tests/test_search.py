@@ -14,10 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures_tree import load, write_config, write_tree
+from fixtures_tree import OPEN, load, run_cli, write_config, write_tree
 
 from sai import duplicates, indexer, search
-from sai.cli import main
 from sai.config import SIMILARITY_DEFAULTS, load_config
 from sai.errors import NotFoundError, UsageError
 from sai.project import Project
@@ -113,19 +112,6 @@ def project(tmp_path, ollama_server, monkeypatch):
     yield project
     OPEN.remove(project)
     project.close()
-
-
-# Projects the fixtures hold open. DuckDB attaches a file once per process, so the CLI (which
-# opens its own Project) runs only after their idle read leases are closed; they reopen lazily.
-OPEN: list[Project] = []
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    for held in OPEN:
-        held.store.close()
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def blocks(text: str) -> list[list[str]]:

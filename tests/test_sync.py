@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures_tree import load, write_config, write_tree
+from fixtures_tree import OPEN, load, run_cli, write_config, write_tree
 
 import sai.store.tables as tables
 from sai import indexer
-from sai.cli import main
 from sai.errors import OutsideRootError
 from sai.models import PathResult
 from sai.project import Project
@@ -63,19 +62,6 @@ def rows_by_location(project: Project) -> dict[tuple[str, int, int], tuple[int, 
     with project.store.read() as conn:
         rows, matrix = conn.all_chunks()
     return {(r.path, r.start_line, r.end_line): (r.id, r.text, matrix[n]) for n, r in enumerate(rows)}
-
-
-# Projects the fixtures hold open. DuckDB attaches a file once per process, so the CLI (which
-# opens its own Project) runs only after their idle read leases are closed; they reopen lazily.
-OPEN: list[Project] = []
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    for held in OPEN:
-        held.store.close()
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def git(root: Path, *args: str) -> None:
