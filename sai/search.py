@@ -172,7 +172,7 @@ def find_duplicates(
     _check_duplicate_args(threshold, size, k, max_clusters)
     with project.store.read() as conn:
         _check(project, conn, None)
-        rows, matrix = conn.all_chunks()
+        rows, matrix = conn.all_chunks(text=False)
     keep = [i for i, r in enumerate(rows) if not r.no_duplicate and _passes(r, path_glob=path_glob)]
     if len(keep) < len(rows):  # (copying 100,000 vectors costs 150 MB: only when some go)
         rows, matrix = [rows[i] for i in keep], matrix[keep] if keep else matrix[:0]

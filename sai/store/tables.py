@@ -504,10 +504,15 @@ class Connection:
         table = table.read_all() if hasattr(table, "read_all") else table
         return _matrix(table.column("embedding"))[0]
 
-    def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray]:
-        """Every chunk (path, start order) and the matrix of their vectors, row-aligned."""
+    def all_chunks(self, *, text: bool = True) -> tuple[list[ChunkRow], np.ndarray]:
+        """Every chunk (path, start order) and the matrix of their vectors, row-aligned.
+
+        Without `text` the rows carry an empty text (duplicates need none: it is most of the
+        memory of a large index).
+        """
+        cols = _CHUNK_COLS if text else _CHUNK_COLS.replace("text", "'' AS text")
         table = self.con.execute(
-            f"SELECT {_CHUNK_COLS}, embedding FROM {self.collection} "
+            f"SELECT {cols}, embedding FROM {self.collection} "
             "ORDER BY path, start_line, end_line, id"
         ).arrow()
         table = table.read_all() if hasattr(table, "read_all") else table
