@@ -1,19 +1,16 @@
 """Every SQL statement SAI runs: schema, metadata, file and chunk rows, nearest neighbours.
 
 User input reaches SQL only as bound parameters; the one identifier (the collection) is
-validated against COLLECTION_RE before use. Vectors are bound as VARCHAR and cast to FLOAT[d]:
-binding a Python list costs ~35 ms per query, the cast ~0.1 ms (measured, docs/design.md).
+validated (check_collection) before use. Vectors are bound as VARCHAR and cast to FLOAT[d]:
+binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/design.md).
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import math
-import os
-import re
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC
 from pathlib import Path
 
 import duckdb
@@ -21,69 +18,24 @@ import numpy as np
 import pyarrow as pa
 
 from sai.errors import StoreError
-
-SCHEMA_VERSION = 2
-FTS_OPTIONS = (
-    "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
-    "strip_accents = 0, lower = 1, overwrite = 1"
+from sai.store.rows import (
+    CHUNK_COLS,
+    FTS_OPTIONS,
+    SCHEMA_VERSION,
+    ChunkRow,
+    FileRow,
+    IndexMeta,
+    check_collection,
+    extension_path,
+    int_list,
+    matrix_of,
+    now_iso,
+    quote,
+    utc_now,
+    vector_literal,
 )
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-
-def extension_path(name: str) -> str:
-    """The DuckDB extension file shipped in the `duckdb-extension-<name>` wheel."""
-    module = __import__(f"duckdb_extension_{name}")
-    pattern = os.path.join(os.path.dirname(module.__file__), "extensions", "*", f"{name}.duckdb_extension")
-    found = sorted(glob.glob(pattern))
-    if not found:
-        raise StoreError(f"the {name} extension is missing; reinstall duckdb-extension-{name}")
-    return found[-1]
-
-
-def check_collection(collection: str) -> None:
-    """The collection is the one identifier SQL is built with: refuse anything but a name."""
-    if not _IDENT.match(collection) or collection.endswith("__files"):
-        raise StoreError(f"invalid collection name {collection!r}")
-
-
-@dataclass(frozen=True)
-class IndexMeta:
-    """What an index was built with; a mismatch means the index must be rebuilt."""
-
-    backend: str
-    embedder: str
-    model: str
-    prefix_style: str
-    vector_dim: int
-    chunker: str
-    chunker_version: int
-    schema_version: int = SCHEMA_VERSION
-    chunking: str = ""
-
-
-@dataclass(frozen=True)
-class FileRow:
-    path: str
-    size: int
-    mtime_ns: int
-    file_hash: str
-    chunk_count: int = 0
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    id: int
-    path: str
-    language: str | None
-    start_line: int
-    end_line: int
-    symbol: str | None
-    text: str
-    no_duplicate: bool = False
-    score: float = 0.0
-
-
-_CHUNK_COLS = "id, path, language, start_line, end_line, symbol, text, no_duplicate"
+__all__ = ["SCHEMA_VERSION", "ChunkRow", "Connection", "FileRow", "IndexMeta", "extension_path"]
 
 
 class Connection:
@@ -114,7 +66,7 @@ class Connection:
             con.execute(f"LOAD '{extension_path('fts')}'")
             con.execute("SET hnsw_enable_experimental_persistence = true")
             mode = " (READ_ONLY)" if read_only else ""
-            con.execute(f"ATTACH '{_quote(str(path))}' AS sai{mode}")
+            con.execute(f"ATTACH '{quote(str(path))}' AS sai{mode}")
             con.execute("USE sai")
         except duckdb.IOException:
             con.close()
@@ -206,7 +158,7 @@ class Connection:
             f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
             "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
         )
-        self.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": _now_iso()})
+        self.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
 
     def drop_collection(self) -> None:
         self.drop_hnsw()
@@ -266,7 +218,7 @@ class Connection:
         ).fetchall()
         if not terms:
             return []
-        ids = _int_list([t[0] for t in terms])
+        ids = int_list([t[0] for t in terms])
         idf = "[" + ",".join(repr(math.log((n - df + 0.5) / (df + 0.5) + 1)) for _, df, n, _ in terms) + "]"
         return self.con.execute(
             f"""WITH q AS (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS termid,
@@ -290,19 +242,19 @@ class Connection:
         """
         if not ids:
             return [], np.zeros((0, 0), dtype=np.float32)
-        cols = _CHUNK_COLS if text else _CHUNK_COLS.replace("text", "'' AS text")
+        cols = CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
         table = self.con.execute(
             f"SELECT {cols}{', embedding' if vectors else ''} FROM {self.collection} "
             "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-            [_int_list(ids)],
+            [int_list(ids)],
         ).arrow()
         table = table.read_all() if hasattr(table, "read_all") else table
         if table.num_rows == 0:
             return [], np.zeros((0, 0), dtype=np.float32)
-        names = _CHUNK_COLS.split(", ")
+        names = CHUNK_COLS.split(", ")
         columns = [table.column(n).to_pylist() for n in names]
         rows = [ChunkRow(*values) for values in zip(*columns, strict=True)]
-        matrix = _matrix(table.column("embedding")) if vectors else np.zeros((len(rows), 0), np.float32)
+        matrix = matrix_of(table.column("embedding")) if vectors else np.zeros((len(rows), 0), np.float32)
         position = {row.id: k for k, row in enumerate(rows)}
         order = [position[i] for i in ids if i in position]
         return [rows[k] for k in order], matrix[order]
@@ -315,14 +267,14 @@ class Connection:
             rows = self.con.execute(
                 f"SELECT id, text, NULL FROM {self.collection} "
                 "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-                [_int_list(ids)],
+                [int_list(ids)],
             ).fetchall()
         else:
             dim = int(vector.shape[0])
             rows = self.con.execute(
                 f"SELECT id, text, 1 - array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) "
                 f"FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-                [_vector_literal(vector), _int_list(ids)],
+                [vector_literal(vector), int_list(ids)],
             ).fetchall()
         return {int(i): (t, None if c is None else float(c)) for i, t, c in rows}
 
@@ -361,7 +313,7 @@ class Connection:
         self.delete_file_rows([r.path for r in rows])
         self.con.executemany(
             f"INSERT INTO {self.files_table} VALUES (?, ?, ?, ?, ?, ?)",
-            [[r.path, r.size, r.mtime_ns, r.file_hash, r.chunk_count, _utc_now()] for r in rows],
+            [[r.path, r.size, r.mtime_ns, r.file_hash, r.chunk_count, utc_now()] for r in rows],
         )
 
     def delete_file_rows(self, keys: list[str]) -> None:
@@ -417,7 +369,7 @@ class Connection:
         table = table.read_all() if hasattr(table, "read_all") else table
         if table.num_rows == 0:
             return {}
-        matrix = _matrix(table.column("embedding"))
+        matrix = matrix_of(table.column("embedding"))
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
     def insert_chunks(
@@ -445,7 +397,7 @@ class Connection:
                 pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()), dim
             ),
             "no_duplicate": pa.array(cols[8], pa.bool_()),
-            "indexed_at": pa.array([_utc_now()] * len(rows), pa.timestamp("us")),
+            "indexed_at": pa.array([utc_now()] * len(rows), pa.timestamp("us")),
             "lexemes": pa.array(cols[9], pa.string()),
         })
         self.con.register("sai_batch", batch)
@@ -476,11 +428,11 @@ class Connection:
         return [(int(i), 1.0 - float(d)) for i, d in self.con.execute(
             f"SELECT id, array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) AS d "
             f"FROM {self.collection} ORDER BY d LIMIT ?",
-            [_vector_literal(vector), int(limit)],
+            [vector_literal(vector), int(limit)],
         ).fetchall()]
 
     def explain_nearest(self, dim: int) -> str:
-        vec = _vector_literal(np.zeros(dim, dtype=np.float32))
+        vec = vector_literal(np.zeros(dim, dtype=np.float32))
         rows = self.con.execute(
             f"EXPLAIN SELECT id FROM {self.collection} ORDER BY "
             f"array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) LIMIT 5",
@@ -491,7 +443,7 @@ class Connection:
     def chunks_containing(self, path: str, line: int) -> list[ChunkRow]:
         """Chunks of `path` whose range holds `line`, innermost (shortest range) first."""
         rows = self.con.execute(
-            f"SELECT {_CHUNK_COLS} FROM {self.collection} WHERE path = ? AND start_line <= ? "
+            f"SELECT {CHUNK_COLS} FROM {self.collection} WHERE path = ? AND start_line <= ? "
             "AND end_line >= ? ORDER BY end_line - start_line, start_line, id",
             [path, int(line), int(line)],
         ).fetchall()
@@ -502,7 +454,7 @@ class Connection:
             f"SELECT embedding FROM {self.collection} WHERE id = ?", [int(chunk_id)]
         ).arrow()
         table = table.read_all() if hasattr(table, "read_all") else table
-        return _matrix(table.column("embedding"))[0]
+        return matrix_of(table.column("embedding"))[0]
 
     def all_chunks(self, *, text: bool = True) -> tuple[list[ChunkRow], np.ndarray]:
         """Every chunk (path, start order) and the matrix of their vectors, row-aligned.
@@ -510,43 +462,15 @@ class Connection:
         Without `text` the rows carry an empty text (duplicates need none: it is most of the
         memory of a large index).
         """
-        cols = _CHUNK_COLS if text else _CHUNK_COLS.replace("text", "'' AS text")
+        cols = CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
         table = self.con.execute(
             f"SELECT {cols}, embedding FROM {self.collection} "
             "ORDER BY path, start_line, end_line, id"
         ).arrow()
         table = table.read_all() if hasattr(table, "read_all") else table
-        names = _CHUNK_COLS.split(", ")
+        names = CHUNK_COLS.split(", ")
         columns = [table.column(n).to_pylist() for n in names]
         rows = [ChunkRow(*values) for values in zip(*columns, strict=True)]
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
-        return rows, _matrix(table.column("embedding"))
-
-
-def _matrix(column: pa.ChunkedArray) -> np.ndarray:
-    array = column.combine_chunks()
-    dim = array.type.list_size
-    return array.values.to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
-
-
-def _int_list(values: list[int]) -> str:
-    """Integers as a list literal to bind as VARCHAR: binding a Python list costs ~10x more."""
-    return "[" + ",".join(str(int(v)) for v in values) + "]"
-
-
-def _vector_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.8g}" for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
-
-
-def _quote(text: str) -> str:
-    return text.replace("'", "''")
-
-
-def _utc_now() -> datetime:
-    """Now in UTC without a zone: TIMESTAMP columns hold UTC (DuckDB's now() is local time)."""
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat()
+        return rows, matrix_of(table.column("embedding"))

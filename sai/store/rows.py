@@ -1,0 +1,106 @@
+"""What the store holds and hands out: row types, the schema version, extension paths, and the
+literals SQL values are bound as (VARCHAR casts: binding Python lists costs ~10-35x more)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+
+from sai.errors import StoreError
+
+SCHEMA_VERSION = 2
+FTS_OPTIONS = (
+    "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
+    "strip_accents = 0, lower = 1, overwrite = 1"
+)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def extension_path(name: str) -> str:
+    """The DuckDB extension file shipped in the `duckdb-extension-<name>` wheel."""
+    module = __import__(f"duckdb_extension_{name}")
+    pattern = os.path.join(os.path.dirname(module.__file__), "extensions", "*", f"{name}.duckdb_extension")
+    found = sorted(glob.glob(pattern))
+    if not found:
+        raise StoreError(f"the {name} extension is missing; reinstall duckdb-extension-{name}")
+    return found[-1]
+
+
+def check_collection(collection: str) -> None:
+    """The collection is the one identifier SQL is built with: refuse anything but a name."""
+    if not _IDENT.match(collection) or collection.endswith("__files"):
+        raise StoreError(f"invalid collection name {collection!r}")
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """What an index was built with; a mismatch means the index must be rebuilt."""
+
+    backend: str
+    embedder: str
+    model: str
+    prefix_style: str
+    vector_dim: int
+    chunker: str
+    chunker_version: int
+    schema_version: int = SCHEMA_VERSION
+    chunking: str = ""
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    size: int
+    mtime_ns: int
+    file_hash: str
+    chunk_count: int = 0
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    path: str
+    language: str | None
+    start_line: int
+    end_line: int
+    symbol: str | None
+    text: str
+    no_duplicate: bool = False
+    score: float = 0.0
+
+
+CHUNK_COLS = "id, path, language, start_line, end_line, symbol, text, no_duplicate"
+
+
+def matrix_of(column: pa.ChunkedArray) -> np.ndarray:
+    array = column.combine_chunks()
+    dim = array.type.list_size
+    return array.values.to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+
+
+def int_list(values: list[int]) -> str:
+    """Integers as a list literal to bind as VARCHAR: binding a Python list costs ~10x more."""
+    return "[" + ",".join(str(int(v)) for v in values) + "]"
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.8g}" for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
+
+
+def quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def utc_now() -> datetime:
+    """Now in UTC without a zone: TIMESTAMP columns hold UTC (DuckDB's now() is local time)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
