@@ -250,8 +250,10 @@ def refresh(project: Project, paths: list[str]) -> RefreshReport:
     run.remove([g.path for g in gone if g.path in run.stored])
     _finish(project, removed=0)
     done = {s.key for s in sources} - {key for key, _ in unreadable}
-    counts = _chunk_counts(project, sorted(done))
-    refreshed = tuple(PathResult(path=k, chunks=counts.get(k, 0)) for k in keys if k in done)
+    refreshed = tuple(
+        PathResult(path=k, chunks=run.stored[k].chunk_count if k in run.stored else 0)
+        for k in keys if k in done
+    )
     return RefreshReport(refreshed=refreshed, removed=tuple(gone))
 
 
@@ -305,11 +307,6 @@ def _stored_files(project: Project) -> dict[str, FileRow]:
         return {}
     with project.store.read() as conn:
         return conn.files() if conn.has_collection() else {}
-
-
-def _chunk_counts(project: Project, keys: list[str]) -> dict[str, int]:
-    stored = _stored_files(project)
-    return {k: stored[k].chunk_count for k in keys if k in stored}
 
 
 def _held(project: Project, keys: list[str]) -> tuple[int, int]:

@@ -101,13 +101,10 @@ def _order(
 
 
 def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
-    lexical_only = mode == "lexical"
-    return Hit(
-        path=c.row.path, start_line=c.row.start_line, end_line=c.row.end_line,
-        symbol=c.row.symbol, score=float(c.bm25 if lexical_only else c.row.score),
-        text=c.row.text, language=c.row.language, stale=c.row.path in stale, rank=rank,
-        score_kind="bm25" if lexical_only else "cosine",
-    )
+    if mode == "lexical":
+        return replace(_hit(c.row, stale=c.row.path in stale), score=float(c.bm25 or 0.0),
+                       rank=rank, score_kind="bm25")
+    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank)
 
 
 def find_similar(
@@ -121,37 +118,35 @@ def find_similar(
 ) -> list[Hit]:
     """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded)."""
     threshold = project.config.find_similar_min_score if min_score is None else min_score
-    source_id = None
     if code is not None:
         if path is not None or line is not None:
             raise UsageError("give either code or path+line, not both")
         if not code.strip():
             raise UsageError("code is empty; pass the snippet to compare")
-        _require_index(project)
-        vector = project.embedder.embed_documents([code])[0]
-    elif path is not None and line is not None:
-        key = files.key_for(project.config, path)
-        source_id, vector = _chunk_vector(project, key, int(line))
-    elif path is not None or line is not None:
-        raise UsageError("path and line go together; give both")
-    else:
+    elif path is None or line is None:
+        if path is not None or line is not None:
+            raise UsageError("path and line go together; give both")
         raise UsageError("give code, or path and line of an indexed chunk")
+    source_id = None
     with project.store.read() as conn:
-        _check(project, conn, vector)
+        meta = _check(project, conn, None)  # before the embedder: a missing index is the error
+        if code is not None:
+            vector = project.embedder.embed_documents([code])[0]
+            project.check_meta(meta, vector_dim=int(vector.shape[0]))
+        else:
+            source_id, vector = _chunk_vector(conn, files.key_for(project.config, path), int(line))
         rows = conn.nearest(vector, limit + 1)
         rows = [r for r in rows if r.id != source_id and r.score >= threshold][:limit]
         stored = conn.files([r.path for r in rows])
     stale = stale_keys(project.config.root, stored, [r.path for r in rows])
-    return [replace(_hit(r), stale=r.path in stale) for r in rows]
+    return [_hit(r, stale=r.path in stale) for r in rows]
 
 
-def _chunk_vector(project: Project, key: str, line: int) -> tuple[int, np.ndarray]:
-    with project.store.read() as conn:
-        _check(project, conn, None)
-        found = conn.chunks_containing(key, line)
-        if not found:
-            raise NotFoundError(f"no indexed chunk at {key}:{line}")
-        return found[0].id, conn.vector_of(found[0].id)
+def _chunk_vector(conn: Connection, key: str, line: int) -> tuple[int, np.ndarray]:
+    found = conn.chunks_containing(key, line)
+    if not found:
+        raise NotFoundError(f"no indexed chunk at {key}:{line}")
+    return found[0].id, conn.vector_of(found[0].id)
 
 
 def find_duplicates(
@@ -245,11 +240,6 @@ def status(project: Project) -> IndexStatus:
     )
 
 
-def _require_index(project: Project) -> None:
-    with project.store.read() as conn:
-        _check(project, conn, None)
-
-
 def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> dict[str, str]:
     if not conn.has_collection():
         raise StoreError(
@@ -266,8 +256,8 @@ def _passes(row: ChunkRow, *, language: str | None = None, path_glob: str | None
     return not path_glob or files.glob_match(path_glob, row.path)
 
 
-def _hit(row: ChunkRow) -> Hit:
+def _hit(row: ChunkRow, *, stale: bool) -> Hit:
     return Hit(
         path=row.path, start_line=row.start_line, end_line=row.end_line, symbol=row.symbol,
-        score=float(row.score), text=row.text, language=row.language,
+        score=float(row.score), text=row.text, language=row.language, stale=stale,
     )
