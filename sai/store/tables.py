@@ -79,6 +79,11 @@ class Connection:
     def close(self) -> None:
         self.con.close()
 
+    def _arrow(self, sql: str, params: list[object] | None = None) -> pa.Table:
+        """A query's result as one Arrow table (duckdb may hand back a batch reader)."""
+        result = self.con.execute(sql, params).arrow()
+        return result.read_all() if hasattr(result, "read_all") else result
+
     def cursor(self) -> Connection:
         """Another connection to the same open database, for use by one more thread."""
         cursor = self.con.cursor()
@@ -242,18 +247,15 @@ class Connection:
         """
         if not ids:
             return [], np.zeros((0, 0), dtype=np.float32)
-        cols = CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
-        table = self.con.execute(
+        cols = _chunk_cols(text=text)
+        table = self._arrow(
             f"SELECT {cols}{', embedding' if vectors else ''} FROM {self.collection} "
             "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
             [int_list(ids)],
-        ).arrow()
-        table = table.read_all() if hasattr(table, "read_all") else table
+        )
         if table.num_rows == 0:
             return [], np.zeros((0, 0), dtype=np.float32)
-        names = CHUNK_COLS.split(", ")
-        columns = [table.column(n).to_pylist() for n in names]
-        rows = [ChunkRow(*values) for values in zip(*columns, strict=True)]
+        rows = _chunk_rows(table)
         matrix = matrix_of(table.column("embedding")) if vectors else np.zeros((len(rows), 0), np.float32)
         position = {row.id: k for k, row in enumerate(rows)}
         order = [position[i] for i in ids if i in position]
@@ -361,12 +363,11 @@ class Connection:
         """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded."""
         if not hashes:
             return {}
-        table = self.con.execute(
+        table = self._arrow(
             f"SELECT DISTINCT ON (content_hash) content_hash, embedding FROM {self.collection} "
             "WHERE content_hash IN (SELECT unnest(?::VARCHAR[]))",
             [hashes],
-        ).arrow()
-        table = table.read_all() if hasattr(table, "read_all") else table
+        )
         if table.num_rows == 0:
             return {}
         matrix = matrix_of(table.column("embedding"))
@@ -450,10 +451,9 @@ class Connection:
         return [ChunkRow(*r) for r in rows]
 
     def vector_of(self, chunk_id: int) -> np.ndarray:
-        table = self.con.execute(
+        table = self._arrow(
             f"SELECT embedding FROM {self.collection} WHERE id = ?", [int(chunk_id)]
-        ).arrow()
-        table = table.read_all() if hasattr(table, "read_all") else table
+        )
         return matrix_of(table.column("embedding"))[0]
 
     def all_chunks(self, *, text: bool = True) -> tuple[list[ChunkRow], np.ndarray]:
@@ -462,15 +462,23 @@ class Connection:
         Without `text` the rows carry an empty text (duplicates need none: it is most of the
         memory of a large index).
         """
-        cols = CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
-        table = self.con.execute(
+        cols = _chunk_cols(text=text)
+        table = self._arrow(
             f"SELECT {cols}, embedding FROM {self.collection} "
             "ORDER BY path, start_line, end_line, id"
-        ).arrow()
-        table = table.read_all() if hasattr(table, "read_all") else table
-        names = CHUNK_COLS.split(", ")
-        columns = [table.column(n).to_pylist() for n in names]
-        rows = [ChunkRow(*values) for values in zip(*columns, strict=True)]
+        )
+        rows = _chunk_rows(table)
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
         return rows, matrix_of(table.column("embedding"))
+
+
+def _chunk_rows(table: pa.Table) -> list[ChunkRow]:
+    """ChunkRows from an Arrow result holding the CHUNK_COLS columns."""
+    columns = [table.column(name).to_pylist() for name in CHUNK_COLS.split(", ")]
+    return [ChunkRow(*values) for values in zip(*columns, strict=True)]
+
+
+def _chunk_cols(*, text: bool) -> str:
+    """The CHUNK_COLS select list; without text, an empty string stands in for the costly column."""
+    return CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
