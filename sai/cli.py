@@ -176,10 +176,10 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     seeds = _seed_paths(project, args)
-    config = project.config
-    min_score = config.duplicate_min_score if args.min_score is None else args.min_score
-    size = config.duplicate_min_cluster_size if args.min_cluster_size is None else args.min_cluster_size
-    top_k = config.top_k if args.top_k is None else args.top_k
+    min_score, size, top_k = search.duplicate_params(
+        project.config, min_score=args.min_score, min_cluster_size=args.min_cluster_size,
+        top_k=args.top_k,
+    )
     clusters = search.find_duplicates(
         project, min_score=min_score, min_cluster_size=size, top_k=top_k,
         max_clusters=args.max_clusters, path_glob=args.path_glob, seed_paths=seeds,

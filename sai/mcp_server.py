@@ -204,10 +204,10 @@ class SaiTools:
         and the thresholds used. Needs no embedder (stored vectors only). Use it to find
         copy-pasted code worth merging.
         """
-        config = self.project.config
-        score = config.duplicate_min_score if min_score is None else float(min_score)
-        size = config.duplicate_min_cluster_size if min_cluster_size is None else min_cluster_size
-        k = _clamp(config.top_k if top_k is None else top_k)
+        score, size, k = search.duplicate_params(
+            self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k
+        )
+        k = _clamp(k)
         clusters = search.find_duplicates(
             self.project, min_score=score, min_cluster_size=size, top_k=k,
             max_clusters=max(1, max_clusters), path_glob=path_glob,

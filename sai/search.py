@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from sai import files
+from sai.config import Config
 from sai.duplicates import Nesting, neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.freshness import stale_keys
@@ -160,10 +161,9 @@ def find_duplicates(
     seed_paths: list[str] | None = None,
 ) -> list[Cluster]:
     """Clusters of near-duplicate chunks (SAI-SPEC §7), deterministic in order."""
-    config = project.config
-    threshold = config.duplicate_min_score if min_score is None else float(min_score)
-    size = config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size)
-    k = config.top_k if top_k is None else int(top_k)
+    threshold, size, k = duplicate_params(
+        project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k
+    )
     _check_duplicate_args(threshold, size, k, max_clusters)
     with project.store.read() as conn:
         _check(project, conn, None)
@@ -182,6 +182,17 @@ def find_duplicates(
     clusters = [c for c in clusters if c.size >= size]
     clusters.sort(key=lambda c: (-c.size, -c.max_sim, _member_key(c.members[0])))
     return clusters[: max(0, int(max_clusters))]
+
+
+def duplicate_params(
+    config: Config, *, min_score: float | None, min_cluster_size: int | None, top_k: int | None
+) -> tuple[float, int, int]:
+    """(min_score, min_cluster_size, top_k): the values given, else the config's (per model)."""
+    return (
+        config.duplicate_min_score if min_score is None else float(min_score),
+        config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size),
+        config.top_k if top_k is None else int(top_k),
+    )
 
 
 def _check_duplicate_args(min_score: float, size: int, top_k: int, max_clusters: int) -> None:
