@@ -1,7 +1,19 @@
-"""Near-duplicate clusters over a matrix of unit vectors: exact top-k, threshold, union-find.
+"""Near-duplicate clusters: candidate pairs, duplicate scores, top-k, threshold, union-find.
 
-Exact, not approximate. Pairs are visited tile by tile (each pair once; an off-diagonal tile
-serves both directions), every pair scoring >= min_score becomes a candidate edge, pairs that may
+A pair's duplicate score is the mean of its embedding cosine and its shape similarity (the
+Jaccard similarity of the two chunks' token shapes, sai/shape.py): the model says the two do the
+same thing, the shape says one is a copy of the other. Either alone misleads: a small model scores
+a renamed copy anywhere from 0.6 to 0.95 and unrelated code up to 0.8, while boilerplate shares
+its shape with code that does something else. A chunk without a shape (too few tokens) never
+pairs.
+
+Candidates come from two sides. Pairs whose signatures share a locality-sensitive hash band
+(shape.band_pairs) cover every pair with shape similarity >= FOUND_FROM but a few percent; a pair
+below that reaches min_score only if its cosine reaches 2 * min_score - FOUND_FROM, and those
+pairs are found exactly by cosine (neighbour_edges), so the cosine pass runs at that floor.
+
+The cosine pass is exact. Pairs are visited tile by tile (each pair once; an off-diagonal tile
+serves both directions), every pair scoring >= the floor becomes a candidate edge, pairs that may
 never pair (a chunk and itself, a chunk and one containing it in the same file) are dropped, and
 each row keeps its k best. Candidates are cut to each row's k best whenever they pile up, and a
 tile where most pairs pass (a low threshold) keeps only each row's best few, so memory stays at
@@ -11,7 +23,7 @@ On a large matrix most of the n^2 * d multiply-adds are skipped by a screen that
 pair: the vectors are rotated onto their principal directions (a rotation keeps every dot
 product), and x.y = head(x).head(y) + tail(x).tail(y) <= head(x).head(y) + |tail(x)| |tail(y)|.
 That bound is one (HEAD_DIMS + 1)-dimensional product per pair; only pairs whose bound reaches
-min_score get their full dot product. Code embeddings put most of their energy in a few dozen
+the floor get their full dot product. Code embeddings put most of their energy in a few dozen
 directions (MiniLM on stdlib code: the bound passes ~0.2% of pairs at 0.8), and a tile where the
 screen passes too many is computed in full instead.
 """
@@ -22,6 +34,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from sai import shape
 
 TILE = 2048  # rows and columns per tile: a 16 MB float32 block
 HEAD_DIMS = 64  # principal directions the screen computes exactly
@@ -86,6 +100,62 @@ class Nesting:
         at = np.searchsorted(files, self.file[rows]).clip(max=len(files) - 1)
         shared = files[at] == self.file[rows]
         return int(counts[at[shared]].max()) if shared.any() else 0
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Rows' shape signatures (sai/shape.py) and the mask of rows that have one."""
+
+    sigs: np.ndarray
+    known: np.ndarray
+
+    @staticmethod
+    def of(blobs: Sequence[bytes | None]) -> Shapes:
+        return Shapes(*shape.signatures(list(blobs)))
+
+
+def duplicate_edges(
+    matrix: np.ndarray,
+    shapes: Shapes,
+    *,
+    top_k: int,
+    min_score: float,
+    queries: np.ndarray | None = None,
+    nesting: Nesting | None = None,
+) -> Edges:
+    """For each query row, its top_k partners by duplicate score, with score >= min_score."""
+    n = matrix.shape[0]
+    if n < 2 or top_k <= 0:
+        return Edges.empty()
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    # a pair whose shape band_pairs may miss (J < FOUND_FROM) needs cosine >= this to score min_score
+    floor = max(min_score, 2 * min_score - shape.FOUND_FROM)
+    by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting)
+    i, j = _unique_pairs(n, [by_cosine, _shape_candidates(shapes, queries, nesting, window=2 * top_k)])
+    both = shapes.known[i] & shapes.known[j]
+    i, j = i[both], j[both]
+    score = (_dots(matrix, i, j) + shape.similarity(shapes.sigs, i, j)) / 2
+    keep = score >= min_score
+    return _keep_top_k(Edges(i[keep], j[keep], score[keep].astype(np.float32)), top_k)
+
+
+def _shape_candidates(shapes: Shapes, queries: np.ndarray | None, nesting: Nesting | None, *, window: int) -> Edges:
+    """Directed pairs (both ways) whose signatures share a band, from query rows when seeded."""
+    parts = []
+    for a, b in shape.band_pairs(shapes.sigs, np.flatnonzero(shapes.known), window=window):
+        parts.append(Edges(np.concatenate([a, b]), np.concatenate([b, a]), np.zeros(2 * len(a), np.float32)))
+    edges = Edges.concat(parts)
+    if queries is not None and len(edges):
+        edges = edges.where(np.isin(edges.i, queries))
+    if nesting is not None and len(edges):
+        edges = edges.where(~nesting.excluded(edges.i, edges.j))
+    return edges
+
+
+def _unique_pairs(n: int, parts: Sequence[Edges]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct directed pairs (i, j) of these edges, sorted."""
+    keys = np.unique(np.concatenate([p.i * n + p.j for p in parts]))
+    return keys // n, keys % n
 
 
 def neighbour_edges(

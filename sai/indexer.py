@@ -22,6 +22,7 @@ from sai.gitchanges import changed_files
 from sai.lexical import lexemes
 from sai.models import Chunk, IndexReport, PathResult, RefreshReport, SourceFile, sha256_hex
 from sai.project import Project
+from sai.shape import signature
 from sai.store.tables import Connection, FileRow
 
 NODUP_MARKER = "sai-noduplicate"
@@ -163,7 +164,8 @@ class _Run:
         nodup = self.config.honor_noduplicate_marker and NODUP_MARKER in chunk.text
         return (chunk.path, chunk.language, chunk.start_line, chunk.end_line, chunk.symbol,
                 chunk.text, chunk.content_hash, file_hash, nodup,
-                lexemes(chunk.text, path=chunk.path, symbol=chunk.symbol))
+                lexemes(chunk.text, path=chunk.path, symbol=chunk.symbol),
+                signature(chunk.text, chunk.language))
 
     def remove(self, keys: list[str]) -> None:
         if not keys or not self.stored:
@@ -202,6 +204,8 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     walked = files.walk(config)
     if recreate:
         flush(project)
+    elif project.upgrade():
+        log.info("upgraded the index to this version's format; every file is chunked again")
     run = _Run(project, progress=progress)
     run.load_state()
     wanted = {s.key for s in walked.included}

@@ -9,12 +9,14 @@ from sai.config import Config
 from sai.embedders import Embedder, make_embedder
 from sai.errors import IndexMismatchError
 from sai.lexical import LEXEMES_VERSION
+from sai.shape import SHAPE_VERSION
 from sai.store import Store
 from sai.store.tables import SCHEMA_VERSION, IndexMeta
 
 # meta keys that must match between an index and the config that opens it
 # Chunking settings are not checked: a change re-chunks every file on the next index run.
 _CHECKED = ("schema_version", "embedder", "model", "prefix_style")
+UPGRADABLE_FROM = 2  # index formats an index run upgrades in place (store/tables.py upgrade())
 
 
 class Project:
@@ -54,7 +56,7 @@ class Project:
         c = self.config
         return (f"{c.chunker}/{CHUNKER_VERSION}/{c.max_chunk_chars}/strip={c.strip_comments}/"
                 f"noindex={c.honor_noindex_marker}/nodup={c.honor_noduplicate_marker}/"
-                f"lexemes={LEXEMES_VERSION}")
+                f"lexemes={LEXEMES_VERSION}/shape={SHAPE_VERSION}")
 
     def check_meta(self, meta: dict[str, str], *, vector_dim: int | None = None) -> None:
         """Raise IndexMismatchError when the index was built differently from this config."""
@@ -69,7 +71,28 @@ class Project:
         if wanted and stored_dim != wanted:
             raise IndexMismatchError(self._mismatch("vector_dim", stored_dim, wanted))
 
+    def upgrade(self) -> bool:
+        """Bring an index written by an older SAI to this version's format; True when it did.
+
+        Nothing is re-embedded: the next index run chunks every file again and reuses vectors.
+        """
+        if not self.store.exists:
+            return False
+        with self.store.read() as conn:
+            stored = _schema_of(conn.meta()) if conn.has_collection() else SCHEMA_VERSION
+        if not UPGRADABLE_FROM <= stored < SCHEMA_VERSION:
+            return False
+        with self.store.write() as conn:
+            conn.upgrade(stored)
+        return True
+
     def _mismatch(self, key: str, stored: object, wanted: object) -> str:
+        if key == "schema_version" and UPGRADABLE_FROM <= _schema_of({key: str(stored)}) < SCHEMA_VERSION:
+            return (
+                f"the index '{self.config.collection}' at {self.config.db_path} was written by an "
+                f"older SAI (index format {stored}); run `sai` in the project to upgrade it in place "
+                "(nothing is re-embedded)"
+            )
         what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
         return (
             f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
@@ -79,3 +102,8 @@ class Project:
 
     def close(self) -> None:
         self.store.close()
+
+
+def _schema_of(meta: dict[str, str]) -> int:
+    value = meta.get("schema_version", "")
+    return int(value) if value.isdigit() else SCHEMA_VERSION

@@ -28,6 +28,8 @@ from sai import cli, indexer, search
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError, IndexMismatchError, StoreError
 from sai.project import Project
+from sai.shape import signature
+from sai.store.rows import SCHEMA_VERSION
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
 TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
@@ -216,6 +218,32 @@ def test_index_of_another_schema_version_raises_mismatch(indexed: Path, ollama_s
         _index(indexed)
     assert "another SAI version" in str(caught.value)
     assert ollama_server.requests == 0
+
+
+def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    project = open_project(indexed)
+    with project.store.write() as conn:  # what SAI 2 left: no shape column, its chunking meta
+        conn.drop_hnsw()
+        conn.con.execute("ALTER TABLE source_code DROP COLUMN shape")
+        conn.set_meta({"schema_version": "2", "chunking": "ast/3/2000/strip=False/lexemes=2"})
+    with pytest.raises(IndexMismatchError, match="older SAI") as caught:
+        search.find_duplicates(project)
+    assert "run `sai` in the project to upgrade it in place" in str(caught.value)
+    project.close()
+    report = _index(indexed)
+    assert (report.chunks, report.embedded, report.unchanged) == (TREE_CHUNKS, 0, TREE_CHUNKS)
+    assert ollama_server.requests == 0
+    assert _snapshot(indexed) == original  # every vector kept, bit for bit
+    project = open_project(indexed)
+    with project.store.read() as conn:
+        assert conn.meta()["schema_version"] == str(SCHEMA_VERSION) and conn.has_hnsw()
+        rows, _ = conn.all_chunks()
+        shapes = conn.all_shapes()
+    assert shapes == [signature(r.text, r.language) for r in rows] and any(shapes)
+    search.find_duplicates(project, min_score=0.5)  # readable again
+    project.close()
 
 
 def test_unreachable_ollama_raises_embedder_error_and_keeps_the_index(

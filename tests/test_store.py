@@ -47,7 +47,7 @@ with Store(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2
 def _rows(n: int) -> list[tuple]:
     return [
         (f"src/f{i}.py", "python", 1 + 10 * i, 9 + 10 * i, f"f{i}", f"def f{i}(): pass",
-         f"hash{i}", f"file{i}", False, f"f{i} pass")
+         f"hash{i}", f"file{i}", False, f"f{i} pass", bytes([i]) * 8 if i % 2 else b"")
         for i in range(n)
     ]
 
@@ -126,9 +126,11 @@ def test_stored_vectors_read_back_bit_for_bit(built: Store) -> None:
     vectors = _vectors(40)
     with built.read() as conn:
         rows, matrix = conn.all_chunks()
+        shapes = conn.all_shapes()
         by_hash = conn.vectors_by_hash(["hash3", "hash39", "absent"])
         one = conn.vector_of(rows[0].id)
     order = [int(r.symbol[1:]) for r in rows]
+    assert shapes == [_rows(40)[i][-1] for i in order]  # row-aligned with all_chunks()
     assert matrix.dtype == np.float32
     assert matrix.tobytes() == vectors[order].tobytes()
     assert by_hash["hash3"].tobytes() == vectors[3].tobytes()

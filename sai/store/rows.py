@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from sai.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: chunks carry a token-shape signature (sai/shape.py)
 FTS_OPTIONS = (
     "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
     "strip_accents = 0, lower = 1, overwrite = 1"

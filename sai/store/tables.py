@@ -157,13 +157,24 @@ class Connection:
             f"CREATE TABLE {self.collection} (id BIGINT, path VARCHAR, language VARCHAR, "
             "start_line INTEGER, end_line INTEGER, symbol VARCHAR, text VARCHAR, "
             "content_hash VARCHAR, file_hash VARCHAR, lexemes VARCHAR, "
-            f"embedding FLOAT[{dim}], indexed_at TIMESTAMP, no_duplicate BOOLEAN)"
+            f"embedding FLOAT[{dim}], indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB)"
         )
         self.con.execute(
             f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
             "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
         )
         self.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
+
+    def upgrade(self, from_version: int) -> None:
+        """Bring a collection written by an older SAI to SCHEMA_VERSION, keeping every vector.
+
+        Columns added here start empty; the chunking signature changed with them, so the next
+        index run chunks every file again and fills them (vectors reused, nothing embedded).
+        """
+        if from_version < 3:
+            self.drop_hnsw()  # DuckDB alters no table an index depends on; index runs rebuild it
+            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN IF NOT EXISTS shape BLOB")
+        self.set_meta({"schema_version": str(SCHEMA_VERSION)})
 
     def drop_collection(self) -> None:
         self.drop_hnsw()
@@ -374,10 +385,11 @@ class Connection:
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
     def insert_chunks(
-        self, rows: list[tuple[str, str | None, int, int, str | None, str, str, str, bool, str]],
+        self, rows: list[tuple[str, str | None, int, int, str | None, str, str, str, bool, str, bytes]],
         vectors: np.ndarray,
     ) -> None:
-        """Insert (path, language, start, end, symbol, text, hash, file_hash, no_dup, lexemes) rows."""
+        """Insert (path, language, start, end, symbol, text, hash, file_hash, no_dup, lexemes,
+        shape) rows."""
         if not rows:
             return
         first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
@@ -400,13 +412,14 @@ class Connection:
             "no_duplicate": pa.array(cols[8], pa.bool_()),
             "indexed_at": pa.array([utc_now()] * len(rows), pa.timestamp("us")),
             "lexemes": pa.array(cols[9], pa.string()),
+            "shape": pa.array(cols[10], pa.binary()),
         })
         self.con.register("sai_batch", batch)
         try:
             self.con.execute(
                 f"INSERT INTO {self.collection} SELECT id, path, language, start_line, end_line, "
-                "symbol, text, content_hash, file_hash, lexemes, embedding, indexed_at, no_duplicate "
-                "FROM sai_batch"
+                "symbol, text, content_hash, file_hash, lexemes, embedding, indexed_at, no_duplicate, "
+                "shape FROM sai_batch"
             )
         finally:
             self.con.unregister("sai_batch")
@@ -471,6 +484,14 @@ class Connection:
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
         return rows, matrix_of(table.column("embedding"))
+
+
+    def all_shapes(self) -> list[bytes | None]:
+        """Every chunk's shape signature, in the order of all_chunks()."""
+        table = self._arrow(
+            f"SELECT shape FROM {self.collection} ORDER BY path, start_line, end_line, id"
+        )
+        return table.column("shape").to_pylist()
 
 
 def _chunk_rows(table: pa.Table) -> list[ChunkRow]:

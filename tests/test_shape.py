@@ -1,0 +1,141 @@
+"""Token shapes: what a renamed copy keeps, signatures, band candidates, duplicate scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sai import duplicates, shape
+
+ORIGINAL = '''def merge_intervals(intervals):
+    """Merge overlapping intervals."""
+    ordered = sorted(intervals, key=lambda pair: pair[0])
+    merged = []
+    for start, end in ordered:  # sorted by start
+        if merged and start <= merged[-1][1]:
+            last_start, last_end = merged[-1]
+            merged[-1] = (last_start, max(last_end, end))
+        else:
+            merged.append((start, end))
+    return merged
+'''
+# every name of its own renamed, the docstring and the comment gone, one tuple unparenthesised
+RENAMED = '''def join_ranges(spans):
+    ordered_spans = sorted(spans, key=lambda p: p[0])
+    out = []
+    for lo, hi in ordered_spans:
+        if out and lo <= out[-1][1]:
+            a, b = out[-1]
+            out[-1] = a, max(b, hi)
+        else:
+            out.append((lo, hi))
+    return out
+'''
+UNRELATED = '''def read_config(path):
+    settings = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, _, value = line.partition("=")
+            settings[key.strip()] = value.strip()
+    return settings
+'''
+JS = '''function total(items) {
+  // add them up
+  let sum = 0;
+  for (const item of items) { sum += item.price * item.qty; }
+  return sum;
+}'''
+JS_RENAMED = '''function addUp(rows) {
+  let acc = 0
+  for (const r of rows) { acc += r.price * r.qty }
+  return acc
+}'''
+
+
+def jaccard(a: str, b: str, language: str | None = "python") -> float:
+    sigs, known = shape.signatures([shape.signature(a, language), shape.signature(b, language)])
+    assert known.all()
+    return float(shape.similarity(sigs, np.array([0]), np.array([1]))[0])
+
+
+def test_tokens_keep_keywords_operators_and_members_and_blank_own_names():
+    tokens = shape.tokens("def f(self, value):\n    '''doc'''\n    # note\n    return self.items[value] + 1\n",
+                          "python")
+    assert tokens == ["def", "$", "self", ",", "$", ":", "return", "self", ".", "items", "[", "$", "]", "+", "0"]
+
+
+def test_tokens_drop_c_style_comments_and_keep_members_after_arrows():
+    tokens = shape.tokens('int f(int a) { /* note */ return a->next + 2; } // end', "c")
+    assert tokens == ["int", "$", "int", "$", "{", "return", "$", "->", "next", "+", "0", "}"]
+
+
+def test_a_renamed_copy_has_the_shape_of_its_original_and_unrelated_code_does_not():
+    assert jaccard(ORIGINAL, RENAMED) >= 0.9
+    assert jaccard(ORIGINAL, UNRELATED) < 0.3
+    assert jaccard(JS, JS_RENAMED, "javascript") >= 0.9
+
+
+def test_comments_and_docstrings_do_not_change_a_signature():
+    bare = ORIGINAL.replace('    """Merge overlapping intervals."""\n', "").replace("  # sorted by start", "")
+    assert shape.signature(bare, "python") == shape.signature(ORIGINAL, "python")
+
+
+def test_a_chunk_with_too_few_tokens_has_no_shape():
+    assert shape.signature("x = 1\n", "python") == b""
+    assert len(shape.signature(ORIGINAL, "python")) == 4 * shape.SIGNATURE_SIZE
+    sigs, known = shape.signatures([b"", None, shape.signature(ORIGINAL, "python")])
+    assert known.tolist() == [False, False, True] and sigs.shape == (3, shape.SIGNATURE_SIZE)
+
+
+def test_band_pairs_pair_rows_sharing_a_band_and_chain_large_buckets():
+    rng = np.random.default_rng(1)
+    sigs = rng.integers(0, 2**32, size=(40, shape.SIGNATURE_SIZE), dtype=np.uint64).astype(np.uint32)
+    sigs[5, :shape.BAND_ROWS] = sigs[9, :shape.BAND_ROWS]  # one band in common
+    sigs[20:30] = sigs[20]  # a bucket of ten identical shapes
+    pairs = {tuple(sorted(p)) for a, b in shape.band_pairs(sigs, np.arange(40), window=3)
+             for p in zip(a.tolist(), b.tolist(), strict=True)}
+    assert (5, 9) in pairs
+    bucket = {p for p in pairs if p[0] >= 20}
+    # each row of the big bucket meets the next 3 (a connected chain), never all 45 pairs
+    assert bucket == {(a, b) for a in range(20, 30) for b in range(a + 1, min(30, a + 4))}
+    assert pairs - bucket == {(5, 9)}
+
+
+def _brute_force(matrix, shapes, top_k, min_score):
+    n = len(matrix)
+    best = {}
+    for i in range(n):
+        found = []
+        for j in range(n):
+            if i != j and shapes.known[i] and shapes.known[j]:
+                score = (matrix[i] @ matrix[j] + (shapes.sigs[i] == shapes.sigs[j]).mean()) / 2
+                if score >= min_score:
+                    found.append((-score, j))
+        best[i] = sorted(found)[:top_k]
+    return {(i, j) for i, found in best.items() for _, j in found}
+
+
+@pytest.mark.parametrize("min_score", [0.55, 0.75])
+def test_duplicate_edges_match_brute_force_including_pairs_cosine_alone_misses(min_score):
+    rng = np.random.default_rng(7)
+    n, dim = 120, 24
+    matrix = rng.standard_normal((n, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    sigs = rng.integers(0, 2**32, size=(n, shape.SIGNATURE_SIZE), dtype=np.uint64).astype(np.uint32)
+    for a in range(0, 60, 6):  # pairs of copies: same shape (or 3/4 of it), cosine about 0.6
+        sigs[a + 1, :48] = sigs[a, :48]
+        sigs[a + 2] = sigs[a]
+        matrix[a + 2] = 0.6 * matrix[a] + 0.8 * matrix[a + 2]
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    known = np.ones(n, dtype=bool)
+    known[[4, 10]] = False  # no shape: never pairs
+    shapes = duplicates.Shapes(sigs, known)
+    edges = duplicates.duplicate_edges(matrix, shapes, top_k=3, min_score=min_score)
+    got = set(zip(edges.i.tolist(), edges.j.tolist(), strict=True))
+    assert got == _brute_force(matrix, shapes, 3, min_score)
+    cosines = np.array([matrix[i] @ matrix[j] for i, j in got])
+    assert len(got) and (cosines < min_score).any()  # found through the shape, not the cosine
+    assert not any(4 in pair or 10 in pair for pair in got)
