@@ -3,10 +3,10 @@
     python benchmarks/duplicates_recall.py [--clones 120] [--thresholds 0.75,0.8,...]
 
 A slice of the Python stdlib (email, http, urllib, logging, json, concurrent) is copied into a
-scratch tree, and renamed copies of N of its functions are planted in `zz_planted/`, in three
+scratch tree, and renamed copies of N of its functions are planted in `zz_planted/`, in four
 flavours, each copy a top-level function of its own. The N are drawn (fixed seed) from functions
-of 6-40 lines that have no textual twin in the slice (token-set Jaccard < 0.5 with every other
-function), so a planted copy's one true duplicate is its original:
+of 6-40 lines that have no textual twin in the slice (token-set Jaccard of their code, docstrings
+left out, < 0.5 with every other function), so a planted copy's one true duplicate is its original:
   * `renamed`: every identifier the function owns (its name, its parameters except self/cls, its
     local variables) is renamed consistently through `ast`: each word of the name goes through a
     small thesaurus (`value` -> `val`, `header` -> `hdr`, `parse` -> `decode` ...); a name none of
@@ -15,9 +15,13 @@ function), so a planted copy's one true duplicate is its original:
     writes a name the other writes, no calls) is swapped. This is the calibration target;
   * `abbreviated`: the same, but words missing from the thesaurus are also cut to 4 letters
     (`verifiability` -> `veri`): names a tokenizer no longer recognises;
-  * `opaque`: the same, but names become meaningless (`func_7`, `a0`, `v3`): structure only.
-The tree is indexed with `embedder: local` (all-MiniLM-L6-v2) through the real indexer (the index
-is kept in /tmp/sai-bench/recall, so a re-run embeds nothing new), then find_duplicates
+  * `opaque`: the same, but names become meaningless (`func_7`, `a0`, `v3`): structure only;
+  * `edited`: renamed, and one statement deleted (the smallest one that is neither the body's
+    only statement nor the function's last): a near-miss clone, to show how far the score
+    stretches beyond copies. Not part of the calibration target.
+The tree is indexed with `embedder: local` (all-MiniLM-L6-v2; `--embedder ollama --model M` to
+calibrate another model) through the real indexer (the index is kept in /tmp/sai-bench/recall,
+so a re-run embeds nothing new), then find_duplicates
 (top_k from the config, min_cluster_size 2, no cluster limit) runs at each threshold.
 
 Definitions printed with the figures:
@@ -45,13 +49,14 @@ from pathlib import Path
 import numpy as np
 from _common import CACHE_DIR, STDLIB, log
 
-from sai import indexer, search
+from sai import indexer, search, shape
 from sai.config import load_config
+from sai.duplicates import Shapes
 from sai.project import Project
 
 SLICE = ("email", "http", "urllib", "logging", "json", "concurrent")
 PLANTED_DIR = "zz_planted"
-FLAVOURS = ("renamed", "abbreviated", "opaque")
+FLAVOURS = ("renamed", "abbreviated", "opaque", "edited")
 THESAURUS = {
     "value": "val", "values": "vals", "data": "payload", "name": "label", "names": "labels",
     "result": "res", "results": "outcomes", "text": "txt", "line": "row", "lines": "rows",
@@ -149,7 +154,21 @@ def renamed_copy(fn: ast.FunctionDef, *, flavour: str, fid: int) -> str:
     copy.name = mapping[copy.name]
     copy.decorator_list = []
     _swap_independent(copy.body)
+    if flavour == "edited":
+        _drop_smallest_statement(copy)
     return ast.unparse(copy)
+
+
+def _drop_smallest_statement(fn: ast.FunctionDef) -> None:
+    """Delete the smallest statement of any block holding two or more, never the function's last."""
+    blocks = [b for node in ast.walk(fn) for field in ("body", "orelse", "finalbody")
+              if isinstance(b := getattr(node, field, None), list) and len(b) >= 2
+              and all(isinstance(x, ast.stmt) for x in b)]
+    choices = [(len(list(ast.walk(stmt))), n, k, block) for n, block in enumerate(blocks)
+               for k, stmt in enumerate(block) if not (block is fn.body and k == len(block) - 1)]
+    if choices:
+        _, _, k, block = min(choices, key=lambda c: c[:3])
+        del block[k]
 
 
 def _drop_docstrings(fn: ast.AST) -> None:
@@ -204,8 +223,8 @@ def slice_files() -> list[Path]:
 
 def candidates(files: list[Path]) -> list[tuple[str, ast.FunctionDef]]:
     """Functions worth planting: one chunk, no nested defs, >= 2 owned names, 6-40 lines bare,
-    and no textual twin in the slice (token-set Jaccard < TWIN with every other function), so a
-    planted copy's only true duplicate is its original."""
+    and no textual twin in the slice (token-set Jaccard of the code without docstrings < TWIN with
+    every other function), so a planted copy's only true duplicate is its original."""
     out, tokens = [], []
     for path in files:
         key = path.relative_to(STDLIB).as_posix()
@@ -214,7 +233,7 @@ def candidates(files: list[Path]) -> list[tuple[str, ast.FunctionDef]]:
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             text = ast.get_source_segment(source, node) or ""
-            tokens.append(frozenset(re.findall(r"\w+", text)))
+            tokens.append(frozenset(re.findall(r"\w+", bare_code(node))))
             nested = any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda)
                          for n in ast.walk(node) if n is not node)
             if nested or len(text) > 1800 or len(owned_names(node)) < 2:
@@ -222,6 +241,14 @@ def candidates(files: list[Path]) -> list[tuple[str, ast.FunctionDef]]:
             if 6 <= renamed_copy(node, flavour="opaque", fid=0).count("\n") + 1 <= 40:
                 out.append((key, node, len(tokens) - 1))
     return [(key, node) for key, node, t in out if not _has_twin(t, tokens)]
+
+
+def bare_code(fn: ast.FunctionDef) -> str:
+    """The function's code without docstrings or comments: what a twin is judged on (prose in
+    docstrings hid stdlib twins such as get_attrtext / get_extended_attrtext)."""
+    copy = ast.parse(ast.unparse(fn)).body[0]
+    _drop_docstrings(copy)
+    return ast.unparse(copy)
 
 
 def _has_twin(index: int, tokens: list[frozenset[str]]) -> bool:
@@ -317,17 +344,20 @@ def score(clusters, planted: list[Planted]) -> dict[str, float]:
 @dataclass
 class Similarities:
     cosines: dict[str, np.ndarray]  # flavour or "unrelated" -> one value per planted function
+    shapes: dict[str, np.ndarray]  # the same pairs' shape similarity (None: a chunk has no shape)
     top: list[list[tuple[float, int]]]  # each original's SIMILAR_LIMIT nearest (score, row)
     renamed_rows: list[int]  # each planted function's renamed copy
 
 
 def pair_similarities(project: Project, planted: list[Planted]) -> Similarities:
-    """Cosine of each copy to its original, each original's best unrelated match, and what
-    `similar --path <original>` would list (its nearest chunks but itself)."""
+    """Cosine and shape similarity of each copy to its original and of each original to its best
+    unrelated match (by cosine), and what `similar --path <original>` would list (its nearest
+    chunks but itself)."""
     with project.store.read() as conn:
         rows, matrix = conn.all_chunks()
+        shapes = Shapes.of(conn.all_shapes())
     where = {(r.path, r.start_line, r.end_line): n for n, r in enumerate(rows)}
-    out: dict[str, list[float]] = {f: [] for f in (*FLAVOURS, "unrelated")}
+    pairs: dict[str, list[tuple[int, int]]] = {f: [] for f in (*FLAVOURS, "unrelated")}
     planted_rows: set[int] = set()
     originals, renamed = [], []
     for p in planted:
@@ -336,7 +366,7 @@ def pair_similarities(project: Project, planted: list[Planted]) -> Similarities:
         for flavour, (a, b) in p.copies.items():
             n = where[(f"{PLANTED_DIR}/{flavour}.py", a, b)]
             planted_rows.add(n)
-            out[flavour].append(float(matrix[orig] @ matrix[n]))
+            pairs[flavour].append((orig, n))
         renamed.append(where[(f"{PLANTED_DIR}/renamed.py", *p.copies["renamed"])])
     paths = np.array([r.path for r in rows])
     top = []
@@ -347,8 +377,14 @@ def pair_similarities(project: Project, planted: list[Planted]) -> Similarities:
         top.append([(float(sims[j]), int(j)) for j in best])
         sims[list(planted_rows)] = -1
         sims[paths == rows[orig].path] = -1  # its own file: nested chunks, not duplicates
-        out["unrelated"].append(float(sims.max()))
-    return Similarities({k: np.array(v) for k, v in out.items()}, top, renamed)
+        pairs["unrelated"].append((orig, int(sims.argmax())))
+    cosines, shape_sims = {}, {}
+    for name, found in pairs.items():
+        i, j = (np.array(side) for side in zip(*found, strict=True))
+        cosines[name] = np.einsum("ij,ij->i", matrix[i], matrix[j])
+        shape_sims[name] = np.where(shapes.known[i] & shapes.known[j],
+                                    shape.similarity(shapes.sigs, i, j), np.nan)
+    return Similarities(cosines, shape_sims, top, renamed)
 
 
 def similar_figures(sims: Similarities, threshold: float) -> tuple[float, float]:
@@ -363,30 +399,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clones", type=int, default=120)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--thresholds", default="0.7,0.75,0.8,0.85,0.9,0.93")
+    parser.add_argument("--thresholds", default="0.65,0.7,0.75,0.8,0.85,0.9")
+    parser.add_argument("--embedder", default="local", help="local (default) or ollama")
+    parser.add_argument("--model", default=None, help="default: the embedder's default model")
     args = parser.parse_args()
     root = CACHE_DIR / "recall" / "tree"
     planted = write_tree(root, args.clones, args.seed)
-    db = CACHE_DIR / "recall" / "code.duckdb"  # outside the tree, which is rewritten each run
-    flags = {"embedder": "local", "root": str(root), "duckdb.path": str(db)}
+    # outside the tree, which is rewritten each run; one index file per embedder and model
+    label = "" if (args.embedder, args.model) == ("local", None) else f"-{args.embedder}-{args.model}"
+    db = CACHE_DIR / "recall" / f"code{re.sub(r'[^A-Za-z0-9_.-]', '_', label)}.duckdb"
+    flags = {"embedder": args.embedder, "root": str(root), "duckdb.path": str(db)}
+    if args.model:
+        flags["model"] = args.model
     project = Project(config := load_config(cwd=root, env={}, flags=flags))
     started = time.perf_counter()
     report = indexer.index(project)
     log(f"indexed {report.chunks} chunks ({report.embedded} embedded) in "
         f"{time.perf_counter() - started:.0f} s")
     default = config.duplicate_min_score
-    print(f"tree: stdlib {', '.join(SLICE)} + {len(planted)} functions planted 3 times "
+    print(f"tree: stdlib {', '.join(SLICE)} + {len(planted)} functions planted {len(FLAVOURS)} times "
           f"({', '.join(FLAVOURS)} copies); {report.chunks} chunks; model {config.model}; "
           f"top_k {config.top_k}; default duplicate_min_score {default:g}, "
           f"find_similar_min_score {config.find_similar_min_score:g}")
     sims = pair_similarities(project, planted)
-    for name, values in sims.cosines.items():
-        what = "copy vs its original" if name != "unrelated" else "original vs best match elsewhere"
-        q = np.quantile(values, [0, 0.05, 0.5, 0.95, 1])
-        print(f"  cosine, {name:<11} ({what:<32}): min {q[0]:.3f}  p5 {q[1]:.3f}  "
-              f"median {q[2]:.3f}  p95 {q[3]:.3f}  max {q[4]:.3f}")
+    for kind, table in (("cosine", sims.cosines), ("shape", sims.shapes)):
+        for name, values in table.items():
+            what = "copy vs its original" if name != "unrelated" else "original vs best match elsewhere"
+            q = np.nanquantile(values, [0, 0.05, 0.5, 0.95, 1])
+            missing = int(np.isnan(values).sum())
+            print(f"  {kind}, {name:<11} ({what:<32}): min {q[0]:.3f}  p5 {q[1]:.3f}  "
+                  f"median {q[2]:.3f}  p95 {q[3]:.3f}  max {q[4]:.3f}"
+                  + (f"  ({missing} without a shape)" if missing else ""))
     thresholds = sorted({float(t) for t in args.thresholds.split(",")} | {default})
-    print(f"{'min_score':>9}  {'recall: renamed':>15}  {'abbrev.':>7}  {'opaque':>6}  "
+    print(f"{'min_score':>9}  {'recall: renamed':>15}  {'abbrev.':>7}  {'opaque':>6}  {'edited':>6}  "
           f"{'cluster prec: renamed':>21}  {'all':>5}  {'pair prec':>9}  {'clusters':>8}  "
           f"{'w/ copy':>7}  {'other':>5}")
     for t in thresholds:
@@ -395,7 +440,7 @@ def main() -> None:
         s = score(clusters, planted)
         mark = "  <- default" if t == default else ""
         print(f"{t:>9g}  {s['recall_renamed']:>15.3f}  {s['recall_abbreviated']:>7.3f}  "
-              f"{s['recall_opaque']:>6.3f}  {s['precision_renamed']:>21.3f}  "
+              f"{s['recall_opaque']:>6.3f}  {s['recall_edited']:>6.3f}  {s['precision_renamed']:>21.3f}  "
               f"{s['precision_any']:>5.3f}  {s['pair_precision']:>9.3f}  {s['clusters']:>8}  "
               f"{s['with_copy']:>7}  {s['other']:>5}{mark}")
     print(f"similar --path <original> --limit {SIMILAR_LIMIT}:")

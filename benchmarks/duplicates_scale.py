@@ -8,7 +8,8 @@ chunks under `copyNN/` paths with *synthetic* vectors: copy c is the real set tu
 random rotation R_c that moves every vector by the same angle (cos 0.6 to its source). A
 rotation keeps every similarity inside a copy, so each copy has exactly the real set's
 near-duplicate structure (at 0.8, 40% of the real chunks sit in a cluster: the stdlib is full of
-boilerplate), while a chunk and its rotated twins stay below any duplicate threshold. Rotated
+boilerplate), while a chunk and its rotated twins stay below any duplicate threshold. Their
+token-shape signatures are salted per copy in the same spirit (see salted()). Rotated
 copies spread over more directions than one model's embeddings do, which makes the screen in
 sai/duplicates.py pass more pairs than on real code: a pessimistic stand-in.
 Rows go into a real DuckDB index through sai's store (no HNSW index: the
@@ -39,8 +40,10 @@ from _common import (
 )
 
 from sai.config import load_config
+from sai.lexical import lexemes
 from sai.models import sha256_hex
 from sai.project import Project
+from sai.shape import signature
 
 BASE = 5000
 TWIN_COS = 0.6  # a chunk against its own rotated copy
@@ -72,13 +75,19 @@ def synthetic(size: int, vectors: np.ndarray, seed: int = 11) -> np.ndarray:
 def row(chunk, copy: int) -> tuple:
     path = chunk.path if copy == 0 else f"copy{copy:02d}/{chunk.path}"
     digest = sha256_hex(f"{copy}\0{chunk.text}")
-    values = ("python", chunk.start_line, chunk.end_line, chunk.symbol, chunk.text, digest,
-              sha256_hex(path), False)
-    try:  # the store's row grew a lexemes column for BM25; fill it when it is there
-        from sai.lexical import lexemes
-    except ImportError:
-        return (path, *values)
-    return (path, *values, lexemes(chunk.text, path=path, symbol=chunk.symbol))
+    return (path, "python", chunk.start_line, chunk.end_line, chunk.symbol, chunk.text, digest,
+            sha256_hex(path), False, lexemes(chunk.text, path=path, symbol=chunk.symbol),
+            salted(signature(chunk.text, "python"), copy))
+
+
+def salted(shape: bytes, copy: int) -> bytes:
+    """The shape signature of a copy: each minimum XORed with the copy's fixed random word, so a
+    copy keeps the real set's shape similarities within itself (as its rotation keeps cosines)
+    while a chunk and its copies share no minimum, as their vectors share no closeness."""
+    if copy == 0 or not shape:
+        return shape
+    salt = np.random.default_rng(copy).integers(1, 2**32, size=len(shape) // 4, dtype=np.uint64)
+    return (np.frombuffer(shape, dtype="<u4") ^ salt.astype("<u4")).astype("<u4").tobytes()
 
 
 def build(root: Path, size: int, chunks, vectors: np.ndarray) -> float:
@@ -87,7 +96,9 @@ def build(root: Path, size: int, chunks, vectors: np.ndarray) -> float:
     try:
         if project.store.exists:
             with project.store.read() as conn:
-                if conn.has_collection() and conn.chunk_count() == size:
+                meta = conn.meta()
+                if (conn.has_collection() and conn.chunk_count() == size
+                        and meta.get("chunking") == project.chunking_signature()):
                     return 0.0
             project.store.path.unlink()
         started = time.perf_counter()

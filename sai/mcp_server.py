@@ -17,25 +17,55 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
-from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
+from pydantic import ValidationError
 
 import sai
 from sai import files, indexer, search
 from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
+from sai.mcp_schemas import (
+    MAX_LIMIT,
+    MAX_PATHS,
+    Backend,
+    ChunkLine,
+    ChunkPath,
+    ClustersOut,
+    Count,
+    Directory,
+    DuplicateScore,
+    EmbedderName,
+    Execute,
+    Glob,
+    Global,
+    HitsOut,
+    IncludeText,
+    Language,
+    Limit,
+    MaybePaths,
+    Mode,
+    Paths,
+    Query,
+    RefreshOut,
+    Revision,
+    Score,
+    SetupOut,
+    Size,
+    Staged,
+    StatusOut,
+    Text,
+    TopK,
+    UseAst,
+)
 from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
 from sai.project import Project
 
 log = logging.getLogger("sai.mcp")
 
-MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
-MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
 SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads torch
 TAIL_CHARS = 4000  # how much of the setup script's output a result carries
 QUOTED = str.maketrans({c: "\\" + c for c in '\\"$`'})  # escapes inside a "double-quoted" word
@@ -43,108 +73,6 @@ SETUP_SCRIPT = Path(sai.__file__).resolve().parent.parent / "mcp-setup" / "setup
 READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status")
 WRITE_TOOLS = ("sai_refresh", "sai_sync", "sai_prepare_mcp_setup")
 TOOL_NAMES = READ_TOOLS + WRITE_TOOLS
-
-
-# ---------------------------------------------------------------- result shapes (outputSchema)
-class MemberOut(TypedDict):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-
-
-class HitOut(MemberOut):
-    score: float
-    snippet: str
-
-
-class HitsOut(TypedDict):
-    hits: list[HitOut]
-
-
-class ClusterOut(TypedDict):
-    size: int
-    members: list[MemberOut]
-    min_sim: float
-    max_sim: float
-
-
-class ClustersOut(TypedDict):
-    clusters: list[ClusterOut]
-
-
-class StatusOut(TypedDict):
-    backend: str
-    collection: str
-    model: str | None
-    vector_dim: int | None
-    chunk_count: int
-    chunker: str | None
-
-
-class RefreshedOut(TypedDict):
-    path: str
-    chunks: int
-
-
-class RefreshOut(TypedDict):
-    refreshed: list[RefreshedOut]
-    removed: list[str]
-    note: NotRequired[str]
-
-
-class SetupOut(TypedDict):
-    target_directory: str
-    recommended_command: str
-    mcp_server_config_example: dict[str, Any]
-    next_steps: list[str]
-    notes: str
-    execution_blocked: NotRequired[bool]
-    execution_blocked_reason: NotRequired[str]
-    executed: NotRequired[bool]
-    exit_code: NotRequired[int | None]
-    timed_out: NotRequired[bool]
-    stdout_tail: NotRequired[str]
-    stderr_tail: NotRequired[str]
-
-
-# ---------------------------------------------------------------- argument types (inputSchema)
-def _arg(description: str, **schema: Any) -> Any:
-    # Extra schema keys are shown, not enforced: out-of-range limits are clamped, not refused.
-    return Field(description=description, json_schema_extra=schema or None)
-
-
-_RANGE = {"minimum": 1, "maximum": MAX_LIMIT}
-Query = Annotated[str, _arg("what the code does, in words or code")]
-Limit = Annotated[int, _arg(f"results to return (default 8, clamped to 1-{MAX_LIMIT})", **_RANGE)]
-TopK = Annotated[
-    int | None, _arg(f"neighbours per chunk (default from config, clamped 1-{MAX_LIMIT})", **_RANGE)
-]
-Language = Annotated[str | None, _arg("only chunks of this language, e.g. python")]
-Glob = Annotated[str | None, _arg("only paths matching this glob, e.g. src/** or *.py")]
-IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
-Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]
-UseAst = Annotated[bool, _arg("add the ast feature to the install")]
-Global = Annotated[bool, _arg("also link the sai command into ~/.local/bin")]
-Execute = Annotated[bool, _arg("run the setup script now (needs --allow-setup)")]
-Text = Annotated[str | None, _arg("a code snippet to compare (or give path and line)")]
-ChunkPath = Annotated[str | None, _arg("file of an indexed chunk, relative to the project root")]
-ChunkLine = Annotated[int | None, _arg("any 1-based line inside that chunk")]
-Score = Annotated[float | None, _arg("cosine threshold (default from config)")]
-Size = Annotated[int | None, _arg("smallest cluster to report (default from config)")]
-Count = Annotated[int, _arg("clusters to return, largest first (default 50)")]
-Paths = Annotated[list[str], _arg(
-    f"files relative to the project root (1-{MAX_PATHS})", minItems=1, maxItems=MAX_PATHS
-)]
-MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
-Revision = Annotated[str, _arg("git revision to compare the working tree with")]
-Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
-Backend = Annotated[str, _arg("index backend: duckdb", enum=["duckdb"])]
-Mode = Annotated[str, _arg(
-    "ranking: hybrid (default), semantic, or lexical (no embedder needed)",
-    enum=["hybrid", "semantic", "lexical"],
-)]
-EmbedderName = Annotated[str, _arg("ollama, or local (offline)", enum=["ollama", "local"])]
 
 
 # ---------------------------------------------------------------- the tools
@@ -195,14 +123,15 @@ class SaiTools:
         return _result(hits_json(hits))
 
     def sai_find_duplicates(
-        self, min_score: Score = None, min_cluster_size: Size = None, top_k: TopK = None,
+        self, min_score: DuplicateScore = None, min_cluster_size: Size = None, top_k: TopK = None,
         max_clusters: Count = 50, path_glob: Glob = None,
     ) -> Annotated[CallToolResult, ClustersOut]:
         """Clusters of near-duplicate code across the index, largest first.
 
         Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
-        and the thresholds used. Needs no embedder (stored vectors only). Use it to find
-        copy-pasted code worth merging.
+        and the thresholds used; min_sim/max_sim are duplicate scores (the mean of cosine and
+        token-shape similarity). Needs no embedder (stored vectors and shapes only). Use it to
+        find copy-pasted code worth merging, renamed copies included.
         """
         score, size, k = search.duplicate_params(
             self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k

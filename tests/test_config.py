@@ -66,7 +66,7 @@ def test_without_a_config_file_every_setting_is_the_default(tmp_path: Path) -> N
     assert config.honor_noindex_marker and config.honor_noduplicate_marker
     assert config.ollama_url == "http://localhost:11434"
     assert (config.ollama_timeout_s, config.ollama_batch_size) == (60.0, 32)
-    assert (config.find_similar_min_score, config.duplicate_min_score) == (0.85, 0.93)
+    assert (config.find_similar_min_score, config.duplicate_min_score) == (0.85, 0.80)
     assert (config.duplicate_min_cluster_size, config.top_k) == (2, 10)
     assert config.vector_dim is None
     assert config.pruned_dirs == tuple(sorted(ALWAYS_PRUNED))
@@ -324,9 +324,9 @@ def test_similarity_defaults_depend_on_the_model(tmp_path: Path) -> None:
     row = SIMILARITY_DEFAULTS["all-minilm-l6-v2"]
     assert (minilm.find_similar_min_score, minilm.duplicate_min_score) == (
         row["find_similar_min_score"], row["duplicate_min_score"])
-    assert minilm.duplicate_min_score < 0.93  # MiniLM's scale is lower than nomic's
+    assert minilm.duplicate_min_score < 0.80  # MiniLM's scale is lower than nomic's
     nomic = load(tmp_path)
-    assert (nomic.find_similar_min_score, nomic.duplicate_min_score) == (0.85, 0.93)
+    assert (nomic.find_similar_min_score, nomic.duplicate_min_score) == (0.85, 0.80)
 
 
 def test_explicit_similarity_values_beat_the_model_defaults(tmp_path: Path) -> None:

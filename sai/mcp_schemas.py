@@ -1,0 +1,118 @@
+"""What the MCP tools take and return: argument types (inputSchema) and result shapes
+(outputSchema), as the SDK derives the tools' JSON schemas from them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NotRequired
+
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
+
+MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
+MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
+
+
+# ---------------------------------------------------------------- result shapes (outputSchema)
+class MemberOut(TypedDict):
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+
+
+class HitOut(MemberOut):
+    score: float
+    snippet: str
+
+
+class HitsOut(TypedDict):
+    hits: list[HitOut]
+
+
+class ClusterOut(TypedDict):
+    size: int
+    members: list[MemberOut]
+    min_sim: float
+    max_sim: float
+
+
+class ClustersOut(TypedDict):
+    clusters: list[ClusterOut]
+
+
+class StatusOut(TypedDict):
+    backend: str
+    collection: str
+    model: str | None
+    vector_dim: int | None
+    chunk_count: int
+    chunker: str | None
+
+
+class RefreshedOut(TypedDict):
+    path: str
+    chunks: int
+
+
+class RefreshOut(TypedDict):
+    refreshed: list[RefreshedOut]
+    removed: list[str]
+    note: NotRequired[str]
+
+
+class SetupOut(TypedDict):
+    target_directory: str
+    recommended_command: str
+    mcp_server_config_example: dict[str, Any]
+    next_steps: list[str]
+    notes: str
+    execution_blocked: NotRequired[bool]
+    execution_blocked_reason: NotRequired[str]
+    executed: NotRequired[bool]
+    exit_code: NotRequired[int | None]
+    timed_out: NotRequired[bool]
+    stdout_tail: NotRequired[str]
+    stderr_tail: NotRequired[str]
+
+
+# ---------------------------------------------------------------- argument types (inputSchema)
+def _arg(description: str, **schema: Any) -> Any:
+    # Extra schema keys are shown, not enforced: out-of-range limits are clamped, not refused.
+    return Field(description=description, json_schema_extra=schema or None)
+
+
+_RANGE = {"minimum": 1, "maximum": MAX_LIMIT}
+Query = Annotated[str, _arg("what the code does, in words or code")]
+Limit = Annotated[int, _arg(f"results to return (default 8, clamped to 1-{MAX_LIMIT})", **_RANGE)]
+TopK = Annotated[
+    int | None, _arg(f"neighbours per chunk (default from config, clamped 1-{MAX_LIMIT})", **_RANGE)
+]
+Language = Annotated[str | None, _arg("only chunks of this language, e.g. python")]
+Glob = Annotated[str | None, _arg("only paths matching this glob, e.g. src/** or *.py")]
+IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
+Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]
+UseAst = Annotated[bool, _arg("add the ast feature to the install")]
+Global = Annotated[bool, _arg("also link the sai command into ~/.local/bin")]
+Execute = Annotated[bool, _arg("run the setup script now (needs --allow-setup)")]
+Text = Annotated[str | None, _arg("a code snippet to compare (or give path and line)")]
+ChunkPath = Annotated[str | None, _arg("file of an indexed chunk, relative to the project root")]
+ChunkLine = Annotated[int | None, _arg("any 1-based line inside that chunk")]
+Score = Annotated[float | None, _arg("cosine threshold (default from config)")]
+DuplicateScore = Annotated[float | None, _arg(
+    "threshold of an edge's duplicate score, the mean of cosine and token-shape similarity "
+    "(default from config)"
+)]
+Size = Annotated[int | None, _arg("smallest cluster to report (default from config)")]
+Count = Annotated[int, _arg("clusters to return, largest first (default 50)")]
+Paths = Annotated[list[str], _arg(
+    f"files relative to the project root (1-{MAX_PATHS})", minItems=1, maxItems=MAX_PATHS
+)]
+MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
+Revision = Annotated[str, _arg("git revision to compare the working tree with")]
+Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
+Backend = Annotated[str, _arg("index backend: duckdb", enum=["duckdb"])]
+Mode = Annotated[str, _arg(
+    "ranking: hybrid (default), semantic, or lexical (no embedder needed)",
+    enum=["hybrid", "semantic", "lexical"],
+)]
+EmbedderName = Annotated[str, _arg("ollama, or local (offline)", enum=["ollama", "local"])]
