@@ -1,10 +1,12 @@
 """The token shape of code: what stays when a copy is renamed, as a MinHash signature.
 
-A renamed copy keeps its keywords, operators and the attributes it touches, while its own names
-change. So a chunk's text becomes a token stream where comments and docstrings are gone, every
-name of its own becomes `$`, literals become `"` and `0`, parentheses and semicolons (which
-formatting adds and drops) are gone, and a name after `.`, `->` or `::` (an attribute or a
-member, which a copy keeps) stays as it is. Its shape is the set of adjacent token pairs, and two
+A renamed copy keeps its keywords, operators, literals and the attributes it touches, while its
+own names change. So a chunk's text becomes a token stream where comments, docstrings and
+imports are gone, every name of its own becomes `$`, parentheses, semicolons and the quote style
+of strings (which formatting changes) are gone, and keywords, operators, literals and the names
+after `.`, `->` or `::` (attributes and members, which a copy keeps) stay as they are. Literals
+stay because they tell apart what boilerplate shares: forty command classes declaring their
+names and descriptions have one structure but not one shape. Its shape is the set of adjacent token pairs, and two
 shapes compare by Jaccard similarity, estimated from MinHash signatures stored with each chunk
 (SIGNATURE_SIZE 32-bit minima, one per hash function, computed at index time: no model involved).
 
@@ -32,6 +34,7 @@ C_STYLE = frozenset({"javascript", "typescript", "tsx", "go", "rust", "java", "c
                      "c_sharp", "php", "kotlin"})
 HASH_STYLE = frozenset({"python", "ruby", "php"})
 _STRING = r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|`(?:\\.|[^`\\])*`'
+_QUOTES = "\"'`"
 _WORD = r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9][A-Za-z0-9_.]*"
 _OPERATOR = r"->|::|[^\sA-Za-z0-9_$]"
 _COMMENTS = {"c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*"}
@@ -40,6 +43,18 @@ _TOKENS = {
     style: re.compile(rf"(?P<comment>{comment})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
     for style, comment in _COMMENTS.items()
 }
+# Import statements, in any of SAI's languages: they say what a file uses, not what its code
+# does, and import blocks alike in shape would otherwise pair across a whole tree.
+_IMPORTS = re.compile(r"""^[ \t]*(?:
+      (?:from[ \t]+\S+[ \t]+)?import\b(?:[^\n(]*\([^)]*\)|[^\n{]*\{[^}]*\}[^\n]*|[^\n]*)
+    | export[ \t]+(?:\*|\{[^}]*\})[ \t]*from\b[^\n]*
+    | package[ \t]+[\w.]+[ \t]*;?[ \t]*$
+    | (?:pub[ \t]+)?use\b[^;\n]*?(?:;|\{[^}]*\}[^\n]*)
+    | using[ \t]+[\w.:= \t]+;
+    | \#[ \t]*include\b[^\n]*
+    | (?:require|require_relative|require_once|include|include_once)(?:[ \t]+|[ \t]*\()['"][^\n]*
+    | (?:const|let|var)[ \t]+[^=\n]+=[ \t]*require\([^)]*\)[^\n]*
+)""", re.MULTILINE | re.VERBOSE)
 _DROPPED = frozenset("();")
 _MEMBER = frozenset({".", "->", "::"})
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -53,16 +68,16 @@ def tokens(text: str, language: str | None) -> list[str]:
     out: list[str] = []
     previous = ""
     reserved = keywords_of(language)
-    for match in _pattern(language).finditer(text):
+    for match in _pattern(language).finditer(_IMPORTS.sub("", text)):
         token = match.group(0)
         if match.lastgroup == "comment" or token in _DROPPED:
             continue
         if match.lastgroup == "string":
             if _alone_on_line(text, match.start(), match.end()):
                 continue  # a docstring, or a string statement like one
-            out.append('"')
+            out.append('"' + token.strip(_QUOTES))  # the quote style is formatting, the text is not
         elif token[0].isdigit():
-            out.append("0")
+            out.append(token)
         elif token[0].isalpha() or token[0] in "_$":
             out.append(token if token in reserved or previous in _MEMBER else "$")
         else:

@@ -64,12 +64,19 @@ def jaccard(a: str, b: str, language: str | None = "python") -> float:
 def test_tokens_keep_keywords_operators_and_members_and_blank_own_names():
     tokens = shape.tokens("def f(self, value):\n    '''doc'''\n    # note\n    return self.items[value] + 1\n",
                           "python")
-    assert tokens == ["def", "$", "self", ",", "$", ":", "return", "self", ".", "items", "[", "$", "]", "+", "0"]
+    assert tokens == ["def", "$", "self", ",", "$", ":", "return", "self", ".", "items", "[", "$", "]", "+", "1"]
 
 
 def test_tokens_drop_c_style_comments_and_keep_members_after_arrows():
-    tokens = shape.tokens('int f(int a) { /* note */ return a->next + 2; } // end', "c")
-    assert tokens == ["int", "$", "int", "$", "{", "return", "$", "->", "next", "+", "0", "}"]
+    tokens = shape.tokens('#include <stdio.h>\nint f(int a) { /* note */ return a->next + 2; } // end', "c")
+    assert tokens == ["int", "$", "int", "$", "{", "return", "$", "->", "next", "+", "2", "}"]
+
+
+def test_tokens_drop_imports_and_keep_string_text_without_its_quotes():
+    python = 'import os\nfrom a import (\n    b,\n)\ndef f(x):\n    return x + "ab" + \'ab\'\n'
+    assert shape.tokens(python, "python") == ["def", "$", "$", ":", "return", "$", "+", '"ab', "+", '"ab']
+    js = 'const fs = require("fs")\nimport {\n  a,\n} from "b"\nfunction g() { return `t` }\n'
+    assert shape.tokens(js, "javascript") == ["function", "$", "{", "return", '"t', "}"]
 
 
 def test_a_renamed_copy_has_the_shape_of_its_original_and_unrelated_code_does_not():
