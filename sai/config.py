@@ -28,9 +28,9 @@ PREFIX_STYLES = ("nomic", "e5", "qwen", "none")
 # Similarity scales differ by model, so the defaults are per model family (model_family());
 # unknown models get the generic row. find_similar_min_score is a cosine; duplicate_min_score is
 # a duplicate score, the mean of cosine and token-shape similarity (sai/duplicates.py).
-# The MiniLM row comes from benchmarks/duplicates_recall.py (docs/configuration.md): 2,296 chunks
+# The MiniLM row comes from benchmarks/duplicates_recall.py (docs/configuration.md): 2,417 chunks
 # of the stdlib with 120 functions planted as renamed copies. duplicate_min_score 0.75 finds
-# 98% of renamed copies (97% with meaningless names) with cluster precision 0.99; cosine alone
+# 99% of renamed copies (98% with meaningless names) at cluster precision 0.99; cosine alone
 # could not do both (a copy scores median 0.79, a function's best unrelated match p95 0.79).
 # The generic row's 0.80 is not measured here (no Ollama server on this machine): those models
 # score code higher than MiniLM, so the threshold is set higher. find_similar_min_score 0.70:
