@@ -110,6 +110,31 @@ def many_functions(count: int, *, per_file: int = 50, prefix: str = "gen") -> di
     return files
 
 
+# A function and an unrelated one of the same size (duplicate and shape tests).
+ORIGINAL = '''def merge_intervals(intervals):
+    ordered = sorted(intervals, key=lambda pair: pair[0])
+    merged = []
+    for start, end in ordered:
+        if merged and start <= merged[-1][1]:
+            last_start, last_end = merged[-1]
+            merged[-1] = (last_start, max(last_end, end))
+        else:
+            merged.append((start, end))
+    return merged
+'''
+UNRELATED_A = '''def read_config(path):
+    settings = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, _, value = line.partition("=")
+            settings[key.strip()] = value.strip()
+    return settings
+'''
+
+
 # Projects the fixtures hold open. DuckDB attaches a file once per process, so the CLI (which
 # opens its own Project) runs only after their idle read leases are closed; they reopen lazily.
 OPEN: list[Project] = []

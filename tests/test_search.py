@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures_tree import OPEN, load, run_cli, write_config, write_tree
+from fixtures_tree import OPEN, ORIGINAL, UNRELATED_A, load, run_cli, write_config, write_tree
 
 from sai import duplicates, indexer, search
 from sai.config import SIMILARITY_DEFAULTS, load_config
@@ -434,17 +434,6 @@ def test_similar_cli_refuses_code_with_location(project, capsys):
 
 # --- the local model: does "near-duplicate" mean what it says? --------------------------------
 
-ORIGINAL = '''def merge_intervals(intervals):
-    ordered = sorted(intervals, key=lambda pair: pair[0])
-    merged = []
-    for start, end in ordered:
-        if merged and start <= merged[-1][1]:
-            last_start, last_end = merged[-1]
-            merged[-1] = (last_start, max(last_end, end))
-        else:
-            merged.append((start, end))
-    return merged
-'''
 # Copied and adapted: the function, its parameter and its accumulator renamed. MiniLM scores
 # the pair 0.83 (like MEASURED.md's 13-line example), under the original tool's 0.93 threshold.
 RENAMED = (
@@ -452,17 +441,6 @@ RENAMED = (
     .replace("sorted(intervals", "sorted(ranges")
     .replace("merged", "result")
 )
-UNRELATED_A = '''def read_config(path):
-    settings = {}
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            key, _, value = line.partition("=")
-            settings[key.strip()] = value.strip()
-    return settings
-'''
 UNRELATED_B = '''def send_report(smtp, recipients, subject, rows):
     body = "\\n".join(f"{name}: {count}" for name, count in rows)
     message = f"Subject: {subject}\\n\\n{body}"
