@@ -9,18 +9,9 @@ from fixtures_tree import ORIGINAL, UNRELATED_A
 from sai import duplicates, shape
 
 # fixtures_tree.ORIGINAL with a docstring and a comment
-DOCUMENTED = '''def merge_intervals(intervals):
-    """Merge overlapping intervals."""
-    ordered = sorted(intervals, key=lambda pair: pair[0])
-    merged = []
-    for start, end in ordered:  # sorted by start
-        if merged and start <= merged[-1][1]:
-            last_start, last_end = merged[-1]
-            merged[-1] = (last_start, max(last_end, end))
-        else:
-            merged.append((start, end))
-    return merged
-'''
+DOCUMENTED = ORIGINAL.replace(
+    "(intervals):\n", '(intervals):\n    """Merge overlapping intervals."""\n'
+).replace("in ordered:\n", "in ordered:  # sorted by start\n")
 # every name of its own renamed, the docstring and the comment gone, one tuple unparenthesised
 RENAMED = '''def join_ranges(spans):
     ordered_spans = sorted(spans, key=lambda p: p[0])
