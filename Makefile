@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/sai --embedder local --root sai
 	$(BIN)/sai --embedder local --root sai --query-only --query "$(DEMO_QUERY)"
+	$(BIN)/sai --embedder local --root sai duplicates --max-clusters 3
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

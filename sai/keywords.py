@@ -3,23 +3,31 @@
 Per language, because one language's keyword is another's everyday name (`end` in Ruby, `type`
 and `match` in Python, `map` in Go); a word counted as a keyword where it is a name would make a
 renamed copy look different. Besides the reserved words: the receiver names (`self`, `this`), the
-literals, and for C-family languages the built-in types.
+literals, the built-in types of C-family languages, Python's built-ins and JavaScript's globals.
 """
 
 from __future__ import annotations
 
+import builtins
 import keyword
 
+# built-in names a copy calls and annotates with as its original did (`len`, `sorted`, `str`)
+# (without the names the `site` module adds, so a signature does not depend on how Python started)
+_SITE_ADDED = {"copyright", "credits", "exit", "help", "license", "quit"}
+_PY_BUILTINS = [name for name in dir(builtins) if not name.startswith("_") and name not in _SITE_ADDED]
+_JS_GLOBALS = """Array Boolean console Date Error JSON Map Math Number Object Promise Reflect RegExp Set
+    String Symbol"""
 _C = """auto bool break case char const continue default do double else enum extern false float for
     goto if inline int long register restrict return short signed sizeof static struct switch true
     typedef union unsigned void volatile while NULL"""
 _JS = """async await break case catch class const continue debugger default delete do else export
     extends false finally for function if import in instanceof let new null of return static super
     switch this throw true try typeof undefined var void while with yield"""
+_JS += " " + _JS_GLOBALS
 _TS = _JS + """ abstract any as boolean declare enum implements interface is keyof namespace never
     number private protected public readonly string type unknown"""
 _WORDS = {
-    "python": " ".join(keyword.kwlist) + " self cls",
+    "python": " ".join([*keyword.kwlist, *_PY_BUILTINS]) + " self cls",
     "javascript": _JS,
     "typescript": _TS,
     "tsx": _TS,
