@@ -68,12 +68,13 @@ def tokens(text: str, language: str | None) -> list[str]:
     out: list[str] = []
     previous = ""
     reserved = keywords_of(language)
-    for match in _pattern(language).finditer(_IMPORTS.sub("", text)):
+    source = _IMPORTS.sub("", text)
+    for match in _pattern(language).finditer(source):
         token = match.group(0)
         if match.lastgroup == "comment" or token in _DROPPED:
             continue
         if match.lastgroup == "string":
-            if _alone_on_line(text, match.start(), match.end()):
+            if _alone_on_line(source, match.start(), match.end()):
                 continue  # a docstring, or a string statement like one
             out.append('"' + token.strip(_QUOTES))  # the quote style is formatting, the text is not
         elif token[0].isdigit():

@@ -127,3 +127,10 @@ def test_duplicate_edges_match_brute_force_including_pairs_cosine_alone_misses(m
     cosines = np.array([matrix[i] @ matrix[j] for i, j in got])
     assert len(got) and (cosines < min_score).any()  # found through the shape, not the cosine
     assert not any(4 in pair or 10 in pair for pair in got)
+
+
+def test_a_docstring_after_imports_is_still_dropped():
+    # the docstring test runs on the text the imports were cut from, not on the original
+    body = 'def f(x):\n    """Say what f does."""\n    return g(x) + 1\n'
+    assert shape.tokens("import os\nimport sys\n" + body, "python") == shape.tokens(body, "python")
+    assert '"Say what f does.' not in shape.tokens("import os\n" + body, "python")
