@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,44 +200,46 @@ def load_config(
     path = find_config_file(config_file, env, cwd)
     values: dict[str, Any] = {key: default for key, (_, default) in _SCHEMA.items()}
     values.update(read_config_file(path) if path else {})
+    origins: dict[str, str] = {}  # where a value that is not the file's came from, for errors
     for var, key in ENV_KEYS.items():
         if env.get(var):
-            values[key] = env[var]
+            values[key], origins[key] = env[var], f"environment variable {var}"
     for key, value in (flags or {}).items():
         if value is not None:
             _check_type(key, value, source="command line")
-            values[key] = value
+            values[key], origins[key] = value, "command line"
     base = path.parent if path else cwd
-    return _build(values, base=base, config_path=path)
+    file = str(path) if path else "configuration"
+    return _build(values, lambda key: origins.get(key, file), base=base, config_path=path)
 
 
-def _build(v: dict[str, Any], *, base: Path, config_path: Path | None) -> Config:
-    where = str(config_path) if config_path else "configuration"
-    _choice(v, "backend", ("duckdb",), where)
-    _choice(v, "embedder", ("ollama", "local"), where)
-    _choice(v, "chunker", ("ast", "lines"), where)
-    _choice(v, "prefix_style", ("auto", *PREFIX_STYLES), where)
+def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config_path: Path | None) -> Config:
+    """Validate resolved values; `where(key)` names the source of a key's value in errors."""
+    _choice(v, "backend", ("duckdb",), where("backend"))
+    _choice(v, "embedder", ("ollama", "local"), where("embedder"))
+    _choice(v, "chunker", ("ast", "lines"), where("chunker"))
+    _choice(v, "prefix_style", ("auto", *PREFIX_STYLES), where("prefix_style"))
     model = v["model"] or v["ollama.model"] or DEFAULT_MODELS[v["embedder"]]
     if v["ollama.model"] and v["model"] and v["ollama.model"] != v["model"]:
         raise ConfigError(
-            f"{where}: ollama.model '{v['ollama.model']}' contradicts model '{v['model']}'; "
+            f"{where('model')}: ollama.model '{v['ollama.model']}' contradicts model '{v['model']}'; "
             "keep one of them"
         )
     if not COLLECTION_RE.match(v["collection"]):
         raise ConfigError(
-            f"{where}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
+            f"{where('collection')}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
         )
     for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "similarity.top_k",
                 "ollama.timeout_s", "vector_dim"):
         if v[key] is not None and v[key] <= 0:
-            raise ConfigError(f"{where}: key '{key}' must be a positive number, got {v[key]}")
+            raise ConfigError(f"{where(key)}: key '{key}' must be a positive number, got {v[key]}")
     root = (base / v["root"]).resolve()
     if not root.is_dir():
-        raise ConfigError(f"project root {root} is not a directory; set `root` in {where}")
+        raise ConfigError(f"project root {root} is not a directory; fix `root` ({where('root')})")
     ext = v["ext"] if v["ext"] is not None else list(DEFAULT_EXTS)
     ext = normalize_exts(ext.split(",") if isinstance(ext, str) else [str(e) for e in ext])
     if not ext:
-        raise ConfigError(f"{where}: key 'ext' lists no extension")
+        raise ConfigError(f"{where('ext')}: key 'ext' lists no extension")
     if v["embedder"] == "local" and model_family(model) == "all-minilm-l6-v2":
         model = DEFAULT_MODELS["local"]  # one spelling, so the index records one name
     sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
@@ -279,12 +281,13 @@ def _build(v: dict[str, Any], *, base: Path, config_path: Path | None) -> Config
     )
 
 
-def _check_similarity(v: dict[str, Any], where: str) -> None:
+def _check_similarity(v: dict[str, Any], where: Callable[[str], str]) -> None:
     for key in ("similarity.find_similar_min_score", "similarity.duplicate_min_score"):
         if v[key] is not None and not -1.0 <= v[key] <= 1.0:
-            raise ConfigError(f"{where}: key '{key}' must be a cosine similarity in [-1, 1], got {v[key]}")
-    if v["similarity.duplicate_min_cluster_size"] < 2:
-        raise ConfigError(f"{where}: key 'similarity.duplicate_min_cluster_size' must be at least 2")
+            raise ConfigError(f"{where(key)}: key '{key}' must be a similarity in [-1, 1], got {v[key]}")
+    key = "similarity.duplicate_min_cluster_size"
+    if v[key] < 2:
+        raise ConfigError(f"{where(key)}: key '{key}' must be at least 2")
 
 
 def model_family(model: str) -> str:

@@ -449,7 +449,7 @@ def test_dry_run_reports_exactly_and_writes_nothing(
         ("chunker: lines\n  bad: 1\n", "is not valid YAML at line 2"),
         ("modle: x\n", "unknown key 'modle'; allowed keys: backend, chunker"),
         ("embedder: openai\n", "unknown embedder 'openai'; choose one of: ollama, local"),
-        ("root: ./nope\n", "nope is not a directory; set `root` in"),
+        ("root: ./nope\n", "nope is not a directory; fix `root` ("),
     ],
 )
 def test_bad_config_is_one_error_line(

@@ -291,6 +291,19 @@ def test_bad_collection_name_from_a_flag_is_an_error_too(tmp_path: Path) -> None
         load(tmp_path, collection="a-b")
 
 
+def test_an_error_names_where_the_bad_value_came_from(tmp_path: Path) -> None:
+    (tmp_path / "sai-cfg.yml").write_text("chunker: words\n")
+    with pytest.raises(ConfigError) as from_file:
+        load_config(cwd=tmp_path, env={})
+    assert str(from_file.value).startswith(f"{tmp_path / 'sai-cfg.yml'}: unknown chunker 'words'")
+    with pytest.raises(ConfigError) as from_env:
+        load_config(cwd=tmp_path, env={"SAI_CHUNKER": "tree"})
+    assert str(from_env.value).startswith("environment variable SAI_CHUNKER: unknown chunker 'tree'")
+    with pytest.raises(ConfigError) as from_flag:
+        load_config(cwd=tmp_path, env={}, flags={"chunker": "tree", "collection": "a-b"})
+    assert str(from_flag.value).startswith("command line: unknown chunker 'tree'")
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
