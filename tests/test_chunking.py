@@ -7,7 +7,7 @@ import warnings
 import pytest
 from tree_sitter_languages import get_language
 
-from sai.chunking.base import make_chunker, split_lines
+from sai.chunking.base import make_chunker, split_lines, strip_c_comments
 from sai.chunking.grammars import GRAMMARS
 from sai.chunking.lines import LineChunker
 from sai.chunking.treesitter import TreeSitterChunker, parser_for
@@ -529,3 +529,14 @@ def test_symbols_drop_type_arguments_pointers_and_scope_operators(
     language: str, text: str, symbol: str
 ) -> None:
     assert symbol in symbols(ast_chunks(text, language))
+
+
+def test_strip_c_comments_blanks_comments_keeps_lines_and_string_literals() -> None:
+    text = ('const url = "http://example.com/*x*/"; // the endpoint\n'
+            "/* a block\n   over two lines */ let tag = '//';\n"
+            "let tpl = `a // b`;\n")
+    stripped = strip_c_comments(text)
+    assert stripped == ('const url = "http://example.com/*x*/"; \n'
+                        "\n let tag = '//';\n"
+                        "let tpl = `a // b`;\n")
+    assert stripped.count("\n") == text.count("\n")

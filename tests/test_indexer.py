@@ -431,3 +431,26 @@ def test_changed_chunking_settings_rechunk_every_file_reusing_unchanged_text(
     project.close()
     ollama_server.reset_counts()
     assert _index(indexed).embedded == 0 == ollama_server.inputs_embedded  # settled again
+
+
+def test_strip_comments_and_the_noindex_marker_shape_what_is_stored(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    files = {
+        "web/api.js": ('// the client\nfunction endpoint(path) {\n'
+                       '  /* absolute */ return "https://x.org/" + path;\n}\n'),
+        "tools/secret.py": "def secret():  # sai-noindexing\n    return 42\n\n\ndef public():\n    return 1\n",
+    }
+    root = write_tree(tmp_path / "p", files)
+    write_config(root, ollama_server.url, strip_comments=True)
+    _index(root)
+    project = open_project(root)
+    with project.store.read() as conn:
+        rows, _ = conn.all_chunks()
+    project.close()
+    js = [r for r in rows if r.path == "web/api.js"]
+    assert [(r.start_line, r.end_line, r.symbol) for r in js] == [(2, 4, "endpoint")]  # lines kept
+    assert "absolute" not in js[0].text and "the client" not in js[0].text
+    assert '"https://x.org/"' in js[0].text  # a `//` inside a string is not a comment
+    assert [r.symbol for r in rows if r.path == "tools/secret.py"] == ["public"]
+    assert not any("sai-noindexing" in r.text for r in rows)

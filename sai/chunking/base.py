@@ -7,9 +7,14 @@ from typing import Protocol
 
 from sai.models import Chunk
 
-CHUNKER_VERSION = 1  # bump when chunk boundaries change, so indexes are rebuilt
+# bump when chunks change (2: strip_comments keeps string literals): the next index run re-chunks
+CHUNKER_VERSION = 2
 NOINDEX_MARKER = "sai-noindexing"
-_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+# string literals are matched (and kept) so a `//` or `/*` inside one does not start a comment
+_C_COMMENT = re.compile(
+    r"""(?P<string>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`)|/\*.*?\*/|//[^\n]*""",
+    re.DOTALL,
+)
 
 
 class Chunker(Protocol):
@@ -30,7 +35,7 @@ def split_lines(text: str) -> list[str]:
 
 def strip_c_comments(text: str) -> str:
     """Blank out /* */ and // comments, keeping every newline so line numbers hold."""
-    return _C_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return _C_COMMENT.sub(lambda m: m.group(0) if m.group("string") else "\n" * m.group(0).count("\n"), text)
 
 
 def drop_noindex(chunks: list[Chunk]) -> list[Chunk]:
