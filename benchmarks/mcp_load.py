@@ -1,7 +1,7 @@
 """MCP server under load: concurrent `sai_search_code` calls against one `sai mcp` process.
 
-Indexes a real tree (default: this repository's `sai/` package; `--tree DIR` for another, e.g. a
-slice of the stdlib) with the Ollama stand-in of tests/ollama_standin.py, so no model is needed
+Indexes a snapshot of a real tree (default: this repository's `sai/` package; `--tree DIR` for
+another, e.g. a slice of the stdlib) with the Ollama stand-in of tests/ollama_standin.py, so no model is needed
 (`--embedder local` uses all-MiniLM-L6-v2 instead). Then starts one server and drives it with
 `--clients` concurrent workers issuing `--calls` searches in total:
 
@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -51,10 +52,13 @@ Answer = list[tuple[str, int, int, float]]
 def main() -> int:
     args = parse_args()
     with tempfile.TemporaryDirectory(prefix="sai-mcp-load-") as tmp, standin(args.embedder) as url:
-        config = write_config(Path(tmp), args.tree.resolve(), args.embedder)
+        # a snapshot of the tree: an edit to the live tree during the run would flip hits'
+        # `stale` flags and make answers differ from the warm-up for a reason that is not load
+        tree = Path(shutil.copytree(args.tree.resolve(), Path(tmp) / "tree"))
+        config = write_config(Path(tmp), tree, args.embedder)
         env = {"OLLAMA_HOST": url} if url else {}
         build_index(config, env)
-        queries = corpus_queries(args.tree, args.queries)
+        queries = corpus_queries(tree, args.queries)
         baseline = in_process(config, env, queries, args.limit)
         print(f"{len(queries)} distinct queries, {args.calls} calls, {args.clients} concurrent "
               f"clients over {args.transport}")
