@@ -19,6 +19,7 @@ from sai.chunking import make_chunker
 from sai.chunking.base import drop_noindex, strip_c_comments
 from sai.errors import EmbedderError
 from sai.gitchanges import changed_files
+from sai.languages import C_STYLE_COMMENTS
 from sai.lexical import lexemes
 from sai.models import Chunk, IndexReport, PathResult, RefreshReport, SourceFile, sha256_hex
 from sai.project import Project
@@ -26,7 +27,6 @@ from sai.shape import signature
 from sai.store.tables import Connection, FileRow
 
 NODUP_MARKER = "sai-noduplicate"
-C_STYLE = {"javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "c_sharp", "php", "kotlin"}
 FLUSH_CHUNKS = 256  # chunks embedded between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first
 
@@ -83,7 +83,7 @@ class _Run:
                 self.dim = int(self.meta["vector_dim"])
 
     def chunk_file(self, source: SourceFile, text: str) -> list[Chunk]:
-        if self.config.strip_comments and source.language in C_STYLE:
+        if self.config.strip_comments and source.language in C_STYLE_COMMENTS:
             text = strip_c_comments(text)
         chunks = self.chunker.chunk(source.key, text, source.language)
         return drop_noindex(chunks) if self.config.honor_noindex_marker else chunks

@@ -18,6 +18,13 @@ LANGUAGE_BY_EXT: dict[str, str] = {
 
 DEFAULT_EXTS: tuple[str, ...] = tuple(LANGUAGE_BY_EXT)
 
+# comment syntax: `//` and `/* */`, or `#` (PHP has both)
+C_STYLE_COMMENTS = frozenset({"javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
+                              "c_sharp", "php", "kotlin"})
+HASH_COMMENTS = frozenset({"python", "ruby", "php"})
+# a one-line "…" or '…' string, or a `…` template (which may span lines), escapes included
+STRING_LITERAL = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|`(?:\\.|[^`\\])*`'
+
 
 def language_for(key: str) -> str | None:
     """The language of a file by its extension, or None for a text file SAI has no grammar for."""

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from sai.keywords import keywords_of
+from sai.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
 
 SHAPE_VERSION = 1  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625
@@ -30,10 +31,7 @@ BANDS, BAND_ROWS = 16, 4  # LSH: pairs sharing any band of 4 minima are candidat
 # shape similarity at which band_pairs finds a pair with probability >= 0.988: 1 - (1 - J^4)^16
 FOUND_FROM = 0.7
 
-C_STYLE = frozenset({"javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
-                     "c_sharp", "php", "kotlin"})
-HASH_STYLE = frozenset({"python", "ruby", "php"})
-_STRING = r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|`(?:\\.|[^`\\])*`'
+_STRING = rf'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|{STRING_LITERAL}'  # Python's triple quotes first
 _QUOTES = "\"'`"
 _WORD = r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9][A-Za-z0-9_.]*"
 _OPERATOR = r"->|::|[^\sA-Za-z0-9_$]"
@@ -143,9 +141,9 @@ def _band_keys(band: np.ndarray) -> np.ndarray:
 
 def _pattern(language: str | None) -> re.Pattern[str]:
     """Comment syntax by language; both kinds for PHP and for text SAI has no grammar for."""
-    if language in C_STYLE and language not in HASH_STYLE:
+    if language in C_STYLE_COMMENTS and language not in HASH_COMMENTS:
         return _TOKENS["c"]
-    if language in HASH_STYLE and language not in C_STYLE:
+    if language in HASH_COMMENTS and language not in C_STYLE_COMMENTS:
         return _TOKENS["hash"]
     return _TOKENS["both"]
 
