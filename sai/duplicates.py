@@ -123,7 +123,11 @@ def duplicate_edges(
     queries: np.ndarray | None = None,
     nesting: Nesting | None = None,
 ) -> Edges:
-    """For each query row, its top_k partners by duplicate score, with score >= min_score."""
+    """For each query row, its top_k partners by duplicate score, with score >= min_score.
+
+    A row without a shape never pairs; drop such rows beforehand (as search.find_duplicates
+    does) so that they take no place in another row's top k of the cosine pass.
+    """
     n = matrix.shape[0]
     if n < 2 or top_k <= 0:
         return Edges.empty()

@@ -168,17 +168,20 @@ def find_duplicates(
     with project.store.read() as conn:
         _check(project, conn, None)
         rows, matrix = conn.all_chunks(text=False)
-        blobs = conn.all_shapes()
-    keep = [i for i, r in enumerate(rows) if not r.no_duplicate and _passes(r, path_glob=path_glob)]
+        shapes = Shapes.of(conn.all_shapes())
+    # chunks that may not pair go before the search, so they take no place in a top k:
+    # marked ones, those outside the glob, and those too small to have a shape
+    keep = [i for i, r in enumerate(rows)
+            if not r.no_duplicate and shapes.known[i] and _passes(r, path_glob=path_glob)]
     if len(keep) < len(rows):  # (copying 100,000 vectors costs 150 MB: only when some go)
         rows, matrix = [rows[i] for i in keep], matrix[keep] if keep else matrix[:0]
-        blobs = [blobs[i] for i in keep]
+        shapes = Shapes(shapes.sigs[keep], shapes.known[keep])
     queries = None
     if seed_paths is not None:
         seeds = set(seed_paths)
         queries = np.array([i for i, r in enumerate(rows) if r.path in seeds], dtype=np.int64)
     edges = duplicate_edges(
-        matrix, Shapes.of(blobs), top_k=k, min_score=threshold, queries=queries, nesting=_nesting(rows)
+        matrix, shapes, top_k=k, min_score=threshold, queries=queries, nesting=_nesting(rows)
     )
     clusters = [_cluster(rows, m, lo, hi) for m, lo, hi in union_find_groups(len(rows), edges)]
     clusters = [c for c in clusters if c.size >= size]
