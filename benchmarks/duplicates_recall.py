@@ -137,9 +137,7 @@ class Renamer(ast.NodeTransformer):
 
 def renamed_copy(fn: ast.FunctionDef, *, flavour: str, fid: int) -> str:
     """Source of a renamed copy of `fn` (a fresh tree; `fn` is not changed)."""
-    copy = ast.parse(ast.unparse(fn)).body[0]
-    assert isinstance(copy, ast.FunctionDef | ast.AsyncFunctionDef)
-    _drop_docstrings(copy)
+    copy = _bare_copy(fn)
     every = {n.id for n in ast.walk(copy) if isinstance(n, ast.Name)} | set(dir(__builtins__))
     owned = owned_names(copy)
     if flavour == "opaque":
@@ -246,9 +244,15 @@ def candidates(files: list[Path]) -> list[tuple[str, ast.FunctionDef]]:
 def bare_code(fn: ast.FunctionDef) -> str:
     """The function's code without docstrings or comments: what a twin is judged on (prose in
     docstrings hid stdlib twins such as get_attrtext / get_extended_attrtext)."""
+    return ast.unparse(_bare_copy(fn))
+
+
+def _bare_copy(fn: ast.FunctionDef) -> ast.FunctionDef:
+    """A fresh tree of `fn` without docstrings (comments are gone with the parse)."""
     copy = ast.parse(ast.unparse(fn)).body[0]
+    assert isinstance(copy, ast.FunctionDef | ast.AsyncFunctionDef)
     _drop_docstrings(copy)
-    return ast.unparse(copy)
+    return copy
 
 
 def _has_twin(index: int, tokens: list[frozenset[str]]) -> bool:

@@ -79,7 +79,7 @@ class Project:
         if not self.store.exists:
             return False
         with self.store.read() as conn:
-            stored = _schema_of(conn.meta()) if conn.has_collection() else SCHEMA_VERSION
+            stored = _schema_number(conn.meta().get("schema_version")) if conn.has_collection() else SCHEMA_VERSION
         if not UPGRADABLE_FROM <= stored < SCHEMA_VERSION:
             return False
         with self.store.write() as conn:
@@ -87,7 +87,7 @@ class Project:
         return True
 
     def _mismatch(self, key: str, stored: object, wanted: object) -> str:
-        if key == "schema_version" and UPGRADABLE_FROM <= _schema_of({key: str(stored)}) < SCHEMA_VERSION:
+        if key == "schema_version" and UPGRADABLE_FROM <= _schema_number(str(stored)) < SCHEMA_VERSION:
             return (
                 f"the index '{self.config.collection}' at {self.config.db_path} was written by an "
                 f"older SAI (index format {stored}); run `sai` in the project to upgrade it in place "
@@ -104,6 +104,6 @@ class Project:
         self.store.close()
 
 
-def _schema_of(meta: dict[str, str]) -> int:
-    value = meta.get("schema_version", "")
-    return int(value) if value.isdigit() else SCHEMA_VERSION
+def _schema_number(value: str | None) -> int:
+    """A stored schema_version as a number; anything unreadable counts as this version's."""
+    return int(value) if value and value.isdigit() else SCHEMA_VERSION
