@@ -202,7 +202,7 @@ def duplicate_params(
 
 def _check_duplicate_args(min_score: float, size: int, top_k: int, max_clusters: int) -> None:
     if not -1.0 <= min_score <= 1.0:
-        raise UsageError(f"min_score {min_score} is not a cosine similarity; give a value in [-1, 1]")
+        raise UsageError(f"min_score {min_score} is not a duplicate score; give a value in [-1, 1]")
     if size < 2:
         raise UsageError(f"min_cluster_size {size} is too small; a cluster needs at least 2 members")
     if top_k < 1 or max_clusters < 1:
