@@ -33,6 +33,10 @@ class StoreLockedError(StoreError):
     """Another process held the index file for longer than the wait allows."""
 
 
+class StoreCorruptError(StoreError):
+    """The index file is damaged; only rebuilding it helps."""
+
+
 class IndexMismatchError(StoreError):
     """The index was built with another model, dimension, chunker or schema."""
 

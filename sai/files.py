@@ -20,6 +20,7 @@ import functools
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -316,6 +317,11 @@ def key_for(config: Config, path: str | Path, *, cwd: Path | None = None) -> str
     if not relative.parts:
         raise UsageError(f"path {path} is the project root itself; give a file inside it")
     return relative.as_posix()
+
+
+def compile_glob(pattern: str) -> Callable[[str], bool]:
+    """A predicate on keys for one glob (see glob_match)."""
+    return lambda key: glob_match(pattern, key)
 
 
 def glob_match(pattern: str, key: str) -> bool:

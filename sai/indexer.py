@@ -17,7 +17,7 @@ import numpy as np
 from sai import files
 from sai.chunking import make_chunker
 from sai.chunking.base import drop_noindex, strip_c_comments
-from sai.errors import EmbedderError
+from sai.errors import EmbedderError, StoreCorruptError
 from sai.gitchanges import changed_files
 from sai.languages import C_STYLE_COMMENTS
 from sai.lexical import lexemes
@@ -63,7 +63,7 @@ class _Run:
         self.progress = progress
         self.counts = _Counts()
         self.fresh: dict[str, np.ndarray] = {}  # vectors embedded during this run
-        self.known: set[str] = set()  # content hashes already stored
+        self.known: set[str] = set()  # content hashes stored when the run began
         self.stored: dict[str, FileRow] = {}
         self.dim: int | None = None
         self.meta: dict[str, str] = {}
@@ -142,8 +142,7 @@ class _Run:
     def _write_files(self, conn: Connection, batch: list[tuple[SourceFile, str, list[Chunk]]]) -> None:
         keys = [source.key for source, _, _ in batch]
         old_hashes = conn.hashes_by_path(keys)
-        reuse = [c.content_hash for _, _, chunks in batch for c in chunks if c.content_hash not in self.fresh]
-        vectors = {**conn.vectors_by_hash(reuse), **self.fresh}
+        vectors = self._vectors(conn, batch)
         rows, matrix, file_rows = [], [], []
         for source, file_hash, chunks in batch:
             old = old_hashes.get(source.key, [])
@@ -158,7 +157,21 @@ class _Run:
         if rows:
             conn.insert_chunks(rows, np.vstack(matrix))
         conn.upsert_files(file_rows)
-        self.known.update(c.content_hash for _, _, chunks in batch for c in chunks)
+
+    def _vectors(self, conn: Connection, batch: list[tuple[SourceFile, str, list[Chunk]]]) -> dict[str, np.ndarray]:
+        """A vector for every chunk of the batch: embedded this run, or stored under any path.
+
+        Text stored when the run began but rewritten by an earlier batch of this run (a function
+        moved between two changed files) is embedded here: rare, and never a missing vector.
+        """
+        texts = {c.content_hash: c.text for _, _, chunks in batch for c in chunks if c.content_hash not in self.fresh}
+        vectors = {**conn.vectors_by_hash(list(texts)), **self.fresh}
+        lost = {digest: text for digest, text in texts.items() if digest not in vectors}
+        if lost:
+            log.debug("embedding %d chunk(s) whose stored copy this run replaced", len(lost))
+            self.embed(_Pending(texts=lost))
+            vectors.update(self.fresh)
+        return vectors
 
     def _row(self, chunk: Chunk, file_hash: str) -> tuple:
         nodup = self.config.honor_noduplicate_marker and NODUP_MARKER in chunk.text
@@ -203,29 +216,28 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     project.store.prepare_dir()  # fail before embedding anything when the index cannot be written
     walked = files.walk(config)
     if recreate:
-        flush(project)
+        try:
+            flush(project)
+        except StoreCorruptError:
+            project.store.recreate()  # a damaged file cannot be opened to drop anything
     elif project.upgrade():
         log.info("upgraded the index to this version's format; every file is chunked again")
     run = _Run(project, progress=progress)
     run.load_state()
     wanted = {s.key for s in walked.included}
-    run.remove(sorted(set(run.stored) - wanted))
     changed = [s for s in walked.included if run.rechunk or _changed(run.stored.get(s.key), s)]
     run.counts.unchanged += sum(run.stored[s.key].chunk_count for s in walked.included
                                 if s.key in run.stored and not run.rechunk and not _changed(run.stored[s.key], s))
-    if changed and not run.known and run.meta:
-        # an empty collection builds its HNSW index once, at the end: ~4x faster than per batch
-        _with_collection(project, lambda conn: conn.drop_hnsw())
     log.debug("%d file(s) walked, %d to read, %d stored; re-chunk all: %s",
               len(walked.included), len(changed), len(run.stored), run.rechunk)
     unreadable = run.process(changed, len(changed))
-    run.remove([key for key, _ in unreadable if key in run.stored])
-    if changed or run.counts.removed:
-        chunking = project.expected_meta(0)
-        _finish(project, removed=run.counts.removed, meta={
-            "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
-            "chunking": chunking.chunking,
-        })
+    # files gone from the tree go last: until then their vectors serve renamed and moved code
+    run.remove(sorted((set(run.stored) - wanted) | {key for key, _ in unreadable if key in run.stored}))
+    chunking = project.expected_meta(0)
+    _finish(project, meta={
+        "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
+        "chunking": chunking.chunking,
+    } if changed or run.counts.removed else None)
     keys = sorted(wanted - {key for key, _ in unreadable})
     chunks, nfiles = _held(project, keys)
     return IndexReport(
@@ -252,7 +264,7 @@ def refresh(project: Project, paths: list[str]) -> RefreshReport:
     gone += [PathResult(path=key, removed_reason=reason) for key, reason in unreadable]
     run.stored = _stored_files(project)
     run.remove([g.path for g in gone if g.path in run.stored])
-    _finish(project, removed=0)
+    _finish(project)
     done = {s.key for s in sources} - {key for key, _ in unreadable}
     refreshed = tuple(
         PathResult(path=k, chunks=run.stored[k].chunk_count if k in run.stored else 0)
@@ -285,23 +297,19 @@ def _count_kept(old: list[str], new: list[str]) -> int:
     return kept
 
 
-def _with_collection(project: Project, action: Callable[[Connection], object]) -> None:
-    with project.store.write() as conn:
-        if conn.has_collection():
-            action(conn)
-
-
-def _finish(project: Project, *, removed: int, meta: dict[str, str] | None = None) -> None:
-    """Make sure the HNSW index exists (compacted after many deletions); rebuild BM25."""
+def _finish(project: Project, *, meta: dict[str, str] | None = None) -> None:
+    """Rebuild the BM25 index unless it already holds the committed chunks (a run killed in
+    this step left it behind: the next run repairs it), and record the chunking settings."""
     if not project.store.exists:
         return
+    with project.store.read() as conn:
+        if not conn.has_collection() or (conn.fts_current() and not meta):
+            return
     with project.store.write() as conn:
         if not conn.has_collection():
             return
-        conn.create_hnsw()
-        if removed and removed * 10 > conn.chunk_count():
-            conn.compact_hnsw()
-        conn.rebuild_fts()
+        if not conn.fts_current():
+            conn.rebuild_fts()
         if meta:
             conn.set_meta(meta)
 

@@ -42,3 +42,24 @@ def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:
         if cleaned:
             seen[cleaned] = None
     return tuple(seen)
+
+
+LANGUAGES: tuple[str, ...] = tuple(sorted(set(LANGUAGE_BY_EXT.values())))
+_ALIASES = {"c#": "c_sharp", "csharp": "c_sharp", "c-sharp": "c_sharp", "c++": "cpp", "golang": "go"}
+
+
+def canonical_language(value: str) -> str:
+    """A language filter as a language name: the name itself, or a file extension (the original
+    tool's label: `ts`, `py`, `rs`), case-insensitive; UsageError for anything else."""
+    from sai.errors import UsageError
+
+    lowered = value.strip().lower().lstrip(".")
+    if lowered in LANGUAGES:
+        return lowered
+    found = LANGUAGE_BY_EXT.get(lowered) or _ALIASES.get(lowered)
+    if found is None:
+        raise UsageError(
+            f"unknown language {value!r}; give a language name ({', '.join(LANGUAGES)}) "
+            "or a file extension such as py, ts or rs"
+        )
+    return found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -11,18 +11,35 @@ from sai.config import Config
 from sai.duplicates import Nesting, Shapes, duplicate_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.freshness import stale_keys
+from sai.languages import canonical_language
 from sai.lexical import query_lexemes
 from sai.models import Cluster, ClusterMember, Hit, IndexStatus
 from sai.project import Project
 from sai.ranking import Candidate, fuse, merge
 from sai.store.tables import ChunkRow, Connection
-
-OVERFETCH = 4  # filters apply after the nearest-neighbour query, so ask for more
-
+from sai.store.vectors import VectorTable
 
 MODES = ("hybrid", "semantic", "lexical")
-CANDIDATES = 50  # per list; at least limit * OVERFETCH
-SMALL_FETCH = 16  # a semantic search this small reads its rows whole in one query
+CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Which chunks a question is about: a language and the keys a glob passes (None: all)."""
+
+    language: str | None = None
+    paths: frozenset[str] | None = None
+
+    @staticmethod
+    def of(conn: Connection, *, language: str | None, path_glob: str | None) -> _Scope:
+        name = canonical_language(language) if language else None
+        if not path_glob:
+            return _Scope(name)
+        matches = files.compile_glob(path_glob)
+        return _Scope(name, frozenset(key for key in conn.files() if matches(key)))
+
+    def mask(self, table: VectorTable) -> np.ndarray | None:
+        return table.mask(language=self.language, paths=self.paths)
 
 
 def search(
@@ -34,43 +51,46 @@ def search(
     path_glob: str | None = None,
     mode: str = "hybrid",
 ) -> list[Hit]:
-    """Chunks that answer `query`, best first, after language and glob filters.
+    """Chunks that answer `query`, best first, among those passing the language and glob filters.
 
-    `score` stays the cosine similarity of hit and query (BM25 in lexical mode, which needs no
-    embedder); in hybrid mode the order is the fused rank, given in `rank`.
+    Filters choose the chunks searched, not the hits kept: a filtered search answers as an index
+    holding only the matching chunks would. `score` stays the cosine similarity of hit and
+    query (BM25 in lexical mode, which needs no embedder); in hybrid mode the order is the
+    fused rank, given in `rank`.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
     if not query.strip():
         raise UsageError("query is empty; give a few words describing the code you want")
-    filtered = bool(language or path_glob)
-    wanted = max(CANDIDATES, limit * OVERFETCH) if filtered or mode != "semantic" else limit
+    wanted = limit if mode == "semantic" else max(CANDIDATES, 4 * limit)
     with project.store.read() as conn:
         meta = _check(project, conn, None)  # before the embedder: a missing index is the error
+        scope = _Scope.of(conn, language=language, path_glob=path_glob)
         vector = None if mode == "lexical" else project.embedder.embed_query(query)
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
-        semantic, lexical = _candidates(conn, query, vector, wanted, mode=mode)
-        ordered = _order(mode, semantic, lexical, query)
-        ordered = [c for c in ordered if _passes(c.row, language=language, path_glob=path_glob)]
-        chosen = _with_bodies(conn, ordered[:limit], vector)
+        table = conn.vector_table()
+        semantic, lexical = _candidates(conn, table, query, vector, wanted, mode=mode, mask=scope.mask(table))
+        chosen = _with_bodies(conn, table, _order(mode, semantic, lexical, query)[:limit], vector)
         stored = conn.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     return [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
 
 
 def _candidates(
-    conn: Connection, query: str, vector: np.ndarray | None, wanted: int, *, mode: str
+    conn: Connection, table: VectorTable, query: str, vector: np.ndarray | None, wanted: int,
+    *, mode: str, mask: np.ndarray | None,
 ) -> tuple[list[ChunkRow], list[tuple[ChunkRow, float]]]:
     """The semantic list (rows scored by cosine) and the lexical list (rows with BM25).
 
     Rows come without text: ranking needs only paths and symbols, and reading the text and
     vector columns costs ~15x more than the ids (measured at 20k chunks, docs/design.md).
     """
-    near = conn.nearest_ids(vector, wanted) if vector is not None else []
-    lex = conn.bm25(query_lexemes(query), wanted) if mode != "semantic" else []
+    near = table.nearest(vector, wanted, mask=mask) if vector is not None else []
+    among = None if mask is None else table.ids[mask]
+    lex = conn.bm25(query_lexemes(query), wanted, among=among) if mode != "semantic" else []
     ids = list(dict.fromkeys([i for i, _ in near] + [i for i, _ in lex]))
-    rows, _ = conn.chunks_by_ids(ids, vectors=False, text=mode == "semantic" and len(ids) <= SMALL_FETCH)
+    rows, _ = conn.chunks_by_ids(ids, vectors=False, text=False)
     cosine = dict(near)
     scored = {r.id: replace(r, score=float(cosine.get(r.id, 0.0))) for r in rows}
     semantic = [scored[i] for i, _ in near if i in scored]
@@ -78,17 +98,15 @@ def _candidates(
     return semantic, lexical
 
 
-def _with_bodies(conn: Connection, chosen: list[Candidate], vector: np.ndarray | None) -> list[Candidate]:
+def _with_bodies(
+    conn: Connection, table: VectorTable, chosen: list[Candidate], vector: np.ndarray | None
+) -> list[Candidate]:
     """The chosen candidates with their text, and their cosine to the query when there is one."""
-    if all(c.row.text for c in chosen):
-        return chosen  # fetched whole already, with their cosine (a small semantic fetch)
-    bodies = conn.chunk_bodies([c.row.id for c in chosen], vector)
-    out = []
-    for c in chosen:
-        text, cosine = bodies.get(c.row.id, ("", None))
-        score = c.row.score if cosine is None else cosine
-        out.append(replace(c, row=replace(c.row, text=text, score=score)))
-    return out
+    ids = [c.row.id for c in chosen]
+    texts = conn.chunk_texts(ids)
+    cosines = table.cosines(ids, vector) if vector is not None else {}
+    return [replace(c, row=replace(c.row, text=texts.get(c.row.id, ""),
+                                   score=cosines.get(c.row.id, c.row.score))) for c in chosen]
 
 
 def _order(
@@ -116,8 +134,11 @@ def find_similar(
     line: int | None = None,
     limit: int = 8,
     min_score: float | None = None,
+    language: str | None = None,
+    path_glob: str | None = None,
 ) -> list[Hit]:
-    """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded)."""
+    """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded),
+    among the chunks passing the language and glob filters."""
     threshold = project.config.find_similar_min_score if min_score is None else min_score
     if code is not None:
         if path is not None or line is not None:
@@ -131,23 +152,29 @@ def find_similar(
     source_id = None
     with project.store.read() as conn:
         meta = _check(project, conn, None)  # before the embedder: a missing index is the error
+        scope = _Scope.of(conn, language=language, path_glob=path_glob)
+        table = conn.vector_table()
         if code is not None:
             vector = project.embedder.embed_documents([code])[0]
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         else:
-            source_id, vector = _chunk_vector(conn, files.key_for(project.config, path), int(line))
-        rows = conn.nearest(vector, limit + 1)
-        rows = [r for r in rows if r.id != source_id and r.score >= threshold][:limit]
+            source_id, vector = _chunk_vector(conn, table, files.key_for(project.config, path), int(line))
+        near = [(i, s) for i, s in table.nearest(vector, limit, mask=scope.mask(table), exclude=source_id)
+                if s >= threshold]
+        rows, _ = conn.chunks_by_ids([i for i, _ in near], vectors=False)
+        score = dict(near)
+        rows = [replace(r, score=score[r.id]) for r in rows]
         stored = conn.files([r.path for r in rows])
     stale = stale_keys(project.config.root, stored, [r.path for r in rows])
     return [_hit(r, stale=r.path in stale) for r in rows]
 
 
-def _chunk_vector(conn: Connection, key: str, line: int) -> tuple[int, np.ndarray]:
+def _chunk_vector(conn: Connection, table: VectorTable, key: str, line: int) -> tuple[int, np.ndarray]:
     found = conn.chunks_containing(key, line)
-    if not found:
+    vector = table.vector_of(found[0].id) if found else None
+    if vector is None:
         raise NotFoundError(f"no indexed chunk at {key}:{line}")
-    return found[0].id, conn.vector_of(found[0].id)
+    return found[0].id, vector
 
 
 def find_duplicates(
@@ -165,6 +192,7 @@ def find_duplicates(
         project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k
     )
     _check_duplicate_args(threshold, size, k, max_clusters)
+    matches = files.compile_glob(path_glob) if path_glob else None  # a bad glob fails first
     with project.store.read() as conn:
         _check(project, conn, None)
         rows, matrix = conn.all_chunks(text=False)
@@ -172,7 +200,7 @@ def find_duplicates(
     # chunks that may not pair go before the search, so they take no place in a top k:
     # marked ones, those outside the glob, and those too small to have a shape
     keep = [i for i, r in enumerate(rows)
-            if not r.no_duplicate and shapes.known[i] and _passes(r, path_glob=path_glob)]
+            if not r.no_duplicate and shapes.known[i] and (matches is None or matches(r.path))]
     if len(keep) < len(rows):  # (copying 100,000 vectors costs 150 MB: only when some go)
         rows, matrix = [rows[i] for i in keep], matrix[keep] if keep else matrix[:0]
         shapes = Shapes(shapes.sigs[keep], shapes.known[keep])
@@ -203,8 +231,8 @@ def duplicate_params(
 def _check_duplicate_args(min_score: float, size: int, top_k: int, max_clusters: int) -> None:
     if not -1.0 <= min_score <= 1.0:
         raise UsageError(f"min_score {min_score} is not a duplicate score; give a value in [-1, 1]")
-    if size < 2:
-        raise UsageError(f"min_cluster_size {size} is too small; a cluster needs at least 2 members")
+    if size < 1:
+        raise UsageError(f"min_cluster_size {size} is too small; give 1 or more (a cluster has at least 2 members)")
     if top_k < 1 or max_clusters < 1:
         raise UsageError("top_k and max_clusters must be at least 1")
 
@@ -264,12 +292,6 @@ def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> dic
     meta = conn.meta()
     project.check_meta(meta, vector_dim=None if vector is None else int(vector.shape[0]))
     return meta
-
-
-def _passes(row: ChunkRow, *, language: str | None = None, path_glob: str | None = None) -> bool:
-    if language and (row.language or "").lower() != language.lower():
-        return False
-    return not path_glob or files.glob_match(path_glob, row.path)
 
 
 def _hit(row: ChunkRow, *, stale: bool) -> Hit:

@@ -168,7 +168,7 @@ def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_ser
     project = open_project(indexed)
     with project.store.read() as conn:
         assert "leftover" not in conn.meta()
-        assert conn.has_hnsw()
+        assert conn.fts_current()
     project.close()
 
 
@@ -238,7 +238,7 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
     assert _snapshot(indexed) == original  # every vector kept, bit for bit
     project = open_project(indexed)
     with project.store.read() as conn:
-        assert conn.meta()["schema_version"] == str(SCHEMA_VERSION) and conn.has_hnsw()
+        assert conn.meta()["schema_version"] == str(SCHEMA_VERSION) and conn.fts_current()
         rows, _ = conn.all_chunks()
         shapes = conn.all_shapes()
     assert shapes == [signature(r.text, r.language) for r in rows] and any(shapes)
@@ -393,11 +393,11 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     assert _snapshot(root) == _snapshot(clean)
     project = open_project(root)
     with project.store.read() as conn:
-        assert conn.has_hnsw()  # built at the end of the completed run
+        assert conn.fts_current()  # rebuilt at the end of the completed run
     project.close()
 
 
-def test_removing_most_chunks_compacts_and_keeps_the_hnsw_index(
+def test_removing_most_chunks_leaves_exact_search_over_the_rest(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
     root = write_tree(tmp_path / "p", many_functions(30, per_file=10))
@@ -405,14 +405,32 @@ def test_removing_most_chunks_compacts_and_keeps_the_hnsw_index(
     _index(root)
     (root / "gen" / "mod_000.py").unlink()
     (root / "gen" / "mod_001.py").unlink()
-    report = _index(root)  # 20 of 30 removed: more than a tenth, so the graph is compacted
+    report = _index(root)
     assert (report.removed, report.chunks) == (20, 10)
     project = open_project(root)
-    with project.store.read() as conn:
-        assert "HNSW_INDEX_SCAN" in conn.explain_nearest(ollama_server.dim)
-    hits = search.search(project, "gen_25 value")
+    hits = search.search(project, "gen_25 value", limit=10, mode="semantic")
     project.close()
-    assert hits and all(hit.path == "gen/mod_002.py" for hit in hits)
+    assert len(hits) == 10 and all(hit.path == "gen/mod_002.py" for hit in hits)
+
+
+def test_index_of_format_3_drops_its_hnsw_index_without_embedding(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    project = open_project(indexed)
+    with project.store.write() as conn:  # what SAI 3 left: an HNSW index in the file
+        conn.con.execute("CREATE INDEX source_code_hnsw ON source_code USING HNSW (embedding) "
+                         "WITH (metric = 'cosine')")
+        conn.set_meta({"schema_version": "3"})
+    project.close()
+    report = _index(indexed)
+    assert (report.embedded, ollama_server.requests) == (0, 0)
+    assert _snapshot(indexed) == original
+    project = open_project(indexed)
+    with project.store.read() as conn:
+        indexes = conn.con.execute("SELECT count(*) FROM duckdb_indexes() WHERE database_name = 'sai'").fetchone()
+        assert indexes == (0,) and conn.meta()["schema_version"] == str(SCHEMA_VERSION)
+    assert search.search(project, "total price")
+    project.close()
 
 
 def test_changed_chunking_settings_rechunk_every_file_reusing_unchanged_text(

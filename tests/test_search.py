@@ -186,7 +186,8 @@ def test_symbol_less_member_rows_end_with_two_spaces(tmp_path, ollama_server, ca
 @pytest.mark.parametrize(("args", "message"), [
     (["--min-score", "2"], "error: min_score 2.0 is not a duplicate score; give a value in [-1, 1]\n"),
     (["--top-k", "0"], "error: top_k and max_clusters must be at least 1\n"),
-    (["--min-cluster-size", "1"], "error: min_cluster_size 1 is too small; a cluster needs at least 2 members\n"),
+    (["--min-cluster-size", "0"],
+     "error: min_cluster_size 0 is too small; give 1 or more (a cluster has at least 2 members)\n"),
 ])
 def test_bad_duplicate_arguments_are_one_error_line_and_exit_2(project, capsys, args, message):
     code, out, err = run_cli(capsys, "duplicates", *args)

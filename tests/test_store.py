@@ -1,18 +1,20 @@
-"""The index file: schema and metadata, vectors, HNSW, and sharing the file between processes."""
+"""The index file: schema and metadata, vectors, exact search, errors, and sharing the file between processes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 
-from sai.errors import StoreError, StoreLockedError
-from sai.store import READ_LEASE_S, Store
+from sai.errors import StoreCorruptError, StoreError, StoreLockedError
+from sai.store import READ_LEASE_S, Store, describe
 from sai.store.tables import SCHEMA_VERSION, IndexMeta
 
 DIM = 16
@@ -57,13 +59,11 @@ def _vectors(n: int, seed: int = 7) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def _build(path: Path, vectors: np.ndarray, *, hnsw: bool = True) -> Store:
+def _build(path: Path, vectors: np.ndarray) -> Store:
     store = Store(path, collection=COLLECTION, lock_timeout_s=10)
     with store.write() as conn:
         conn.create_collection(META)
         conn.insert_chunks(_rows(len(vectors)), vectors)
-        if hnsw:
-            conn.create_hnsw()
     return store
 
 
@@ -91,22 +91,38 @@ def _start_holder(db: Path, seconds: float) -> subprocess.Popen[str]:
     return proc
 
 
-def test_nearest_query_is_served_by_the_hnsw_index(built: Store) -> None:
-    with built.read() as conn:
-        assert "HNSW_INDEX_SCAN" in conn.explain_nearest(DIM)
-    with built.write() as conn:
-        conn.drop_hnsw()
-    with built.read() as conn:
-        assert "HNSW_INDEX_SCAN" not in conn.explain_nearest(DIM)
-
-
-def test_nearest_returns_the_closest_chunks_first(built: Store) -> None:
+def test_nearest_returns_the_closest_chunks_first_exactly(built: Store) -> None:
     vectors = _vectors(40)
     with built.read() as conn:
-        hits = conn.nearest(vectors[5], 3)
-    assert hits[0].symbol == "f5"
-    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        hits = conn.vector_table().nearest(vectors[5], 40)
+    scores = vectors @ vectors[5]
+    assert [i for i, _ in hits] == [int(k) + 1 for k in np.argsort(-scores, kind="stable")]  # ids from 1
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_nearest_within_a_mask_answers_as_if_only_those_chunks_were_stored(built: Store) -> None:
+    vectors = _vectors(40)
+    with built.read() as conn:
+        table = conn.vector_table()
+    mask = table.mask(paths=["src/f3.py", "src/f17.py", "src/f30.py"])
+    hits = table.nearest(vectors[0], 8, mask=mask)
+    assert sorted(i for i, _ in hits) == [4, 18, 31]
+    assert table.nearest(vectors[0], 8, mask=table.mask(language="rust")) == []
+    assert len(table.nearest(vectors[0], 8, mask=table.mask(language="python"), exclude=1)) == 8
+
+
+def test_a_write_of_chunks_gives_readers_a_new_vector_table(built: Store) -> None:
+    with built.read() as conn:
+        before = conn.vector_table()
+    with built.write() as conn:
+        conn.set_meta({"unrelated": "x"})  # no chunk changed: the copy stays valid
+    with built.read() as conn:
+        assert conn.vector_table() is before
+    with built.write() as conn:
+        conn.delete_chunks(["src/f0.py"])
+    with built.read() as conn:
+        after = conn.vector_table()
+    assert after.token != before.token and len(after) == 39
 
 
 def test_collection_records_what_the_index_was_built_with(built: Store) -> None:
@@ -128,7 +144,7 @@ def test_stored_vectors_read_back_bit_for_bit(built: Store) -> None:
         rows, matrix = conn.all_chunks()
         shapes = conn.all_shapes()
         by_hash = conn.vectors_by_hash(["hash3", "hash39", "absent"])
-        one = conn.vector_of(rows[0].id)
+        one = conn.vector_table().vector_of(rows[0].id)
     order = [int(r.symbol[1:]) for r in rows]
     assert shapes == [_rows(40)[i][-1] for i in order]  # row-aligned with all_chunks()
     assert matrix.dtype == np.float32
@@ -227,3 +243,31 @@ def test_invalid_collection_name_is_refused(db: Path) -> None:
     store = Store(db, collection="code; DROP TABLE x")
     with pytest.raises(StoreError, match="invalid collection name"), store.write():
         pass
+
+
+def test_a_stale_writer_file_holding_a_live_pid_does_not_stall_readers(built: Store, db: Path) -> None:
+    built.close()
+    Path(f"{db}.writer").write_text(str(os.getppid()))  # a live process that is no writer
+    started = time.monotonic()
+    with built.read() as conn:
+        assert conn.chunk_count() == 40
+    assert time.monotonic() - started < 2
+
+
+def test_a_damaged_index_file_is_one_line_naming_recreate(db: Path) -> None:
+    _build(db, _vectors(4)).close()
+    data = bytearray(db.read_bytes())
+    data[4096:12288] = b"\x5a" * 8192  # clobber the database header blocks
+    db.write_bytes(bytes(data))
+    store = Store(db, collection=COLLECTION, lock_timeout_s=1)
+    with pytest.raises(StoreCorruptError) as caught, store.read() as conn:
+        conn.chunk_count()
+    assert "\n" not in str(caught.value) and "--recreate" in str(caught.value)
+    store.recreate()
+    assert not db.exists() and Path(f"{db}.damaged").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
+    error = describe(duckdb.IOException("IO Error: Could not write file: No space left on device"), tmp_path)
+    assert isinstance(error, StoreError) and "free some space" in str(error)
+    assert "\n" not in str(error)

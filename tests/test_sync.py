@@ -160,9 +160,7 @@ def test_refresh_outside_the_root_as_a_subprocess(project, tmp_path):
     assert done.stderr.count("\n") == 1
 
 
-def test_refresh_keeps_the_hnsw_index_and_never_rebuilds_it(project, tmp_path, monkeypatch):
-    with project.store.read() as conn:
-        assert conn.has_hnsw()
+def test_refresh_rebuilds_no_vector_index_and_leaves_bm25_current(project, tmp_path, monkeypatch):
     statements: list[str] = []
     real_connect = tables.duckdb.connect
 
@@ -182,16 +180,15 @@ def test_refresh_keeps_the_hnsw_index_and_never_rebuilds_it(project, tmp_path, m
     (tmp_path / "src/c.py").unlink()
     indexer.refresh(project, ["src/a.py", "src/c.py"])
     assert any(s.startswith("INSERT INTO") for s in statements)  # the recorder did see writes
-    rebuilds = [s for s in statements if re.search(r"CREATE INDEX|DROP INDEX|hnsw_compact", s)]
-    assert rebuilds == []
+    assert [s for s in statements if re.search(r"CREATE INDEX|DROP INDEX|hnsw_compact", s)] == []
     with project.store.read() as conn:
-        assert conn.has_hnsw()
-        assert "HNSW_INDEX_SCAN" in conn.explain_nearest(768)
-    # the index follows the refreshed rows: the edited chunk is its own nearest neighbour
+        assert conn.fts_current()
+    # searches follow the refreshed rows: the edited chunk is its own nearest neighbour
     from sai import search
 
     hits = search.find_similar(project, code=EDITED_TAX.rstrip("\n"), min_score=0.99)
     assert [(h.path, h.start_line) for h in hits] == [("src/a.py", 5)]
+    assert search.search(project, "taxed", mode="lexical")[0].path == "src/a.py"
 
 
 # --- sync -----------------------------------------------------------------------------------

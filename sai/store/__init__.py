@@ -4,14 +4,20 @@ One DuckDB file holds, per collection, a chunk table `<collection>` (with a cosi
 `embedding`), a file table `<collection>__files`, and rows in the shared `sai_meta` table.
 
 Connections are short-lived because DuckDB lets one writing process hold a file and shuts out
-every other process, readers included. Writers announce themselves with an intent file
-(`<db>.writer`, holding their pid); readers close their connection as soon as they see one and
+every other process, readers included. A writer holds an OS lock (flock) on `<db>.writer` for
+as long as it writes; readers close their connection as soon as they see that lock taken and
 otherwise keep it for a short idle lease. Both sides retry a locked file until `lock_timeout_s`.
+A lock dies with its process, so a killed writer never leaves readers waiting.
+
+Every database error is translated here into a StoreError with one line naming the fix
+(`translate`); Ctrl-C inside a query becomes KeyboardInterrupt.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import threading
 import time
@@ -20,7 +26,8 @@ from pathlib import Path
 
 import duckdb
 
-from sai.errors import StoreError, StoreLockedError
+from sai.errors import StoreCorruptError, StoreError, StoreLockedError
+from sai.store.cache import VectorCache
 from sai.store.tables import Connection, extension_path
 
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
@@ -38,6 +45,7 @@ class Store:
         self._conn: Connection | None = None
         self._timer: threading.Timer | None = None
         self._readers = 0  # threads of this process reading through the lease right now
+        self.vectors = VectorCache()
 
     @property
     def exists(self) -> bool:
@@ -52,11 +60,13 @@ class Store:
         """A cursor on the read-only lease (threads read in parallel), or this thread's writer."""
         with self._lock:
             if self._conn is not None and not self._conn.read_only:
-                yield self._conn  # only the writing thread gets here: it holds the lock
+                with translate(self.path):
+                    yield self._conn  # only the writing thread gets here: it holds the lock
                 return
             cursor = self._lease_cursor()
         try:
-            yield cursor
+            with translate(self.path):
+                yield cursor
         finally:
             cursor.close()
             with self._lock:
@@ -89,8 +99,7 @@ class Store:
             self._cancel_timer()
             self._close()
             self.prepare_dir()
-            self.intent_path.write_text(str(os.getpid()))
-            try:
+            with self._writer_lock(), translate(self.path):
                 conn = self._connect(read_only=False)
                 self._conn = conn
                 try:
@@ -102,9 +111,32 @@ class Store:
                     raise
                 finally:
                     self._close()
-            finally:
-                with contextlib.suppress(OSError):
-                    self.intent_path.unlink()
+
+    @contextlib.contextmanager
+    def _writer_lock(self) -> Iterator[None]:
+        """Hold the OS lock on `<db>.writer`: other processes' readers step aside for it."""
+        fd = os.open(self.intent_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            deadline = time.monotonic() + self.lock_timeout_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise StoreError(f"cannot lock {self.intent_path}: {exc.strerror}") from exc
+                    if time.monotonic() >= deadline:
+                        raise self._locked_error() from exc
+                    time.sleep(0.02)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def recreate(self) -> None:
+        """Move a damaged index file aside (kept as `<db>.damaged`), so a new one can be built."""
+        for path in (self.path, self.path.with_name(self.path.name + ".wal")):
+            if path.exists():
+                path.replace(path.with_name(path.name + ".damaged"))
 
     def close(self) -> None:
         with self._lock:
@@ -116,15 +148,12 @@ class Store:
         delay = 0.02
         while True:
             try:
-                return Connection.open(self.path, self.collection, read_only=read_only)
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
-                    raise StoreError(f"cannot open the index {self.path}: {_first_line(exc)}") from exc
+                return Connection.open(self.path, self.collection, read_only=read_only, vectors=self.vectors)
+            except duckdb.Error as exc:
+                if not _is_lock_conflict(exc):
+                    raise describe(exc, self.path) from exc
                 if time.monotonic() >= deadline:
-                    raise StoreLockedError(
-                        f"the index {self.path} is held by another process for more than "
-                        f"{self.lock_timeout_s:g}s; wait for it to finish or raise duckdb.lock_timeout_s"
-                    ) from exc
+                    raise self._locked_error() from exc
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
@@ -143,20 +172,26 @@ class Store:
                 "check permissions or set duckdb.path"
             )
 
+    def _locked_error(self) -> StoreLockedError:
+        return StoreLockedError(
+            f"the index {self.path} is held by another process for more than "
+            f"{self.lock_timeout_s:g}s; wait for it to finish or raise duckdb.lock_timeout_s"
+        )
+
     def _writer_waiting(self) -> bool:
+        """Whether another process holds the writer lock now (this process's writer excluded:
+        it closes the lease itself)."""
         try:
-            pid = int(self.intent_path.read_text().strip() or 0)
-        except (OSError, ValueError):
-            return False
-        if pid == os.getpid():
+            fd = os.open(self.intent_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
             return False
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False  # a writer that died left its intent file behind
-        except PermissionError:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
             return True
-        return True
+        finally:
+            os.close(fd)
+        return False
 
     def _wait_for_writer(self) -> None:
         deadline = time.monotonic() + self.lock_timeout_s
@@ -193,6 +228,39 @@ class Store:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _is_lock_conflict(exc: duckdb.Error) -> bool:
+    """Another process holds the file ("Could not set lock on file … Conflicting lock")."""
+    return isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def translate(path: Path) -> Iterator[None]:
+    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt."""
+    try:
+        yield
+    except duckdb.InterruptException as exc:
+        raise KeyboardInterrupt from exc
+    except duckdb.Error as exc:
+        raise describe(exc, path) from exc
+
+
+def describe(exc: duckdb.Error, path: Path) -> StoreError:
+    """The StoreError a database error means for the user, with the fix."""
+    text = str(exc)
+    line = _first_line(exc)
+    if "No space left" in text or "disk full" in text.lower():
+        return StoreError(f"no space left on the disk holding the index {path}; free some space "
+                          "and run the command again (committed batches are kept)")
+    if any(s in text for s in ("Corrupt", "corrupt", "not a valid DuckDB", "checksum", "Checksum")):
+        return StoreCorruptError(f"the index file {path} is damaged ({line}); rebuild it with "
+                                 "`sai --recreate` (the damaged file is kept as .damaged)")
+    if isinstance(exc, duckdb.IOException | duckdb.PermissionException):
+        return StoreError(f"cannot use the index {path}: {line}; check the path and its "
+                          "permissions, or set duckdb.path")
+    return StoreError(f"the index {path} failed: {line}; run `sai` again, or rebuild it with "
+                      "`sai --recreate` if it keeps failing")
 
 
 __all__ = ["Store", "Connection", "extension_path"]

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from sai.errors import StoreError
 
-SCHEMA_VERSION = 3  # 3: chunks carry a token-shape signature (sai/shape.py)
+SCHEMA_VERSION = 4  # 3: chunks carry a token-shape signature (sai/shape.py); 4: no HNSW index
 FTS_OPTIONS = (
     "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
     "strip_accents = 0, lower = 1, overwrite = 1"
@@ -87,10 +87,6 @@ def matrix_of(column: pa.ChunkedArray) -> np.ndarray:
 def int_list(values: list[int]) -> str:
     """Integers as a list literal to bind as VARCHAR: binding a Python list costs ~10x more."""
     return "[" + ",".join(str(int(v)) for v in values) + "]"
-
-
-def vector_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.8g}" for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
 
 
 def quote(text: str) -> str:

@@ -1,4 +1,4 @@
-"""Every SQL statement SAI runs: schema, metadata, file and chunk rows, nearest neighbours.
+"""Every SQL statement SAI runs: schema, metadata, file and chunk rows, BM25, vector reads.
 
 User input reaches SQL only as bound parameters; the one identifier (the collection) is
 validated (check_collection) before use. Vectors are bound as VARCHAR and cast to FLOAT[d]:
@@ -8,8 +8,7 @@ binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/d
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import replace
+import uuid
 from datetime import UTC
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sai.errors import StoreError
+from sai.store.cache import VectorCache
 from sai.store.rows import (
     CHUNK_COLS,
     FTS_OPTIONS,
@@ -32,8 +31,8 @@ from sai.store.rows import (
     now_iso,
     quote,
     utc_now,
-    vector_literal,
 )
+from sai.store.vectors import VectorTable
 
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 
@@ -45,11 +44,13 @@ class Connection:
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, collection: str, *, read_only: bool,
-        cache: dict[str, object] | None = None,
+        cache: dict[str, object] | None = None, vectors: VectorCache | None = None,
     ) -> None:
         check_collection(collection)
         self.con = con
         self.read_only = read_only
+        self.vectors = vectors if vectors is not None else VectorCache()
+        self.dirty = False  # this write changed chunk rows: a new token at commit
         # A read-only attach never sees another process's writes, so what it learns about the
         # schema holds for the lease's life: cursors share their parent's cache.
         self.cache: dict[str, object] = {} if cache is None else cache
@@ -57,7 +58,9 @@ class Connection:
         self.files_table = f"{collection}__files"
 
     @classmethod
-    def open(cls, path: Path, collection: str, *, read_only: bool) -> Connection:
+    def open(
+        cls, path: Path, collection: str, *, read_only: bool, vectors: VectorCache | None = None
+    ) -> Connection:
         """Load vss before attaching, so a WAL holding HNSW changes replays (IOException on lock)."""
         # Verifying the extensions' signatures hashes ~35 MB on every open (~0.4 s CPU, ~100x the
         # rest of an open); they come from installed wheels, as trusted as SAI's own code.
@@ -70,13 +73,10 @@ class Connection:
             mode = " (READ_ONLY)" if read_only else ""
             con.execute(f"ATTACH '{quote(str(path))}' AS sai{mode}")
             con.execute("USE sai")
-        except duckdb.IOException:
+        except duckdb.Error:
             con.close()
-            raise
-        except duckdb.Error as exc:
-            con.close()
-            raise StoreError(f"cannot open the index {path}: {str(exc).splitlines()[0]}") from exc
-        return cls(con, collection, read_only=read_only)
+            raise  # Store._connect retries a lock and translates the rest
+        return cls(con, collection, read_only=read_only, vectors=vectors)
 
     def close(self) -> None:
         self.con.close()
@@ -90,13 +90,17 @@ class Connection:
         """Another connection to the same open database, for use by one more thread."""
         cursor = self.con.cursor()
         cursor.execute("USE sai")
-        return Connection(cursor, self.collection, read_only=self.read_only, cache=self.cache)
+        return Connection(cursor, self.collection, read_only=self.read_only, cache=self.cache,
+                          vectors=self.vectors)
 
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
 
     def commit(self) -> None:
+        if self.dirty and self.has_collection():
+            self.set_meta({"token": uuid.uuid4().hex})  # readers reload their vectors
         self.con.execute("COMMIT")
+        self.dirty = False
 
     def rollback(self) -> None:
         try:
@@ -166,6 +170,7 @@ class Connection:
             "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
         )
         self.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
+        self.dirty = True
 
     def upgrade(self, from_version: int) -> None:
         """Bring a collection written by an older SAI to SCHEMA_VERSION, keeping every vector.
@@ -173,82 +178,106 @@ class Connection:
         Columns added here start empty; the chunking signature changed with them, so the next
         index run chunks every file again and fills them (vectors reused, nothing embedded).
         """
+        self.drop_hnsw()  # format 4 keeps no HNSW index (store/vectors.py)
         if from_version < 3:
-            self.drop_hnsw()  # DuckDB alters no table an index depends on; index runs rebuild it
             self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN IF NOT EXISTS shape BLOB")
         self.set_meta({"schema_version": str(SCHEMA_VERSION)})
+        self.dirty = True
 
     def drop_collection(self) -> None:
         self.drop_hnsw()
+        self.dirty = False
         self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
         self.con.execute(f"DROP TABLE IF EXISTS {self.collection}")
         self.con.execute(f"DROP TABLE IF EXISTS {self.files_table}")
         if self._table_exists("sai_meta"):
             self.con.execute("DELETE FROM sai_meta WHERE collection = ?", [self.collection])
 
-    # -- HNSW -------------------------------------------------------------------------------
+    # -- derived state: the vector token and the BM25 index --------------------------------
 
     @property
-    def hnsw_name(self) -> str:
-        return f"{self.collection}_hnsw"
+    def token(self) -> str:
+        """Changes with every write of chunk rows: what a process's vector copy is keyed by."""
+        return self.meta().get("token", "")
 
-    def has_hnsw(self) -> bool:
-        row = self.con.execute(
-            "SELECT count(*) FROM duckdb_indexes() WHERE database_name = 'sai' AND index_name = ?",
-            [self.hnsw_name],
-        ).fetchone()
-        return bool(row and row[0])
+    def vector_table(self) -> VectorTable:
+        """Every chunk's vector, from this process's copy when it is current (store/vectors.py)."""
+        if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
+            return VectorTable.from_arrow("", self._vector_rows())
+        return self.vectors.get(self.token, lambda: VectorTable.from_arrow(self.token, self._vector_rows()))
 
-    def create_hnsw(self) -> None:
-        if not self.has_hnsw():
-            self.con.execute(
-                f"CREATE INDEX {self.hnsw_name} ON {self.collection} "
-                "USING HNSW (embedding) WITH (metric = 'cosine')"
-            )
+    def _vector_rows(self) -> pa.Table:
+        return self._arrow(f"SELECT id, path, language, embedding FROM {self.collection} ORDER BY id")
 
     def drop_hnsw(self) -> None:
-        self.con.execute(f"DROP INDEX IF EXISTS {self.hnsw_name}")
+        """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
+        self.con.execute(f"DROP INDEX IF EXISTS {self.collection}_hnsw")
 
     def rebuild_fts(self) -> None:
-        """Rebuild the BM25 index: DuckDB's FTS index does not follow table changes."""
+        """Rebuild the BM25 index (DuckDB's FTS index does not follow table changes) and record
+        which state of the chunks it holds, so a run that dies before this is repaired later."""
         self.con.execute(
             f"PRAGMA create_fts_index('{self.collection}', 'id', 'lexemes', {FTS_OPTIONS})"
         )
+        self.set_meta({"fts_token": self._next_token()})
+
+    def fts_current(self) -> bool:
+        """Whether the BM25 index holds exactly the committed chunks."""
+        meta = self.meta()
+        return self.has_fts() and bool(meta.get("fts_token")) and meta.get("fts_token") == meta.get("token")
+
+    def _next_token(self) -> str:
+        """The token this transaction commits with (a new one when it changed chunk rows)."""
+        if self.dirty:
+            self.set_meta({"token": uuid.uuid4().hex})
+            self.dirty = False
+        token = self.meta().get("token")
+        if not token:
+            token = uuid.uuid4().hex
+            self.set_meta({"token": token})
+        return token
 
     def has_fts(self) -> bool:
         return self._table_exists("docs", schema=f"fts_main_{self.collection}")
 
-    def bm25(self, query_lexemes: str, limit: int) -> list[tuple[int, float]]:
+    def bm25(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) of the best lexical matches, best first.
 
         The same Okapi BM25 (k1 1.2, b 0.75) over the extension's index as its `match_bm25`,
         but over the postings of the query's terms only: `match_bm25` is a per-row macro,
         evaluated for every chunk (130 ms at 20k chunks, benchmarks/query_latency.py).
+        `among` (chunk ids) restricts the search to those chunks, with the statistics (document
+        count, mean length, document frequencies) of that subset: the answer an index holding
+        only them would give.
         """
-        if not query_lexemes.strip() or not self.has_fts():
+        if not query_lexemes.strip() or not self.has_fts() or (among is not None and not len(among)):
             return []
         fts = f"fts_main_{self.collection}"
         terms = self.con.execute(
             f"WITH tokens AS (SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t) "
-            f"SELECT dict.termid, dict.df, stats.num_docs, stats.avgdl FROM {fts}.dict AS dict "
-            f"JOIN tokens ON dict.term = tokens.t, {fts}.stats AS stats",
+            f"SELECT dict.termid FROM {fts}.dict AS dict JOIN tokens ON dict.term = tokens.t",
             [query_lexemes],
         ).fetchall()
         if not terms:
             return []
+        docs = (f"(SELECT d.* FROM {fts}.docs AS d JOIN (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS id) "
+                "AS a ON a.id = d.name)") if among is not None else f"(SELECT * FROM {fts}.docs)"
+        params: list[object] = [int_list(among)] if among is not None else []
         ids = int_list([t[0] for t in terms])
-        idf = "[" + ",".join(repr(math.log((n - df + 0.5) / (df + 0.5) + 1)) for _, df, n, _ in terms) + "]"
         return self.con.execute(
-            f"""WITH q AS (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS termid,
-                                  unnest(CAST(?::VARCHAR AS DOUBLE[])) AS idf),
-            tf AS (SELECT docid, termid, count(*) AS tf FROM {fts}.terms
-                   WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), termid) GROUP BY docid, termid),
-            scores AS (SELECT tf.docid, sum(q.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / ?)))
-                       AS score FROM tf JOIN q ON tf.termid = q.termid
-                       JOIN {fts}.docs AS docs ON tf.docid = docs.docid GROUP BY tf.docid)
-            SELECT docs.name, scores.score FROM scores JOIN {fts}.docs AS docs ON scores.docid = docs.docid
+            f"""WITH docs AS {docs},
+            stats AS (SELECT count(*) AS n, avg(len) AS avgdl FROM docs),
+            tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms AS t
+                   WHERE t.docid IN (SELECT docid FROM docs) AND list_contains(CAST(?::VARCHAR AS BIGINT[]), t.termid) GROUP BY t.docid, t.termid),
+            df AS (SELECT termid, count(*) AS df FROM tf GROUP BY termid),
+            idf AS (SELECT termid, ln((stats.n - df + 0.5) / (df + 0.5) + 1) AS idf FROM df, stats),
+            scores AS (SELECT tf.docid,
+                              sum(idf.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / stats.avgdl)))
+                       AS score FROM tf JOIN idf ON tf.termid = idf.termid
+                       JOIN docs ON tf.docid = docs.docid, stats GROUP BY tf.docid)
+            SELECT docs.name, scores.score FROM scores JOIN docs ON scores.docid = docs.docid
             ORDER BY scores.score DESC, docs.name LIMIT ?""",
-            [ids, idf, ids, float(terms[0][3]), int(limit)],
+            [*params, ids, int(limit)],
         ).fetchall()
 
     def chunks_by_ids(
@@ -274,29 +303,15 @@ class Connection:
         order = [position[i] for i in ids if i in position]
         return [rows[k] for k in order], matrix[order]
 
-    def chunk_bodies(self, ids: list[int], vector: np.ndarray | None) -> dict[int, tuple[str, float | None]]:
-        """id -> (text, cosine to `vector` or None) for these chunks."""
+    def chunk_texts(self, ids: list[int]) -> dict[int, str]:
+        """id -> text for these chunks."""
         if not ids:
             return {}
-        if vector is None:
-            rows = self.con.execute(
-                f"SELECT id, text, NULL FROM {self.collection} "
-                "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-                [int_list(ids)],
-            ).fetchall()
-        else:
-            dim = int(vector.shape[0])
-            rows = self.con.execute(
-                f"SELECT id, text, 1 - array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) "
-                f"FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-                [vector_literal(vector), int_list(ids)],
-            ).fetchall()
-        return {int(i): (t, None if c is None else float(c)) for i, t, c in rows}
-
-    def compact_hnsw(self) -> None:
-        if self.has_hnsw():
-            # PRAGMA cannot take a bound parameter; the name is built from the validated collection
-            self.con.execute(f"PRAGMA hnsw_compact_index('{self.hnsw_name}')")
+        rows = self.con.execute(
+            f"SELECT id, text FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
+            [int_list(ids)],
+        ).fetchall()
+        return {int(i): t for i, t in rows}
 
     # -- files ------------------------------------------------------------------------------
 
@@ -343,7 +358,9 @@ class Connection:
         row = self.con.execute(
             f"DELETE FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys]
         ).fetchone()
-        return int(row[0]) if row else 0
+        removed = int(row[0]) if row else 0
+        self.dirty = self.dirty or removed > 0
+        return removed
 
     # -- chunks -----------------------------------------------------------------------------
 
@@ -394,6 +411,7 @@ class Connection:
         shape) rows."""
         if not rows:
             return
+        self.dirty = True
         first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
         start_id = int(first[0]) if first else 1
         cols = list(zip(*rows, strict=True))
@@ -426,36 +444,6 @@ class Connection:
         finally:
             self.con.unregister("sai_batch")
 
-    def nearest(self, vector: np.ndarray, limit: int) -> list[ChunkRow]:
-        """The `limit` chunks closest to `vector` by cosine, best first."""
-        found = self.nearest_ids(vector, limit)
-        rows, _ = self.chunks_by_ids([chunk_id for chunk_id, _ in found], vectors=False)
-        score = dict(found)
-        return [replace(r, score=score[r.id]) for r in rows]
-
-    def nearest_ids(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        """(chunk id, cosine) of the `limit` closest chunks, through the HNSW index when present.
-
-        Only ids and distances: selecting the other columns here makes DuckDB join the HNSW
-        result back to a full table scan (7x slower at 20k chunks, benchmarks/query_latency.py).
-        """
-        dim = int(vector.shape[0])
-        self.con.execute(f"SET hnsw_ef_search = {max(64, int(limit))}")
-        return [(int(i), 1.0 - float(d)) for i, d in self.con.execute(
-            f"SELECT id, array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) AS d "
-            f"FROM {self.collection} ORDER BY d LIMIT ?",
-            [vector_literal(vector), int(limit)],
-        ).fetchall()]
-
-    def explain_nearest(self, dim: int) -> str:
-        vec = vector_literal(np.zeros(dim, dtype=np.float32))
-        rows = self.con.execute(
-            f"EXPLAIN SELECT id FROM {self.collection} ORDER BY "
-            f"array_cosine_distance(embedding, CAST(?::VARCHAR AS FLOAT[{dim}])) LIMIT 5",
-            [vec],
-        ).fetchall()
-        return "\n".join(r[1] for r in rows)
-
     def chunks_containing(self, path: str, line: int) -> list[ChunkRow]:
         """Chunks of `path` whose range holds `line`, innermost (shortest range) first."""
         rows = self.con.execute(
@@ -464,12 +452,6 @@ class Connection:
             [path, int(line), int(line)],
         ).fetchall()
         return [ChunkRow(*r) for r in rows]
-
-    def vector_of(self, chunk_id: int) -> np.ndarray:
-        table = self._arrow(
-            f"SELECT embedding FROM {self.collection} WHERE id = ?", [int(chunk_id)]
-        )
-        return matrix_of(table.column("embedding"))[0]
 
     def all_chunks(self, *, text: bool = True) -> tuple[list[ChunkRow], np.ndarray]:
         """Every chunk (path, start order) and the matrix of their vectors, row-aligned.

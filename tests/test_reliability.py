@@ -1,0 +1,184 @@
+"""Faults a careful user meets: renamed and moved code, kills in the last step, a growing file."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fixtures_tree import many_functions, open_project, write_config, write_tree
+from ollama_standin import OllamaStandIn
+
+from sai import indexer, search
+
+ALPHA = "def alpha(x):\n    return x + 1\n"
+BETA = "def beta(items):\n    return sorted(items, key=len)\n"
+GAMMA = "def gamma(text):\n    return text.strip().lower()\n"
+
+
+def _index(root: Path) -> indexer.IndexReport:
+    project = open_project(root)
+    try:
+        return indexer.index(project)
+    finally:
+        project.close()
+
+
+def _chunks(root: Path) -> dict[str, set[str]]:
+    project = open_project(root)
+    try:
+        with project.store.read() as conn:
+            rows, _ = conn.all_chunks()
+    finally:
+        project.close()
+    found: dict[str, set[str]] = {}
+    for row in rows:
+        found.setdefault(row.path, set()).add(row.text)
+    return found
+
+
+def test_a_renamed_file_is_indexed_where_it_now_lives_without_embedding(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "p", {"src/a.py": ALPHA})
+    write_config(root, ollama_server.url)
+    _index(root)
+    (root / "src/a.py").rename(root / "src/b.py")
+    ollama_server.reset_counts()
+    report = _index(root)
+    assert (report.chunks, report.embedded, ollama_server.requests) == (1, 0, 0)
+    assert _chunks(root) == {"src/b.py": {ALPHA.rstrip("\n")}}
+    project = open_project(root)
+    assert [h.path for h in search.search(project, "alpha", limit=3)] == ["src/b.py"]
+    project.close()
+
+
+def test_renames_moves_copies_and_deletes_in_one_run_reuse_every_vector(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "p", {"a.py": ALPHA + "\n\n" + BETA, "b.py": GAMMA, "c.py": BETA + "\n"})
+    write_config(root, ollama_server.url)
+    _index(root)
+    # beta moves from a.py into b.py, a.py is renamed, c.py is deleted, gamma is copied
+    (root / "a.py").unlink()
+    write_tree(root, {"renamed.py": ALPHA, "b.py": GAMMA + "\n\n" + BETA, "copy.py": GAMMA})
+    (root / "c.py").unlink()
+    ollama_server.reset_counts()
+    report = _index(root)
+    assert ollama_server.inputs_embedded == report.embedded
+    assert report.embedded == 0  # every text was stored before, under some path
+    chunks = _chunks(root)
+    assert set(chunks) == {"renamed.py", "b.py", "copy.py"}
+    assert chunks["b.py"] == {GAMMA.rstrip("\n"), BETA.rstrip("\n")}
+    project = open_project(root)
+    hits = search.search(project, "beta sorted items", limit=1)
+    project.close()
+    assert hits[0].path == "b.py"
+
+
+def test_a_function_moved_between_files_written_in_different_batches_keeps_a_vector(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "p", {"a.py": ALPHA + "\n\n" + BETA, "z.py": GAMMA})
+    write_config(root, ollama_server.url)
+    _index(root)
+    write_tree(root, {"a.py": ALPHA, "z.py": GAMMA + "\n\n" + BETA})
+    monkeypatch.setattr(indexer, "FLUSH_CHUNKS", 1)  # a.py is written before z.py is read
+    report = _index(root)
+    assert report.chunks == 3
+    assert _chunks(root)["z.py"] == {GAMMA.rstrip("\n"), BETA.rstrip("\n")}
+
+
+# Runs an index in a child process that stops inside the last step (the BM25 rebuild) and says so.
+PAUSE_IN_LAST_STEP = """
+import sys, time
+from pathlib import Path
+from sai.store import tables
+real = tables.Connection.rebuild_fts
+def slow(self):
+    real(self)
+    print("last step", flush=True)
+    time.sleep(30)
+tables.Connection.rebuild_fts = slow
+from sai import cli
+sys.exit(cli.main(["--root", sys.argv[1], "--config", sys.argv[1] + "/sai-cfg.yml"]))
+"""
+
+
+def _run_until_last_step(root: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", PAUSE_IN_LAST_STEP, str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "last step", proc.stderr
+    return proc
+
+
+@pytest.mark.parametrize("how", ["kill", "ctrl-c"])
+def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
+    tmp_path: Path, ollama_server: OllamaStandIn, how: str
+) -> None:
+    root = write_tree(tmp_path / "p", many_functions(20, per_file=10))
+    write_config(root, ollama_server.url)
+    _index(root)
+    write_tree(root, {"gen/new.py": "def freshly_written_helper(value):\n    return value\n"})
+    proc = _run_until_last_step(root)
+    proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    if how == "ctrl-c":
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert err.splitlines()[-1].startswith("error: interrupted")  # above it: progress lines
+    project = open_project(root)
+    with project.store.read() as conn:
+        assert not conn.fts_current()  # the chunks are in, the BM25 index is behind them
+    project.close()
+    ollama_server.reset_counts()
+    report = _index(root)
+    assert report.embedded == 0 and report.chunks == 21
+    project = open_project(root)
+    hits = search.search(project, "freshly_written_helper", mode="lexical")
+    with project.store.read() as conn:
+        assert conn.fts_current()
+    project.close()
+    assert hits and hits[0].path == "gen/new.py"
+
+
+def test_many_small_writes_keep_the_index_file_near_its_fresh_size(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "p", many_functions(600, per_file=20))
+    write_config(root, ollama_server.url)
+    project = open_project(root)
+    indexer.index(project)
+    db = project.config.db_path
+
+    def size() -> int:
+        return sum(p.stat().st_size for p in db.parent.iterdir() if p.name.startswith(db.name))
+
+    fresh = size()
+    target = root / "gen" / "mod_000.py"
+    for n in range(12):
+        target.write_text(target.read_text() + f"\n\ndef extra_{n}(x):\n    return x - {n}\n")
+        if n % 4 == 3:
+            indexer.index(project)
+        else:
+            indexer.refresh(project, [str(target)])
+    project.close()
+    assert size() <= 1.5 * fresh, (size(), fresh)
+
+
+def test_a_reader_does_not_wait_for_a_dead_writer(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
+    root = write_tree(tmp_path / "p", many_functions(10, per_file=10))
+    write_config(root, ollama_server.url)
+    _index(root)
+    project = open_project(root)
+    holder = subprocess.Popen(["sleep", "30"])  # a live process whose pid a writer file names
+    try:
+        project.store.intent_path.write_text(str(holder.pid))
+        started = time.monotonic()
+        assert search.search(project, "gen_3 value", mode="lexical")
+        assert time.monotonic() - started < 3
+    finally:
+        holder.kill()
+        project.close()
