@@ -268,7 +268,8 @@ class Connection:
             f"""WITH docs AS {docs},
             stats AS (SELECT count(*) AS n, avg(len) AS avgdl FROM docs),
             tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms AS t
-                   WHERE t.docid IN (SELECT docid FROM docs) AND list_contains(CAST(?::VARCHAR AS BIGINT[]), t.termid) GROUP BY t.docid, t.termid),
+                   WHERE t.docid IN (SELECT docid FROM docs)
+                   AND list_contains(CAST(?::VARCHAR AS BIGINT[]), t.termid) GROUP BY t.docid, t.termid),
             df AS (SELECT termid, count(*) AS df FROM tf GROUP BY termid),
             idf AS (SELECT termid, ln((stats.n - df + 0.5) / (df + 0.5) + 1) AS idf FROM df, stats),
             scores AS (SELECT tf.docid,
