@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")
     parser.add_argument("--mode", choices=["hybrid", "semantic", "lexical"], default="hybrid",
                         help="ranking: hybrid (default), semantic or lexical (no embedder needed)")
+    parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
+    parser.add_argument("--path-glob", metavar="G", help="search only files whose key matches this glob")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_duplicates(sub.add_parser("duplicates", parents=[common], help="near-duplicate clusters"))
     _add_similar(sub.add_parser("similar", parents=[common], help="code similar to a snippet or chunk"))
@@ -170,7 +172,8 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
             return _emit(as_json, payload, render.index_summary(report, project.config))
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
-    hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode)
+    hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode,
+                         language=args.language, path_glob=args.path_glob)
     return _emit(as_json, hits_json(hits), render.query_results(args.query, hits))
 
 
