@@ -355,7 +355,8 @@ def _ran(
         error = f"setup.sh did not finish within {SETUP_TIMEOUT_S:.0f}s; run the " \
                 "recommended_command in a terminal instead"
     elif exit_code != 0:
-        error = f"setup.sh exited with code {exit_code}; stderr says why"
+        last = next((line.strip() for line in reversed(err.splitlines()) if line.strip()), "")
+        error = f"setup.sh exited with code {exit_code}: {escaped(last) or 'no message'}"
     else:
         error = None
     return {"execution_attempted": True, "success": exit_code == 0, "stdout": out, "stderr": err,

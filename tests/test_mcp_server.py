@@ -521,8 +521,9 @@ def test_prepare_setup_reports_a_failed_script_run(writer: Session, tmp_path: Pa
     (tmp_path / ".mcp.json.example.sai-tmp").mkdir()  # the script cannot write its example
     result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
     assert (result["execution_attempted"], result["success"]) == (True, False)
-    assert result["exit_code"] != 0 and result["error"] == (
-        f"setup.sh exited with code {result['exit_code']}; stderr says why")
+    assert result["exit_code"] != 0 and result["stderr"] == result["stderr_tail"]
+    assert result["error"].startswith(f"setup.sh exited with code {result['exit_code']}: ")
+    assert result["error"].endswith("Is a directory") and "\n" not in result["error"]
 
 
 # ---------------------------------------------------------------- HTTP
