@@ -505,6 +505,9 @@ def test_sync_git_failures_are_internal_errors_naming_the_fix(
         else f"cannot run git in {root}"
     assert error.message.startswith(expected), error.message
     assert error.message.endswith("pass the files instead (--file, or sai_sync's paths)")
+    cli = subprocess.run([sys.executable, "-m", "sai", "sync", "--config", str(root / "sai-cfg.yml")],
+                         env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    assert (cli.returncode, cli.stdout, cli.stderr) == (1, "", f"error: {error.message}\n")
 
 
 def test_prepare_setup_runs_the_script_with_allow_setup(writer: Session, tmp_path: Path) -> None:
