@@ -1,14 +1,17 @@
 """Streamable HTTP for the MCP server: stateless, plain JSON, loopback Host names only.
 
 `sai mcp --http HOST:PORT` answers at /mcp without a session handshake or an event stream, so a
-bare `curl -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'` works. A request whose Host (or
-Origin) header names another host is refused with 403, so a web page cannot reach the server
-through DNS rebinding.
+bare `curl -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'` works: a POST is read as JSON
+whatever its Content-Type and Accept headers say. A request whose Host (or Origin) header names
+another host is refused with 403, so a web page cannot reach the server through DNS rebinding.
+The listening socket is bound before anything is printed: port 0 picks a free port, the line
+`serving http://HOST:PORT/mcp` names the real one, and a failed bind is one error line.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -17,20 +20,22 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from sai.errors import UsageError
+from sai.errors import SaiError, UsageError
 
 log = logging.getLogger("sai.mcp")
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+JSON_HEADERS = ((b"content-type", b"application/json"),
+                (b"accept", b"application/json, text/event-stream"))
 
 
 def parse_bind(http: str) -> tuple[str, int]:
-    """HOST:PORT, [V6]:PORT, :PORT or PORT (no host: loopback)."""
+    """HOST:PORT, [V6]:PORT, :PORT or PORT (no host: loopback; port 0: any free port)."""
     host, sep, port = http.rpartition(":")
     if not sep:
         host, port = "", http
     host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 < int(port) < 65536:
+    if not port.isdigit() or not 0 <= int(port) < 65536:
         raise UsageError(f"--http {http!r} is not HOST:PORT; give e.g. 127.0.0.1:8765")
     return host, int(port)
 
@@ -38,12 +43,32 @@ def parse_bind(http: str) -> tuple[str, int]:
 def serve_http(server: MCPServer, http: str, *, mode: str) -> None:
     """Serve `server` at http://HOST:PORT/mcp until interrupted (blocking)."""
     host, port = parse_bind(http)
+    sock = listen(host, port)
     app = HostGuard(http_app(server), allowed=allowed_hosts(host))
     shown = f"[{host}]" if ":" in host else host
-    log.info("serving http://%s:%d/mcp (%s)", shown, port, mode)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            log_config=None, lifespan="on")
-    uvicorn.Server(config).run()
+    log.info("serving http://%s:%d/mcp (%s)", shown, sock.getsockname()[1], mode)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, log_config=None,
+                            lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])  # closes the socket when it stops
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, as uvicorn would bind it; one SaiError when it cannot."""
+    sock = None
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:  # gaierror included: an unknown host name
+        if sock is not None:
+            sock.close()
+        reason = exc.strerror or str(exc)
+        raise SaiError(f"cannot listen on {host}:{port}: {reason}; choose another --http "
+                       "address or port (0 picks a free one)") from exc
+    return sock
 
 
 def http_app(server: MCPServer) -> ASGIApp:
@@ -84,6 +109,8 @@ class HostGuard:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
+        if scope["type"] == "http" and scope["method"] == "POST":
+            scope = as_json_post(scope)
         await self.app(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> PlainTextResponse | None:
@@ -97,3 +124,11 @@ class HostGuard:
             return PlainTextResponse("POST JSON-RPC requests to this URL; it has no event stream",
                                      status_code=405, headers={"Allow": "POST, DELETE"})
         return None
+
+
+def as_json_post(scope: Scope) -> Scope:
+    """The POST with Content-Type application/json and an Accept the SDK takes: a bare
+    `curl -d` (form-encoded, Accept */*) or a client naming neither type is still read as
+    JSON-RPC and answered with plain JSON, instead of the SDK's 415 or 406."""
+    kept = [(k, v) for k, v in scope["headers"] if k.lower() not in (b"content-type", b"accept")]
+    return {**scope, "headers": [*kept, *JSON_HEADERS]}

@@ -23,6 +23,10 @@ class MemberOut(TypedDict):
 class HitOut(MemberOut):
     score: float
     snippet: str
+    language: str | None
+    stale: bool
+    rank: NotRequired[int]
+    score_kind: NotRequired[str]
 
 
 class HitsOut(TypedDict):
@@ -47,6 +51,10 @@ class StatusOut(TypedDict):
     vector_dim: int | None
     chunk_count: int
     chunker: str | None
+    embedder: str | None
+    file_count: int
+    indexed_at: str | None
+    stale_files: NotRequired[int]
 
 
 class RefreshedOut(TypedDict):
@@ -73,6 +81,11 @@ class SetupOut(TypedDict):
     timed_out: NotRequired[bool]
     stdout_tail: NotRequired[str]
     stderr_tail: NotRequired[str]
+    execution_attempted: NotRequired[bool]
+    success: NotRequired[bool]
+    stdout: NotRequired[str | None]
+    stderr: NotRequired[str | None]
+    error: NotRequired[str | None]
 
 
 # ---------------------------------------------------------------- argument types (inputSchema)
@@ -102,7 +115,10 @@ DuplicateScore = Annotated[float | None, _arg(
     "threshold of an edge's duplicate score, the mean of cosine and token-shape similarity "
     "(default from config)"
 )]
-Size = Annotated[int | None, _arg("smallest cluster to report (default from config)")]
+Size = Annotated[int | None, _arg(
+    "smallest cluster to report (default from config); 1 and 2 both mean every cluster",
+    minimum=1,
+)]
 Count = Annotated[int, _arg("clusters to return, largest first (default 50)")]
 Paths = Annotated[list[str], _arg(
     f"files relative to the project root (1-{MAX_PATHS})", minItems=1, maxItems=MAX_PATHS
@@ -115,4 +131,6 @@ Mode = Annotated[str, _arg(
     "ranking: hybrid (default), semantic, or lexical (no embedder needed)",
     enum=["hybrid", "semantic", "lexical"],
 )]
-EmbedderName = Annotated[str, _arg("ollama, or local (offline)", enum=["ollama", "local"])]
+EmbedderName = Annotated[str, _arg(
+    "ollama, or local (offline; ort is another name for it)", enum=["ollama", "local", "ort"]
+)]

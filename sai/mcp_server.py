@@ -5,6 +5,9 @@ worker threads. Failures become JSON-RPC errors in one place, `SaiMCPServer.call
 caller's mistakes (bad arguments, missing locations, paths outside the root, read-only refusals)
 are -32602, failures while running (Ollama down, index locked) -32603. While serving stdio the
 SDK points fd 1 at stderr, so stray prints cannot corrupt the protocol on stdout.
+
+Arguments are taken as the clients of the original tool send them: an explicit `null` for an
+argument means its default (`SaiMCPServer.call_tool` drops nulls before validation).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -112,9 +116,12 @@ class SaiTools:
         """Code similar to a snippet (`code`) or to the indexed chunk at `path` + `line`.
 
         Returns {"hits":[...]} as sai_search_code does (snippet always capped); the chunk at
-        path:line never lists itself. Give code, or path and line. min_score 0 shows the raw
-        distribution. Use it to find copies or variants of a function before changing it.
+        path:line never lists itself. Give code, or path and line (code wins when both are
+        given). min_score 0 shows the raw distribution. Use it to find copies or variants of a
+        function before changing it.
         """
+        if code is not None:  # as in the original tool: a snippet overrides a location
+            path = line = None
         if path is not None:
             path = _inside_root(self.project, path)
         hits = search.find_similar(
@@ -136,9 +143,9 @@ class SaiTools:
         score, size, k = search.duplicate_params(
             self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k
         )
-        k = _clamp(k)
-        clusters = search.find_duplicates(
-            self.project, min_score=score, min_cluster_size=size, top_k=k,
+        k, size = _clamp(k), max(1, size)
+        clusters = search.find_duplicates(  # clusters come from edges: size 1 finds what 2 finds
+            self.project, min_score=score, min_cluster_size=max(2, size), top_k=k,
             max_clusters=max(1, max_clusters), path_glob=path_glob,
         )
         return _result(
@@ -188,11 +195,14 @@ class SaiTools:
         """How to set up SAI as an MCP server for a project; runs the setup on request.
 
         Returns {target_directory, recommended_command, mcp_server_config_example, next_steps,
-        notes}. execute=true runs mcp-setup/setup.sh only when the server was started with
-        --allow-setup (adding executed, exit_code, stdout_tail, stderr_tail); otherwise it adds
-        execution_blocked and execution_blocked_reason.
+        notes}. embedder ort is another name for local. execute=true runs mcp-setup/setup.sh
+        only when the server was started with --allow-setup (adding execution_attempted,
+        success, stdout, stderr, error, executed, exit_code, stdout_tail, stderr_tail);
+        otherwise it adds execution_attempted false, success false, error, execution_blocked and
+        execution_blocked_reason.
         """
-        target = Path(target_directory or Path.cwd()).expanduser().resolve()
+        target = Path(_no_nul("target_directory", target_directory or str(Path.cwd())))
+        target = target.expanduser().resolve()
         plan = setup_plan(target, backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
         payload = plan.payload()
@@ -208,7 +218,9 @@ class SaiTools:
         elif not SETUP_SCRIPT.is_file():
             blocked = f"{SETUP_SCRIPT} was not found; run it from a source checkout"
         if blocked:
-            return {"execution_blocked": True, "execution_blocked_reason": blocked}
+            return {"execution_attempted": False, "success": False, "stdout": None,
+                    "stderr": None, "error": blocked, "execution_blocked": True,
+                    "execution_blocked_reason": blocked}
         if not plan.target.is_dir():
             raise UsageError(f"target_directory {plan.target} is not a directory; create it first")
         return run_setup(plan)
@@ -240,7 +252,14 @@ def _inside_root(project: Project, path: str) -> str:
     paths relative to the project root, whatever directory the server was started in.
     """
     root = project.config.root
-    return str(root / files.key_for(project.config, path, cwd=root))
+    return str(root / files.key_for(project.config, _no_nul("path", path), cwd=root))
+
+
+def _no_nul(what: str, path: str) -> str:
+    """`path`, refused when it holds a NUL byte, which no file name can (and os calls reject)."""
+    if "\0" in path:
+        raise UsageError(f"{what} {path!r} contains a NUL byte; give a file path without one")
+    return path
 
 
 # ---------------------------------------------------------------- sai_prepare_mcp_setup
@@ -296,14 +315,18 @@ SETUP_NOTES = {
 }
 
 
+EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
+
+
 def setup_plan(
     target: Path, *, backend: str, embedder: str, use_ast_chunker: bool, install_globally: bool
 ) -> SetupPlan:
     """The setup.sh invocation that sets up `target`; features follow backend and embedder."""
+    embedder = EMBEDDER_ALIASES.get(embedder, embedder)
     if backend != "duckdb":
         raise UsageError(f"unknown backend '{backend}'; the only backend is duckdb")
     if embedder not in ("ollama", "local"):
-        raise UsageError(f"unknown embedder '{embedder}'; choose ollama or local")
+        raise UsageError(f"unknown embedder '{embedder}'; choose ollama or local (or ort)")
     features = ",".join(["mcp", backend, embedder] + (["ast"] if use_ast_chunker else []))
     return SetupPlan(target, backend, embedder, features, install_globally)
 
@@ -317,12 +340,28 @@ def run_setup(plan: SetupPlan) -> dict[str, Any]:
             capture_output=True, text=True, errors="replace", timeout=SETUP_TIMEOUT_S, check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        return {"executed": True, "exit_code": None, "timed_out": True,
-                "stdout_tail": _tail(exc.stdout), "stderr_tail": _tail(exc.stderr)}
+        return _ran(None, exc.stdout, exc.stderr)
     except OSError as exc:
         raise SaiError(f"cannot run {SETUP_SCRIPT}: {exc.strerror}; check bash") from exc
-    return {"executed": True, "exit_code": done.returncode, "timed_out": False,
-            "stdout_tail": _tail(done.stdout), "stderr_tail": _tail(done.stderr)}
+    return _ran(done.returncode, done.stdout, done.stderr)
+
+
+def _ran(
+    exit_code: int | None, stdout: str | bytes | None, stderr: str | bytes | None
+) -> dict[str, Any]:
+    """A run's result: the original tool's fields (success, stdout, error, ...) and SAI's."""
+    out, err = _tail(stdout), _tail(stderr)
+    if exit_code is None:
+        error = f"setup.sh did not finish within {SETUP_TIMEOUT_S:.0f}s; run the " \
+                "recommended_command in a terminal instead"
+    elif exit_code != 0:
+        last = next((line.strip() for line in reversed(err.splitlines()) if line.strip()), "")
+        error = f"setup.sh exited with code {exit_code}: {escaped(last) or 'no message'}"
+    else:
+        error = None
+    return {"execution_attempted": True, "success": exit_code == 0, "stdout": out, "stderr": err,
+            "error": error, "executed": True, "exit_code": exit_code,
+            "timed_out": exit_code is None, "stdout_tail": out, "stderr_tail": err}
 
 
 def _tail(output: str | bytes | None) -> str:
@@ -361,8 +400,11 @@ class SaiMCPServer(MCPServer):
     """An MCPServer whose tool failures are JSON-RPC errors (SAI-SPEC §3), not isError results."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # An explicit null means "the default", as the original tool's clients expect; for a
+        # required argument, dropping it gives the usual "Field required".
+        given = {key: value for key, value in (arguments or {}).items() if value is not None}
         try:
-            return await super().call_tool(name, arguments, context)
+            return await super().call_tool(name, given, context)
         except ToolError as exc:
             raise protocol_error(name, exc) from exc
 
@@ -371,18 +413,26 @@ def protocol_error(tool: str, exc: ToolError) -> MCPError:
     """-32602 for the caller's mistakes, -32603 for failures while running, with the cause."""
     cause = exc.__cause__
     if isinstance(cause, ValidationError):
-        return MCPError(INVALID_PARAMS, _invalid_arguments(tool, cause))
+        return MCPError(INVALID_PARAMS, escaped(_invalid_arguments(tool, cause)))
     if cause is None and tool not in TOOL_NAMES:
-        return MCPError(INVALID_PARAMS, f"unknown tool '{tool}'; tools/list names the sai_ tools")
+        return MCPError(INVALID_PARAMS, escaped(f"unknown tool '{tool}'; tools/list names the sai_ tools"))
     if isinstance(cause, UsageError | NotFoundError | OutsideRootError):
-        log.info("%s refused: %s", tool, cause)
-        return MCPError(INVALID_PARAMS, str(cause))
+        log.info("%s refused: %s", tool, escaped(str(cause)))
+        return MCPError(INVALID_PARAMS, escaped(str(cause)))
     if isinstance(cause, SaiError):
-        log.warning("%s failed: %s", tool, cause)
-        return MCPError(INTERNAL_ERROR, str(cause))
+        log.warning("%s failed: %s", tool, escaped(str(cause)))
+        return MCPError(INTERNAL_ERROR, escaped(str(cause)))
     log.error("%s crashed", tool, exc_info=cause or exc)
     what = f"{type(cause).__name__}: {cause}" if cause else str(exc)
-    return MCPError(INTERNAL_ERROR, f"{tool} failed unexpectedly ({what}); see the server log")
+    return MCPError(INTERNAL_ERROR, escaped(f"{tool} failed unexpectedly ({what}); see the server log"))
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def escaped(message: str) -> str:
+    """The message on one line: control characters (a path's newline, NUL, ...) as escapes."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
 
 
 def _invalid_arguments(tool: str, exc: ValidationError) -> str:
@@ -418,7 +468,11 @@ def serve(
     http: str | None = None,
 ) -> None:
     """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="sai mcp: %(message)s")
+    if not log.handlers:  # its own prefix, whatever the CLI configured for the root logger
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("sai mcp: %(message)s"))
+        log.addHandler(handler)
+        log.propagate = False
     log.setLevel(logging.INFO)
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup)
     try:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,10 +28,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from ollama_standin import OllamaStandIn
 
+import sai
 from sai import indexer
 from sai.config import load_config
 from sai.project import Project
 
+REPO = Path(sai.__file__).resolve().parent.parent  # the checkout under test, for the servers
 TOOLS = {
     "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
     "sai_refresh", "sai_sync", "sai_prepare_mcp_setup",
@@ -136,18 +139,17 @@ def writer(
 def http_url(
     project_dir: Path, standin: OllamaStandIn, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("http") / "stderr.log").open("wb")
-    args = [*_sai_mcp(project_dir), "--http", f"127.0.0.1:{port}"]
-    proc = subprocess.Popen(args, env={**os.environ, **_env(standin)}, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=log)
-    try:
-        _wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        log.close()
+    """`sai mcp --http 127.0.0.1:0`: the URL is read from the server's "serving" line."""
+    stderr = tmp_path_factory.mktemp("http") / "stderr.log"
+    with stderr.open("wb") as log:
+        args = [*_sai_mcp(project_dir), "--http", "127.0.0.1:0"]
+        proc = subprocess.Popen(args, env={**os.environ, **_env(standin)},
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        try:
+            yield _served_url(stderr, proc)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 # ---------------------------------------------------------------- a client session, synchronously
@@ -190,7 +192,8 @@ def _sai_mcp(root: Path) -> list[str]:
 
 
 def _env(standin: OllamaStandIn) -> dict[str, str]:
-    return {"OLLAMA_HOST": standin.url}
+    # stdio_client passes on only PATH, HOME and the like: name the checkout under test
+    return {"OLLAMA_HOST": standin.url, "PYTHONPATH": str(REPO)}
 
 
 def _write(path: Path, text: str) -> None:
@@ -198,21 +201,20 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+SERVING = re.compile(r"^sai mcp: serving (http://127\.0\.0\.1:(\d+)/mcp) \(read-only\)$", re.M)
 
 
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def _served_url(stderr: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:
+    """The URL of the server's "serving" line, once it is printed (the socket listens by then)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "the HTTP server exited during startup"
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        found = SERVING.search(stderr.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            assert int(found.group(2)) != 0
+            return found.group(1)
+        assert proc.poll() is None, f"the HTTP server exited: {stderr.read_text()}"
         time.sleep(0.1)
-    raise AssertionError(f"nothing listened on port {port} within {timeout}s")
+    raise AssertionError(f"no serving line within {timeout}s: {stderr.read_text()}")
 
 
 def _assert_hit(hit: dict[str, Any]) -> None:
@@ -239,6 +241,19 @@ def test_docs_describe_every_tool_and_argument(session: Session) -> None:
     for tool in session.portal.call(session.client.list_tools).tools:
         assert f"### `{tool.name}`" in docs
         assert all(f"| `{arg}` |" in docs for arg in tool.input_schema["properties"]), tool.name
+
+
+def test_output_schemas_name_every_key_search_and_status_return(session: Session) -> None:
+    tools = {t.name: t for t in session.portal.call(session.client.list_tools).tools}
+    hits = tools["sai_search_code"].output_schema
+    hit_keys = set(hits["$defs"]["HitOut"]["properties"])
+    status_keys = set(tools["sai_index_status"].output_schema["properties"])
+    assert {"language", "stale", "rank", "score_kind"} <= hit_keys
+    assert {"embedder", "file_count", "indexed_at", "stale_files"} <= status_keys
+    lexical = session.call("sai_search_code", query="hash_password", mode="lexical")["hits"]
+    assert lexical and all(set(h) <= hit_keys for h in lexical)
+    assert {"rank", "score_kind"} <= set(lexical[0])
+    assert set(session.call("sai_index_status")) <= status_keys
 
 
 def test_server_identity_and_instructions_name_the_write_tools(session: Session) -> None:
@@ -301,9 +316,16 @@ def test_find_similar_by_code_applies_min_score(session: Session) -> None:
 def test_find_similar_refuses_a_missing_location_and_bad_targets(session: Session) -> None:
     missing = session.error("sai_find_similar", path="src/auth.py", line=9999)
     assert (missing.code, missing.message) == (-32602, "no indexed chunk at src/auth.py:9999")
-    assert session.error("sai_find_similar", code="x", path="src/auth.py", line=1).code == -32602
     assert session.error("sai_find_similar", path="src/auth.py").code == -32602
     assert session.error("sai_find_similar").code == -32602
+
+
+def test_find_similar_with_code_and_a_location_follows_the_code(session: Session) -> None:
+    by_code = session.call("sai_find_similar", code=PARSER, min_score=0.99)
+    both = session.call("sai_find_similar", code=PARSER, path="src/auth.py", line=5, min_score=0.99)
+    assert both == by_code and {h["path"] for h in both["hits"]} == {"src/dup_a.py", "src/dup_b.py"}
+    nowhere = session.call("sai_find_similar", code=PARSER, path="src/none.py", line=1)
+    assert nowhere["hits"]  # the location is not even looked up
 
 
 def test_find_duplicates_returns_the_copied_function_as_a_cluster(session: Session) -> None:
@@ -313,6 +335,16 @@ def test_find_duplicates_returns_the_copied_function_as_a_cluster(session: Sessi
     assert [m["path"] for m in cluster["members"]] == ["src/dup_a.py", "src/dup_b.py"]
     assert set(cluster["members"][0]) == {"path", "start_line", "end_line", "symbol"}
     assert isinstance(cluster["min_sim"], float)
+
+
+def test_min_cluster_size_1_gives_the_clusters_of_2(session: Session) -> None:
+    tools = {t.name: t for t in session.portal.call(session.client.list_tools).tools}
+    assert tools["sai_find_duplicates"].input_schema["properties"]["min_cluster_size"]["minimum"] == 1
+    one = session.call("sai_find_duplicates", min_cluster_size=1)
+    two = session.call("sai_find_duplicates", min_cluster_size=2)
+    assert one["clusters"] and one["clusters"] == two["clusters"]
+    assert all(c["size"] >= 2 for c in one["clusters"])
+    assert (one["min_cluster_size"], two["min_cluster_size"]) == (1, 2)
 
 
 def test_index_status_reports_the_fixture_index(session: Session, project_dir: Path) -> None:
@@ -327,6 +359,40 @@ def test_bad_or_missing_arguments_are_invalid_params(session: Session) -> None:
     assert missing.code == -32602 and "query" in missing.message
     assert session.error("sai_search_code", query="x", limit="many").code == -32602
     assert session.error("sai_search_code", query="   ").code == -32602
+
+
+# one argument every tool needs, or (find_similar) needs one of
+GIVEN = {"sai_search_code": {"query": "password"}, "sai_find_similar": {"code": PARSER},
+         "sai_refresh": {"paths": ["src/auth.py"]}}
+
+
+def test_null_for_any_optional_argument_means_its_default(session: Session, tmp_path: Path) -> None:
+    given = {**GIVEN, "sai_prepare_mcp_setup": {"target_directory": str(tmp_path)}}
+    for tool in session.portal.call(session.client.list_tools).tools:
+        required = set(tool.input_schema.get("required", []))
+        nulls = {arg: None for arg in tool.input_schema["properties"] if arg not in required}
+        arguments = {**nulls, **given.get(tool.name, {})}
+        assert all(p.get("type") or p.get("anyOf") for p in tool.input_schema["properties"].values())
+        if tool.name in ("sai_refresh", "sai_sync"):  # past validation: refused as read-only
+            assert "read-only" in session.error(tool.name, **arguments).message
+            continue
+        assert session.call(tool.name, **arguments) == session.call(
+            tool.name, **given.get(tool.name, {})), tool.name
+    assert session.error("sai_search_code", query=None).message.startswith(
+        "invalid arguments for sai_search_code: query: Field required")
+
+
+def test_nul_bytes_in_paths_are_invalid_params_and_messages_escape_control_characters(
+    session: Session,
+) -> None:
+    nul = session.error("sai_find_similar", path="src/a\x00.py", line=1)
+    assert nul.code == -32602 and "NUL byte" in nul.message
+    assert "src/a\\x00.py" in nul.message and "\x00" not in nul.message
+    target = session.error("sai_prepare_mcp_setup", target_directory="/tmp/x\x00y")
+    assert target.code == -32602 and "target_directory" in target.message
+    missing = session.error("sai_find_similar", path="src/two\nlines.py", line=1)
+    assert missing.code == -32602 and "\n" not in missing.message
+    assert missing.message == "no indexed chunk at src/two\\nlines.py:1"
 
 
 def test_write_tools_are_refused_by_a_read_only_server(session: Session) -> None:
@@ -350,6 +416,19 @@ def test_prepare_setup_without_allow_setup_reports_execution_blocked(
     assert len(result["next_steps"]) == 5 and server["command"] in result["next_steps"][1]
     assert result["execution_blocked"] is True and "--allow-setup" in result["execution_blocked_reason"]
     assert "executed" not in result and list(tmp_path.iterdir()) == []
+    assert (result["execution_attempted"], result["success"]) == (False, False)
+    assert result["error"] == result["execution_blocked_reason"]
+    assert result["stdout"] is None and result["stderr"] is None
+
+
+def test_prepare_setup_takes_ort_as_the_offline_local_embedder(session: Session, tmp_path: Path) -> None:
+    ort = session.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), embedder="ort")
+    local = session.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), embedder="local")
+    assert ort == local
+    assert '--embedder local' in ort["recommended_command"]
+    assert ort["recommended_command"].endswith('--features "mcp,duckdb,local"')
+    assert "execution_attempted" not in ort  # only with execute
+    assert session.error("sai_prepare_mcp_setup", embedder="onnx").code == -32602
 
 
 # ---------------------------------------------------------------- write tools
@@ -391,11 +470,63 @@ def test_sync_notes_no_changes_then_picks_up_an_edit(writer: Session, writable_d
     assert [r["path"] for r in result["refreshed"]] == ["src/many.py"] and "note" not in result
 
 
+def test_sync_nulls_mean_the_defaults(writer: Session) -> None:
+    result = writer.call("sai_sync", since="HEAD", staged=None, paths=None)
+    assert result == writer.call("sai_sync", since="HEAD")
+
+
+def test_sync_with_an_unknown_revision_names_it_and_the_fix(writer: Session) -> None:
+    error = writer.error("sai_sync", since="no-such-rev")
+    assert error.code == -32602 and "\n" not in error.message
+    assert error.message.startswith("git does not know the revision 'no-such-rev'")
+    assert error.message.endswith("give an existing commit, branch or tag, e.g. HEAD")
+
+
+def test_nul_bytes_in_write_tool_paths_are_invalid_params(writer: Session) -> None:
+    for tool in ("sai_refresh", "sai_sync"):
+        error = writer.error(tool, paths=["src/auth.py", "src/\x00"])
+        assert error.code == -32602 and "NUL byte" in error.message, tool
+
+
+@pytest.mark.parametrize("broken", ["no repository", "no git"])
+def test_sync_git_failures_are_internal_errors_naming_the_fix(
+    portal: BlockingPortal, project_dir: Path, standin: OllamaStandIn, tmp_path: Path, broken: str
+) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(project_dir, root)  # not a git repository
+    env = _env(standin)
+    if broken == "no git":
+        (tmp_path / "bin").mkdir()
+        env["PATH"] = str(tmp_path / "bin")
+    with mcp_session(portal, root, env, "--allow-write") as session:
+        error = session.error("sai_sync")
+    assert error.code == -32603 and "\n" not in error.message and "usage" not in error.message
+    expected = f"{root} is not inside a git repository" if broken == "no repository" \
+        else f"cannot run git in {root}"
+    assert error.message.startswith(expected), error.message
+    assert error.message.endswith("pass the files instead (--file, or sai_sync's paths)")
+    cli = subprocess.run([sys.executable, "-m", "sai", "sync", "--config", str(root / "sai-cfg.yml")],
+                         env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    assert (cli.returncode, cli.stdout, cli.stderr) == (1, "", f"error: {error.message}\n")
+
+
 def test_prepare_setup_runs_the_script_with_allow_setup(writer: Session, tmp_path: Path) -> None:
     result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
     assert result["executed"] is True and result["exit_code"] == 0, result["stderr_tail"]
     assert (tmp_path / "sai-cfg.yml").is_file() and (tmp_path / ".mcp.json.example").is_file()
     assert "execution_blocked" not in result
+    assert (result["execution_attempted"], result["success"], result["error"]) == (True, True, None)
+    assert result["stdout"] == result["stdout_tail"] and "sai-cfg.yml" in result["stdout"]
+    assert result["stderr"] == result["stderr_tail"]
+
+
+def test_prepare_setup_reports_a_failed_script_run(writer: Session, tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json.example.sai-tmp").mkdir()  # the script cannot write its example
+    result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+    assert (result["execution_attempted"], result["success"]) == (True, False)
+    assert result["exit_code"] != 0 and result["stderr"] == result["stderr_tail"]
+    assert result["error"].startswith(f"setup.sh exited with code {result['exit_code']}: ")
+    assert result["error"].endswith("Is a directory") and "\n" not in result["error"]
 
 
 # ---------------------------------------------------------------- HTTP
@@ -438,6 +569,37 @@ def test_http_serves_an_sdk_client_session(portal: BlockingPortal, http_url: str
         assert {t.name for t in portal.call(client.list_tools).tools} == TOOLS
         result = portal.call(client.call_tool, "sai_search_code", {"query": "password salt"})
         assert result.structured_content["hits"][0]["path"] == "src/auth.py"
+
+
+def test_http_reads_a_form_encoded_post_without_accept_as_json(http_url: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}).encode()
+    request = urllib.request.Request(  # what a bare `curl -d` sends; urllib adds no Accept
+        http_url, data=body, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert request.get_header("Accept") is None
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("application/json")
+        answer = json.loads(response.read())
+    assert answer["id"] == 7 and {t["name"] for t in answer["result"]["tools"]} == TOOLS
+    bare = httpx.post(http_url, content=body, headers={"Accept": "text/html"}, timeout=30)
+    assert "content-type" not in bare.request.headers
+    assert bare.status_code == 200 and bare.json()["id"] == 7
+
+
+def test_http_port_0_binds_a_free_port_and_a_busy_port_is_one_error_line(
+    http_url: str, project_dir: Path, standin: OllamaStandIn
+) -> None:
+    port = int(http_url.rsplit(":", 1)[1].split("/")[0])
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert httpx.post(http_url, json=call, headers=HEADERS, timeout=30).status_code == 200
+    for bind, reason in ((f"127.0.0.1:{port}", "Address already in use"),
+                         ("no-such-host.invalid:0", "")):
+        busy = subprocess.run([*_sai_mcp(project_dir), "--http", bind], env={
+            **os.environ, **_env(standin)}, stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=60)
+        assert busy.returncode == 1 and busy.stdout == ""
+        assert busy.stderr.startswith(f"error: cannot listen on {bind}: {reason}"), busy.stderr
+        assert busy.stderr.count("\n") == 1 and "serving" not in busy.stderr
 
 
 def test_http_accepts_loopback_names_with_any_port(http_url: str) -> None:
