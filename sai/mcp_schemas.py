@@ -100,7 +100,7 @@ Limit = Annotated[int, _arg(f"results to return (default 8, clamped to 1-{MAX_LI
 TopK = Annotated[
     int | None, _arg(f"neighbours per chunk (default from config, clamped 1-{MAX_LIMIT})", **_RANGE)
 ]
-Language = Annotated[str | None, _arg("only chunks of this language, e.g. python")]
+Language = Annotated[str | None, _arg("only chunks of this language: a name (python, typescript) or an extension (py, ts)")]
 Glob = Annotated[str | None, _arg("only paths matching this glob, e.g. src/** or *.py")]
 IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
 Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]

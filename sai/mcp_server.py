@@ -111,21 +111,22 @@ class SaiTools:
 
     def sai_find_similar(
         self, code: Text = None, path: ChunkPath = None, line: ChunkLine = None,
-        limit: Limit = 8, min_score: Score = None,
+        limit: Limit = 8, min_score: Score = None, language: Language = None, path_glob: Glob = None,
     ) -> Annotated[CallToolResult, HitsOut]:
         """Code similar to a snippet (`code`) or to the indexed chunk at `path` + `line`.
 
         Returns {"hits":[...]} as sai_search_code does (snippet always capped); the chunk at
         path:line never lists itself. Give code, or path and line (code wins when both are
-        given). min_score 0 shows the raw distribution. Use it to find copies or variants of a
-        function before changing it.
+        given). min_score 0 shows the raw distribution. language and path_glob restrict the
+        chunks compared. Use it to find copies or variants of a function before changing it.
         """
         if code is not None:  # as in the original tool: a snippet overrides a location
             path = line = None
         if path is not None:
             path = _inside_root(self.project, path)
         hits = search.find_similar(
-            self.project, code=code, path=path, line=line, limit=_clamp(limit), min_score=min_score
+            self.project, code=code, path=path, line=line, limit=_clamp(limit), min_score=min_score,
+            language=language, path_glob=path_glob,
         )
         return _result(hits_json(hits))
 
