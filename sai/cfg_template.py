@@ -40,5 +40,6 @@ similarity:
   # find_similar_min_score: 0.85   # default depends on the model (0.70 for all-MiniLM-L6-v2)
   # duplicate_min_score: 0.80      # cosine and token shape; depends on the model (0.75 for all-MiniLM-L6-v2)
   duplicate_min_cluster_size: 2
+  duplicate_metric: duplicate    # duplicate (cosine and token shape) or cosine (the original's plain cosine)
   top_k: 10
 """

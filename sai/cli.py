@@ -83,6 +83,8 @@ def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, metavar="N")
     p.add_argument("--max-clusters", type=int, default=50, metavar="N")
     p.add_argument("--path-glob", metavar="G")
+    p.add_argument("--metric", choices=["duplicate", "cosine"],
+                   help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
     _add_seed(p)
 
 
@@ -179,16 +181,17 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     seeds = _seed_paths(project, args)
-    min_score, size, top_k = search.duplicate_params(
+    params = search.duplicate_params(
         project.config, min_score=args.min_score, min_cluster_size=args.min_cluster_size,
-        top_k=args.top_k,
+        top_k=args.top_k, metric=args.metric,
     )
+    min_score, size, top_k = params.min_score, params.min_cluster_size, params.top_k
     clusters = search.find_duplicates(
         project, min_score=min_score, min_cluster_size=size, top_k=top_k,
-        max_clusters=args.max_clusters, path_glob=args.path_glob, seed_paths=seeds,
+        max_clusters=args.max_clusters, path_glob=args.path_glob, seed_paths=seeds, metric=params.metric,
     )
     payload = duplicates_json(clusters, min_score=min_score, min_cluster_size=size, top_k=top_k,
-                              seeded=seeds is not None)
+                              seeded=seeds is not None, metric=params.metric)
     text = render.duplicate_clusters(clusters, min_score=min_score, min_cluster_size=size, top_k=top_k)
     return _emit(as_json, payload, text)
 

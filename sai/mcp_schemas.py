@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
@@ -100,7 +100,13 @@ Limit = Annotated[int, _arg(f"results to return (default 8, clamped to 1-{MAX_LI
 TopK = Annotated[
     int | None, _arg(f"neighbours per chunk (default from config, clamped 1-{MAX_LIMIT})", **_RANGE)
 ]
-Language = Annotated[str | None, _arg("only chunks of this language: a name (python, typescript) or an extension (py, ts)")]
+Language = Annotated[
+    str | None, _arg("only chunks of this language: a name (python, typescript) or an extension (py, ts)")
+]
+Metric = Annotated[
+    Literal["duplicate", "cosine"] | None,
+    _arg("edge score: duplicate (cosine and token shape, default) or cosine (the original's plain cosine)"),
+]
 Glob = Annotated[str | None, _arg("only paths matching this glob, e.g. src/** or *.py")]
 IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
 Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]

@@ -51,6 +51,7 @@ from sai.mcp_schemas import (
     Language,
     Limit,
     MaybePaths,
+    Metric,
     Mode,
     Paths,
     Query,
@@ -132,26 +133,28 @@ class SaiTools:
 
     def sai_find_duplicates(
         self, min_score: DuplicateScore = None, min_cluster_size: Size = None, top_k: TopK = None,
-        max_clusters: Count = 50, path_glob: Glob = None,
+        max_clusters: Count = 50, path_glob: Glob = None, metric: Metric = None,
     ) -> Annotated[CallToolResult, ClustersOut]:
         """Clusters of near-duplicate code across the index, largest first.
 
         Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
-        and the thresholds used; min_sim/max_sim are duplicate scores (the mean of cosine and
-        token-shape similarity). Needs no embedder (stored vectors and shapes only). Use it to
-        find copy-pasted code worth merging, renamed copies included.
+        and the thresholds used. With metric "duplicate" (default) min_sim/max_sim are duplicate
+        scores (the mean of cosine and token-shape similarity; identical tiny functions score 1);
+        metric "cosine" gives the original tool's plain-cosine edges. Needs no embedder (stored
+        vectors and shapes only). Use it to find copy-pasted code worth merging, renamed copies
+        included.
         """
-        score, size, k = search.duplicate_params(
-            self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k
+        params = search.duplicate_params(
+            self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k,
+            metric=metric,
         )
-        k, size = _clamp(k), max(1, size)
-        clusters = search.find_duplicates(  # clusters come from edges: size 1 finds what 2 finds
-            self.project, min_score=score, min_cluster_size=max(2, size), top_k=k,
-            max_clusters=max(1, max_clusters), path_glob=path_glob,
+        k, size = _clamp(params.top_k), max(1, params.min_cluster_size)
+        clusters = search.find_duplicates(
+            self.project, min_score=params.min_score, min_cluster_size=size, top_k=k,
+            max_clusters=max(1, max_clusters), path_glob=path_glob, metric=params.metric,
         )
-        return _result(
-            duplicates_json(clusters, min_score=score, min_cluster_size=size, top_k=k, seeded=False)
-        )
+        return _result(duplicates_json(clusters, min_score=params.min_score, min_cluster_size=size, top_k=k,
+                                       seeded=False, metric=params.metric))
 
     def sai_index_status(self) -> Annotated[CallToolResult, StatusOut]:
         """What the index holds: {backend,collection,model,vector_dim,chunk_count,chunker,...}.

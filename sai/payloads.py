@@ -56,7 +56,8 @@ def cluster_json(cluster: Cluster) -> dict[str, Any]:
 
 
 def duplicates_json(
-    clusters: list[Cluster], *, min_score: float, min_cluster_size: int, top_k: int, seeded: bool
+    clusters: list[Cluster], *, min_score: float, min_cluster_size: int, top_k: int, seeded: bool,
+    metric: str = "duplicate",
 ) -> dict[str, Any]:
     return {
         "min_score": min_score,
@@ -65,6 +66,7 @@ def duplicates_json(
         "seeded": seeded,
         "count": len(clusters),
         "clusters": [cluster_json(c) for c in clusters],
+        "metric": metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
     }
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sai import files
-from sai.config import Config
-from sai.duplicates import Nesting, Shapes, duplicate_edges, union_find_groups
+from sai.config import DUPLICATE_METRICS, Config
+from sai.duplicates import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.freshness import stale_keys
 from sai.languages import canonical_language
@@ -20,6 +20,7 @@ from sai.store.tables import ChunkRow, Connection
 from sai.store.vectors import VectorTable
 
 MODES = ("hybrid", "semantic", "lexical")
+METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 
 
@@ -186,51 +187,121 @@ def find_duplicates(
     max_clusters: int = 50,
     path_glob: str | None = None,
     seed_paths: list[str] | None = None,
+    metric: str | None = None,
 ) -> list[Cluster]:
-    """Clusters of near-duplicate chunks (SAI-SPEC §7), deterministic in order."""
-    threshold, size, k = duplicate_params(
-        project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k
-    )
-    _check_duplicate_args(threshold, size, k, max_clusters)
+    """Clusters of near-duplicate chunks (docs/design.md, "Duplicates"), deterministic in order.
+
+    `metric` "duplicate" (the default) scores a pair by the mean of cosine and token shape, and
+    pairs chunks too small for a shape when their text is the same (score 1); "cosine" is the
+    original tool's plain cosine over every chunk.
+    """
+    params = duplicate_params(project.config, min_score=min_score, min_cluster_size=min_cluster_size,
+                              top_k=top_k, metric=metric)
+    _check_duplicate_args(params, max_clusters)
     matches = files.compile_glob(path_glob) if path_glob else None  # a bad glob fails first
     with project.store.read() as conn:
         _check(project, conn, None)
         rows, matrix = conn.all_chunks(text=False)
         shapes = Shapes.of(conn.all_shapes())
-    # chunks that may not pair go before the search, so they take no place in a top k:
-    # marked ones, those outside the glob, and those too small to have a shape
-    keep = [i for i, r in enumerate(rows)
-            if not r.no_duplicate and shapes.known[i] and (matches is None or matches(r.path))]
-    if len(keep) < len(rows):  # (copying 100,000 vectors costs 150 MB: only when some go)
-        rows, matrix = [rows[i] for i in keep], matrix[keep] if keep else matrix[:0]
-        shapes = Shapes(shapes.sigs[keep], shapes.known[keep])
-    queries = None
-    if seed_paths is not None:
-        seeds = set(seed_paths)
-        queries = np.array([i for i, r in enumerate(rows) if r.path in seeds], dtype=np.int64)
-    edges = duplicate_edges(
-        matrix, shapes, top_k=k, min_score=threshold, queries=queries, nesting=_nesting(rows)
-    )
+        # marked chunks and those outside the glob go before the search: they take no place in a top k
+        eligible = [i for i, r in enumerate(rows) if not r.no_duplicate and (matches is None or matches(r.path))]
+        tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
+        texts = conn.chunk_texts([rows[i].id for i in tiny])
+    if params.metric == "cosine":
+        chosen, edges = _cosine_edges(rows, matrix, eligible, params, seed_paths)
+    else:
+        shaped = [i for i in eligible if shapes.known[i]]
+        chosen = shaped + tiny
+        edges = Edges.concat([
+            _shape_edges(rows, matrix, shapes, shaped, params, seed_paths),
+            _identical_edges([rows[i] for i in tiny], texts, offset=len(shaped), seeds=seed_paths),
+        ])
+    rows = [rows[i] for i in chosen]
     clusters = [_cluster(rows, m, lo, hi) for m, lo, hi in union_find_groups(len(rows), edges)]
-    clusters = [c for c in clusters if c.size >= size]
+    clusters = [c for c in clusters if c.size >= params.min_cluster_size]
     clusters.sort(key=lambda c: (-c.size, -c.max_sim, _member_key(c.members[0])))
     return clusters[: max(0, int(max_clusters))]
 
 
+@dataclass(frozen=True)
+class DuplicateParams:
+    min_score: float
+    min_cluster_size: int
+    top_k: int
+    metric: str
+
+
 def duplicate_params(
-    config: Config, *, min_score: float | None, min_cluster_size: int | None, top_k: int | None
-) -> tuple[float, int, int]:
-    """(min_score, min_cluster_size, top_k): the values given, else the config's (per model)."""
-    return (
-        config.duplicate_min_score if min_score is None else float(min_score),
-        config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size),
-        config.top_k if top_k is None else int(top_k),
+    config: Config, *, min_score: float | None, min_cluster_size: int | None, top_k: int | None,
+    metric: str | None = None,
+) -> DuplicateParams:
+    """The values given, else the config's (per model, and per metric for min_score)."""
+    chosen = metric or config.duplicate_metric
+    if chosen not in METRICS:
+        raise UsageError(f"unknown metric '{chosen}'; choose one of: {', '.join(METRICS)}")
+    default = config.duplicate_cosine_min_score if chosen == "cosine" else config.duplicate_min_score
+    return DuplicateParams(
+        min_score=default if min_score is None else float(min_score),
+        min_cluster_size=config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size),
+        top_k=config.top_k if top_k is None else int(top_k),
+        metric=chosen,
     )
 
 
-def _check_duplicate_args(min_score: float, size: int, top_k: int, max_clusters: int) -> None:
+def _seed_rows(rows: list[ChunkRow], chosen: list[int], seed_paths: list[str] | None) -> np.ndarray | None:
+    """Positions in `chosen` of the seed files' chunks (None: not seeded)."""
+    if seed_paths is None:
+        return None
+    seeds = set(seed_paths)
+    return np.array([k for k, i in enumerate(chosen) if rows[i].path in seeds], dtype=np.int64)
+
+
+def _cosine_edges(
+    rows: list[ChunkRow], matrix: np.ndarray, chosen: list[int], params: DuplicateParams, seeds: list[str] | None
+) -> tuple[list[int], Edges]:
+    subset = matrix[chosen] if len(chosen) < len(rows) else matrix  # (a copy costs 150 MB at 100k)
+    edges = neighbour_edges(subset, top_k=params.top_k, min_score=params.min_score,
+                            queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
+    return chosen, edges
+
+
+def _shape_edges(
+    rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, chosen: list[int], params: DuplicateParams,
+    seeds: list[str] | None,
+) -> Edges:
+    if len(chosen) < len(rows):
+        matrix, shapes = matrix[chosen] if chosen else matrix[:0], Shapes(shapes.sigs[chosen], shapes.known[chosen])
+    return duplicate_edges(matrix, shapes, top_k=params.top_k, min_score=params.min_score,
+                           queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
+
+
+def _identical_edges(
+    tiny: list[ChunkRow], texts: dict[int, str], *, offset: int, seeds: list[str] | None
+) -> Edges:
+    """Chunks too small for a shape whose text, line by line stripped, is the same: a chain of
+    score-1 edges per group (from a seed file's chunk when seeded). Nested chunks never pair."""
+    groups: dict[str, list[int]] = {}
+    for k, row in enumerate(tiny):
+        lines = [line.strip() for line in texts.get(row.id, "").split("\n")]
+        groups.setdefault("\n".join(line for line in lines if line), []).append(k)
+    seeded = None if seeds is None else set(seeds)
+    nesting = _nesting(tiny)
+    i, j = [], []
+    for members in groups.values():
+        if len(members) < 2 or (seeded is not None and not any(tiny[m].path in seeded for m in members)):
+            continue
+        i += members[:-1]
+        j += members[1:]
+    a, b = np.array(i, dtype=np.int64), np.array(j, dtype=np.int64)
+    keep = ~nesting.excluded(a, b) if len(a) else np.zeros(0, dtype=bool)
+    return Edges(a[keep] + offset, b[keep] + offset, np.ones(int(keep.sum()), dtype=np.float32))
+
+
+def _check_duplicate_args(params: DuplicateParams, max_clusters: int) -> None:
+    min_score, size, top_k = params.min_score, params.min_cluster_size, params.top_k
     if not -1.0 <= min_score <= 1.0:
-        raise UsageError(f"min_score {min_score} is not a duplicate score; give a value in [-1, 1]")
+        kind = "cosine" if params.metric == "cosine" else "duplicate score"
+        raise UsageError(f"min_score {min_score} is not a {kind}; give a value in [-1, 1]")
     if size < 1:
         raise UsageError(f"min_cluster_size {size} is too small; give 1 or more (a cluster has at least 2 members)")
     if top_k < 1 or max_clusters < 1:

@@ -198,7 +198,8 @@ def test_duplicates_json_has_the_contract_shape(project, capsys):
     code, out, _ = run_cli(capsys, "duplicates", "--json", "--min-score", "0.93", "--top-k", "8")
     assert code == 0 and out.count("\n") == 1
     payload = json.loads(out)
-    assert list(payload) == ["min_score", "min_cluster_size", "top_k", "seeded", "count", "clusters"]
+    assert list(payload) == ["min_score", "min_cluster_size", "top_k", "seeded", "count", "clusters", "metric"]
+    assert payload["metric"] == "duplicate"
     assert payload["min_score"] == 0.93 and payload["min_cluster_size"] == 2
     assert payload["top_k"] == 8 and payload["seeded"] is False and payload["count"] == 3
     first = payload["clusters"][0]
