@@ -697,6 +697,17 @@ def test_bad_paths_for_refresh_sync_and_similar_are_one_error_line(
     assert status_of(capsys)["chunk_count"] == 3  # nothing was removed
 
 
+def test_config_and_output_paths_with_a_nul_byte_are_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = sai(capsys, "init", "--yes", "--output", "a\x00.yml")
+    assert_one_error_line(result, "error: --output a\\x00.yml contains a NUL byte", code=2)
+    result = sai(capsys, "status", "--config", "a\x00.yml")
+    assert_one_error_line(result, "error: config file 'a\\x00.yml' cannot be resolved")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_closed_stdout_ends_quietly(project: Path) -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before sai writes: `sai --json status | head -c 0`
