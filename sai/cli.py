@@ -13,9 +13,11 @@ from typing import Any
 from sai import indexer, render, search
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
+from sai.files import key_for
 from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
 from sai.progress import ProgressReporter
 from sai.project import Project
+from sai.render import printable
 
 S = argparse.SUPPRESS
 
@@ -100,22 +102,72 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
-    logging.basicConfig(stream=sys.stderr, format="sai: %(message)s",
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_PrintableFormatter("sai: %(message)s"))
+    logging.basicConfig(handlers=[handler],
                         level=logging.DEBUG if opts["verbose"] else logging.WARNING)
     for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return _dispatch(args, opts)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(exc)}", file=sys.stderr)
         return 2
     except SaiError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(exc)}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return _reader_gone()
     except KeyboardInterrupt:
         print("error: interrupted; finished batches are kept — run `sai` again to complete the index",
               file=sys.stderr)
         return 130
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Log lines name files: their control characters are shown escaped, as in every output."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        return printable(super().formatMessage(record))
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away (`sai --json | head -c 10`): stop quietly, as `cat` does.
+
+    stdout is pointed at /dev/null so that the flush at exit cannot fail again (the recipe of
+    the Python docs, "Note on SIGPIPE"); 141 is what a shell reports for a tool ended by SIGPIPE.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+    return 141
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Refuse text arguments the core would only see after indexing or loading a model."""
+    query = getattr(args, "query", None)
+    if query is not None:
+        _check_utf8("the query", query)
+        if not query.strip():
+            raise UsageError("--query is empty; give a few words describing the code you want")
+    if getattr(args, "code", None) is not None:
+        _check_utf8("the --code snippet", args.code)
+    min_score = getattr(args, "min_score", None)
+    if args.command == "similar" and min_score is not None and not -1.0 <= min_score <= 1.0:
+        raise UsageError(f"--min-score {min_score} is not a cosine similarity; give a value in [-1, 1]")
+
+
+def _check_utf8(what: str, text: str) -> None:
+    """Bytes that are not UTF-8 reach argv as lone surrogates (surrogateescape): refuse them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = printable(text[exc.start:exc.end])
+        raise UsageError(
+            f"{what} is not valid UTF-8 text (it holds the bytes {bad}); pass it in UTF-8"
+        ) from None
 
 
 def _load(args: argparse.Namespace) -> Project:
@@ -129,12 +181,13 @@ def _load(args: argparse.Namespace) -> Project:
     config = load_config(config_file=getattr(args, "config", None), flags=flags,
                          env=os.environ, cwd=Path.cwd())
     if config.config_path is None and not getattr(args, "silent", False):
-        print(f"note: no sai-cfg.yml found; using built-in defaults (root {config.root})",
+        print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)
     return Project(config)
 
 
 def _dispatch(args: argparse.Namespace, opts: dict[str, Any]) -> int:
+    _check_args(args)
     if args.command == "init":
         return _init(args)
     project = _load(args)
@@ -197,11 +250,10 @@ def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> in
 
 
 def _seed_paths(project: Project, args: argparse.Namespace) -> list[str] | None:
-    from sai.files import key_for
     from sai.gitchanges import changed_files
 
     if args.files:
-        return [key_for(project.config, p) for p in args.files]
+        return _file_keys(project, args.files)
     if args.since or args.staged:
         return changed_files(project.config.root, since=args.since, staged=args.staged)
     return None
@@ -211,7 +263,11 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.code is not None and (args.path is not None or args.line is not None):
         raise UsageError("give either --code or --path with --line, not both")
     min_score = project.config.find_similar_min_score if args.min_score is None else args.min_score
-    hits = search.find_similar(project, code=args.code, path=args.path, line=args.line,
+    path = args.path
+    if path is not None:
+        key = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
+        path = str(project.config.root / key)
+    hits = search.find_similar(project, code=args.code, path=path, line=args.line,
                                limit=max(1, args.limit), min_score=min_score)
     return _emit(as_json, hits_json(hits), render.similar_results(hits, min_score=min_score))
 
@@ -222,13 +278,48 @@ def _status(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _sync(project: Project, args: argparse.Namespace, as_json: bool) -> int:
-    report = indexer.sync(project, since=args.since, staged=args.staged, paths=args.files)
+    paths = _absolute(project, _file_keys(project, args.files)) if args.files else None
+    report = indexer.sync(project, since=args.since, staged=args.staged, paths=paths)
     return _emit(as_json, refresh_json(report, note_when_empty=True), render.sync_report(report))
 
 
 def _refresh(project: Project, args: argparse.Namespace, as_json: bool) -> int:
-    report = indexer.refresh(project, args.paths)
+    report = indexer.refresh(project, _absolute(project, _file_keys(project, args.paths)))
     return _emit(as_json, refresh_json(report), render.sync_report(report))
+
+
+def _file_keys(project: Project, paths: list[str]) -> list[str]:
+    """Keys of the files the user named, relative to the cwd or to the root (as hits name them)."""
+    indexed = _IndexedKeys(project)
+    keys = []
+    for path in paths:
+        key = key_for(project.config, path, root_relative=True, indexed=indexed)
+        if (project.config.root / key).is_dir():
+            raise UsageError(f"path {path} is a directory; give files")
+        keys.append(key)
+    return keys
+
+
+def _absolute(project: Project, keys: list[str]) -> list[str]:
+    """Keys as absolute paths: the core reads a relative path against the cwd."""
+    return [str(project.config.root / key) for key in keys]
+
+
+class _IndexedKeys:
+    """The keys of the indexed files, read on first use: a path present on disk never needs them."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.keys: set[str] | None = None
+
+    def __contains__(self, key: object) -> bool:
+        if self.keys is None:
+            store = self.project.store
+            self.keys = set()
+            if store.exists:
+                with store.read() as conn:
+                    self.keys = set(conn.files()) if conn.has_collection() else set()
+        return key in self.keys
 
 
 def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
@@ -264,6 +355,8 @@ def _init(args: argparse.Namespace) -> int:
         target.write_text(TEMPLATE, encoding="utf-8")
     except OSError as exc:
         raise SaiError(f"cannot write {target}: {exc.strerror}; choose another --output") from exc
+    except ValueError:  # an embedded NUL byte
+        raise UsageError(f"--output {target} contains a NUL byte; choose another path") from None
     return _emit(bool(getattr(args, "json", False)), {"wrote": str(target)}, f"wrote {target}\n")
 
 

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -132,7 +134,10 @@ def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path) ->
     """The config file to read: --config, else SAI_CONFIG, else sai-cfg.yml/.yaml in cwd."""
     chosen = explicit or env.get("SAI_CONFIG")
     if chosen:
-        path = (cwd / chosen).resolve()
+        try:
+            path = (cwd / chosen).resolve()
+        except (ValueError, OSError, RuntimeError):  # a NUL byte; a symlink loop
+            raise ConfigError(f"config file {chosen!r} cannot be resolved; pass an existing file") from None
         if not path.is_file():
             raise ConfigError(f"config file {chosen} not found; pass an existing file or run `sai init`")
         return path
@@ -189,6 +194,15 @@ def _check_type(key: str, value: Any, *, source: str) -> None:
     if not ok:
         names = " or ".join("list" if t is list else t.__name__ for t in types)
         raise ConfigError(f"{source}: key '{key}' must be {names}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{source}: key '{key}' must be a finite number, got {value}")
+    if isinstance(value, list):
+        wrong = [item for item in value if not isinstance(item, str)]
+        if wrong:
+            raise ConfigError(
+                f"{source}: key '{key}' must be a list of strings, got the item {wrong[0]!r}; "
+                "quote it or remove it"
+            )
 
 
 def load_config(
@@ -242,9 +256,10 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
                 "ollama.timeout_s", "vector_dim"):
         if v[key] is not None and v[key] <= 0:
             raise ConfigError(f"{where(key)}: key '{key}' must be a positive number, got {v[key]}")
-    root = (base / v["root"]).resolve()
-    if not root.is_dir():
-        raise ConfigError(f"project root {root} is not a directory; fix `root` ({where('root')})")
+    if v["duckdb.lock_timeout_s"] < 0:
+        raise ConfigError(f"{where('duckdb.lock_timeout_s')}: key 'duckdb.lock_timeout_s' must be "
+                          f"0 or more seconds, got {v['duckdb.lock_timeout_s']}")
+    root = project_root(base, v["root"], where("root"))
     ext = v["ext"] if v["ext"] is not None else list(DEFAULT_EXTS)
     ext = normalize_exts(ext.split(",") if isinstance(ext, str) else [str(e) for e in ext])
     if not ext:
@@ -294,13 +309,36 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
     )
 
 
+def project_root(base: Path, root: str, where: str) -> Path:
+    """`root` resolved against `base`: an existing directory this process can list."""
+    try:
+        resolved = (base / root).resolve()
+    except ValueError:  # an embedded NUL byte
+        raise ConfigError(f"project root {root!r} contains a NUL byte; fix `root` ({where})") from None
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop before Python 3.13
+        raise ConfigError(f"project root {root} cannot be resolved ({_reason(exc)}); "
+                          f"fix `root` ({where})") from None
+    if not resolved.is_dir():
+        raise ConfigError(f"project root {resolved} is not a directory; fix `root` ({where})")
+    try:
+        os.scandir(resolved).close()
+    except OSError as exc:
+        raise ConfigError(f"project root {resolved} cannot be read ({exc.strerror}); "
+                          f"fix its permissions or `root` ({where})") from None
+    return resolved
+
+
+def _reason(exc: BaseException) -> str:
+    return "a symlink loop" if isinstance(exc, RuntimeError) else str(exc.strerror or exc)
+
+
 def _check_similarity(v: dict[str, Any], where: Callable[[str], str]) -> None:
     for key in ("similarity.find_similar_min_score", "similarity.duplicate_min_score"):
         if v[key] is not None and not -1.0 <= v[key] <= 1.0:
             raise ConfigError(f"{where(key)}: key '{key}' must be a similarity in [-1, 1], got {v[key]}")
     key = "similarity.duplicate_min_cluster_size"
-    if v[key] < 2:
-        raise ConfigError(f"{where(key)}: key '{key}' must be at least 2")
+    if v[key] < 1:
+        raise ConfigError(f"{where(key)}: key '{key}' must be at least 1, got {v[key]}")
 
 
 def model_family(model: str) -> str:

@@ -16,11 +16,12 @@ Nothing here follows symlinks, and no bad file makes the walk raise.
 from __future__ import annotations
 
 import codecs
+import errno
 import functools
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -302,18 +303,50 @@ def read_source(source: SourceFile, config: Config) -> str:
     return data.decode("utf-8")
 
 
-def key_for(config: Config, path: str | Path, *, cwd: Path | None = None) -> str:
+def key_for(
+    config: Config,
+    path: str | Path,
+    *,
+    cwd: Path | None = None,
+    root_relative: bool = False,
+    indexed: Container[str] = (),
+) -> str:
     """The key of a user-given path (relative to `cwd`, default the process cwd, or absolute).
 
-    '..' and symlinks are resolved first; a path resolving outside the root is refused.
+    '..' and symlinks are resolved first; a path resolving outside the root is refused. With
+    `root_relative` (the front ends), a relative path may also be a key, as hits name files:
+    the first of cwd/path and root/path that exists wins, then the first whose key is in
+    `indexed`; when neither, cwd/path if it lies inside the root, else root/path.
     """
-    resolved = ((cwd if cwd is not None else Path.cwd()) / path).resolve()
-    try:
-        relative = resolved.relative_to(config.root)
-    except ValueError:
+    base = cwd if cwd is not None else Path.cwd()
+    if not root_relative or Path(path).is_absolute():
+        return _key_of(config, path, base / path)
+    candidates = (base / path, config.root / path)
+    for candidate in candidates:
+        if os.path.lexists(candidate):
+            return _key_of(config, path, candidate)
+    keys = [_key_inside(config, path, candidate) for candidate in candidates]
+    for key in keys:
+        if key is not None and key in indexed:
+            return key
+    return keys[0] if keys[0] is not None else _key_of(config, path, candidates[1])
+
+
+def _key_of(config: Config, path: str | Path, candidate: Path) -> str:
+    key = _key_inside(config, path, candidate)
+    if key is None:
         raise OutsideRootError(
             f"path {path} is outside the project root {config.root}; give a path inside it"
-        ) from None
+        )
+    return key
+
+
+def _key_inside(config: Config, path: str | Path, candidate: Path) -> str | None:
+    """The key of `candidate` once resolved; None outside the root."""
+    try:
+        relative = _resolve(path, candidate).relative_to(config.root)
+    except ValueError:
+        return None
     if not relative.parts:
         raise UsageError(f"path {path} is the project root itself; give a file inside it")
     return relative.as_posix()
@@ -322,6 +355,19 @@ def key_for(config: Config, path: str | Path, *, cwd: Path | None = None) -> str
 def compile_glob(pattern: str) -> Callable[[str], bool]:
     """A predicate on keys for one glob (see glob_match)."""
     return lambda key: glob_match(pattern, key)
+
+
+def _resolve(path: str | Path, candidate: Path) -> Path:
+    """`candidate` resolved; a NUL byte or a symlink loop is a one-line error, not a traceback."""
+    try:
+        return candidate.resolve()
+    except ValueError:  # os functions refuse an embedded NUL byte
+        raise UsageError(f"path {path} contains a NUL byte; give a real file path") from None
+    except RuntimeError:  # Python < 3.13 reports a symlink loop this way
+        raise SaiError(f"path {path} is a symlink loop; give a real file") from None
+    except OSError as exc:
+        what = "is a symlink loop" if exc.errno == errno.ELOOP else f"cannot be resolved ({exc.strerror})"
+        raise SaiError(f"path {path} {what}; give a real file") from None
 
 
 def glob_match(pattern: str, key: str) -> bool:

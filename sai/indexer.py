@@ -251,11 +251,13 @@ def refresh(project: Project, paths: list[str]) -> RefreshReport:
     keys = list(dict.fromkeys(files.key_for(project.config, p) for p in paths))
     run = _Run(project)
     run.load_state()
-    sources, gone = [], []
+    sources, gone, not_found = [], [], []
     for key in keys:
         checked = files.check_file(project.config, key)
         if isinstance(checked, SourceFile):
             sources.append(checked)
+        elif checked == "missing" and key not in run.stored:
+            not_found.append(key)  # neither on disk nor indexed: a typo, not a removal
         else:
             gone.append(PathResult(path=key, removed_reason=checked))
     for source in sources:
@@ -270,7 +272,7 @@ def refresh(project: Project, paths: list[str]) -> RefreshReport:
         PathResult(path=k, chunks=run.stored[k].chunk_count if k in run.stored else 0)
         for k in keys if k in done
     )
-    return RefreshReport(refreshed=refreshed, removed=tuple(gone))
+    return RefreshReport(refreshed=refreshed, removed=tuple(gone), not_found=tuple(not_found))
 
 
 def flush(project: Project) -> bool:

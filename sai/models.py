@@ -115,5 +115,8 @@ class PathResult:
 
 @dataclass(frozen=True)
 class RefreshReport:
+    """What refresh/sync did; `not_found`: keys neither on disk nor in the index (a typo)."""
+
     refreshed: tuple[PathResult, ...] = field(default_factory=tuple)
     removed: tuple[PathResult, ...] = field(default_factory=tuple)
+    not_found: tuple[str, ...] = field(default_factory=tuple)

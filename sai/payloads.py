@@ -92,6 +92,8 @@ def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> dic
         "refreshed": [{"path": r.path, "chunks": r.chunks} for r in report.refreshed],
         "removed": [r.path for r in report.removed],
     }
-    if note_when_empty and not report.refreshed and not report.removed:
+    if report.not_found:
+        out["not_found"] = list(report.not_found)
+    if note_when_empty and not report.refreshed and not report.removed and not report.not_found:
         out["note"] = "no changed files"
     return out

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 from sai.config import Config
 from sai.files import WalkResult
 from sai.models import Cluster, Hit, IndexReport, RefreshReport
 
 SAMPLE = 15
+# C0 and C1 controls, DEL, lone surrogates (undecodable bytes of a file name) and the line and
+# paragraph separators: a file named with an ANSI escape must not repaint the terminal.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def printable(text: object) -> str:
+    """`text` with control characters shown escaped (`\\x1b`, `\\n`), safe to print on one line."""
+    return _UNPRINTABLE.sub(_escape, str(text))
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return repr(match.group())[1:-1] if code < 0x100 else f"\\u{code:04x}"
 
 
 def number(value: float) -> str:
@@ -16,12 +33,16 @@ def number(value: float) -> str:
 
 
 def query_results(query: str, hits: list[Hit]) -> str:
-    rows = [f"  {h.score:.4f}  {h.path}:{h.start_line}-{h.end_line}" for h in hits]
-    return "\n".join([f"top {len(hits)} for: {query}", "", *rows]) + "\n"
+    rows = [f"  {h.score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}" for h in hits]
+    return "\n".join([f"top {len(hits)} for: {printable(query)}", "", *rows]) + "\n"
+
+
+def _located(path: str, start: int, end: int, symbol: str | None) -> str:
+    return f"{printable(path)}:{start}-{end}  {printable(symbol or '')}"
 
 
 def similar_results(hits: list[Hit], *, min_score: float) -> str:
-    rows = [f"  {h.score:.4f}  {h.path}:{h.start_line}-{h.end_line}  {h.symbol or ''}" for h in hits]
+    rows = [f"  {h.score:.4f}  {_located(h.path, h.start_line, h.end_line, h.symbol)}" for h in hits]
     return "\n".join([f"{len(hits)} similar (min_score {number(min_score)}):", *rows]) + "\n"
 
 
@@ -34,17 +55,17 @@ def duplicate_clusters(
     lines = [f"{len(clusters)} near-duplicate cluster(s) ({params}):"]
     for c in clusters:
         lines.append(f"cluster (size {c.size}, sim {c.min_sim:.4f}..{c.max_sim:.4f}):")
-        lines += [f"  {m.path}:{m.start_line}-{m.end_line}  {m.symbol or ''}" for m in c.members]
+        lines += [f"  {_located(m.path, m.start_line, m.end_line, m.symbol)}" for m in c.members]
     return "\n".join(lines) + "\n"
 
 
 def status_lines(payload: dict[str, object]) -> str:
-    return "".join(f"{k}: {'' if v is None else v}\n" for k, v in payload.items())
+    return "".join(f"{k}: {'' if v is None else printable(v)}\n" for k, v in payload.items())
 
 
 def index_summary(report: IndexReport, config: Config) -> str:
     return (
-        f"indexed {report.chunks} chunks from {report.files} {'/'.join(config.ext)} file(s) "
+        f"indexed {report.chunks} chunks from {report.files} {printable('/'.join(config.ext))} file(s) "
         f"into '{config.collection}' ({report.skipped} file(s) skipped by config)"
         f" — {report.embedded} chunk(s) embedded, {report.unchanged} unchanged, "
         f"{report.removed} removed\n"
@@ -52,14 +73,16 @@ def index_summary(report: IndexReport, config: Config) -> str:
 
 
 def sync_report(report: RefreshReport) -> str:
-    if not report.refreshed and not report.removed:
+    if not report.refreshed and not report.removed and not report.not_found:
         return "sync: no changed files\n"
-    lines = [f"  + {r.path} ({r.chunks} chunks)" for r in report.refreshed]
-    lines += [f"  - {r.path} ({r.removed_reason})" for r in report.removed]
+    lines = [f"  + {printable(r.path)} ({r.chunks} chunks)" for r in report.refreshed]
+    lines += [f"  - {printable(r.path)} ({r.removed_reason})" for r in report.removed]
+    lines += [f"  ? {printable(key)} (not found)" for key in report.not_found]
     total = sum(r.chunks or 0 for r in report.refreshed)
+    missing = f", {len(report.not_found)} not found" if report.not_found else ""
     lines.append(
         f"sync: {len(report.refreshed)} file(s) re-indexed ({total} chunks), "
-        f"{len(report.removed)} file(s) removed"
+        f"{len(report.removed)} file(s) removed{missing}"
     )
     return "\n".join(lines) + "\n"
 
@@ -69,7 +92,7 @@ def dry_run(walk: WalkResult, config: Config) -> str:
     for _, reason in walk.excluded:
         reasons[reason] = reasons.get(reason, 0) + 1
     lines = [
-        f"DRY RUN — root '{config.root}', ext {'/'.join(config.ext)}",
+        f"DRY RUN — root '{printable(config.root)}', ext {printable('/'.join(config.ext))}",
         f"collection '{config.collection}', model '{config.model}'",
         f"strip_comments: {str(config.strip_comments).lower()}   "
         f"skip_generated_marker: {str(config.skip_generated_marker).lower()}",
@@ -79,8 +102,8 @@ def dry_run(walk: WalkResult, config: Config) -> str:
     ]
     lines += [f"  excluded by {reason}: {count}" for reason, count in sorted(reasons.items())]
     lines.append("sample excluded:")
-    lines += [f"  - {key}  [{reason}]" for key, reason in walk.excluded[:SAMPLE]]
+    lines += [f"  - {printable(key)}  [{reason}]" for key, reason in walk.excluded[:SAMPLE]]
     lines.append("sample included:")
-    lines += [f"  + {source.key}" for source in walk.included[:SAMPLE]]
+    lines += [f"  + {printable(source.key)}" for source in walk.included[:SAMPLE]]
     return "\n".join(lines) + "\n"
 

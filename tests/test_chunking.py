@@ -510,6 +510,26 @@ def test_line_windows_respect_the_byte_budget() -> None:
     assert (chunks[0].start_line, chunks[0].end_line) == (1, 10)  # 10 lines of 100 bytes
 
 
+def test_a_single_line_over_the_budget_is_cut_into_pieces_of_that_line() -> None:
+    line = "x = '" + "é" * 3 + "ab€" * 187_600 + "'"  # 938 KB on one line (a minified file)
+    chunks = LineChunker(max_chunk_chars=2000).chunk("f", f"a = 1\n{line}\nb = 2\n", None)
+    pieces = [c for c in chunks if c.start_line == 2]
+    assert len(line.encode()) > 938_000 and len(pieces) >= 470
+    assert all(len(c.text.encode()) <= 2000 and c.end_line == 2 for c in pieces)
+    assert "".join(c.text for c in pieces) == line  # every cut falls between characters
+    assert [(c.start_line, c.end_line, c.text) for c in (chunks[0], chunks[-1])] == [
+        (1, 1, "a = 1"), (3, 3, "b = 2"),
+    ]
+
+
+def test_ast_chunks_of_an_over_budget_line_stay_within_the_budget() -> None:
+    text = "def big():\n    return '" + "ab€" * 1000 + "'\n"
+    chunks = ast_chunks(text, "python", max_chunk_chars=900)
+    assert all(len(c.text.encode()) <= 900 for c in chunks)
+    assert [c.start_line for c in chunks if c.start_line == c.end_line == 2][1:]  # several pieces
+    assert all(c.symbol == "big" for c in chunks)
+
+
 def test_whitespace_only_line_windows_are_skipped() -> None:
     text = "first\n" + "   \n" * 200 + "last\n"
     chunks = LineChunker().chunk("f", text, None)

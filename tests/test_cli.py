@@ -585,3 +585,210 @@ def test_process_errors_are_one_line_without_traceback(
     result = sai_process(tmp_path, *args)
     expected_code = 2 if args[0] == "similar" else 1
     assert_one_error_line(result, fragment, code=expected_code)
+
+
+# --- bad input: one line, the right exit code ------------------------------------------------
+
+
+@pytest.mark.parametrize("score", ["7", "-1.5", "nan", "inf"])
+def test_similar_min_score_outside_a_cosine_range_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str], score: str
+) -> None:
+    result = sai(capsys, "similar", "--code", "x = 1", "--min-score", score)
+    assert_one_error_line(result, f"--min-score {float(score)} is not a cosine similarity", code=2)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--min-score", "7"), "min_score 7.0 is not a duplicate score; give a value in [-1, 1]"),
+        (("--min-score", "nan"), "min_score nan is not a duplicate score"),
+        (("--top-k", "0"), "top_k and max_clusters must be at least 1"),
+        (("--max-clusters", "0"), "top_k and max_clusters must be at least 1"),
+        (("--min-cluster-size", "0"), "min_cluster_size 0 is too small"),
+    ],
+)
+def test_duplicates_with_bad_numbers_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], fragment: str
+) -> None:
+    assert_one_error_line(sai(capsys, "duplicates", *args), fragment, code=2)
+
+
+@pytest.mark.parametrize("args", [("--query", ""), ("--query", "  "), ("--query", "", "--query-only")])
+def test_an_empty_query_says_so_before_indexing(
+    project: Path, ollama_server: OllamaStandIn, capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...],
+) -> None:
+    line = assert_one_error_line(sai(capsys, *args), "", code=2)
+    assert line == "error: --query is empty; give a few words describing the code you want"
+    assert ollama_server.requests == 0 and not (project / ".index").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (("--query", "find \udcff\udcfe", "--embedder", "local"), "the query"),
+        (("--query", "\udcff", "--query-only"), "the query"),
+        (("similar", "--code", "x = '\udce9'", "--embedder", "local"), "the --code snippet"),
+    ],
+)
+def test_a_query_or_snippet_that_is_not_utf8_is_refused_before_any_embedder(
+    project: Path, ollama_server: OllamaStandIn, capsys: pytest.CaptureFixture[str],
+    args: tuple[str, ...], what: str,
+) -> None:
+    fragment = f"error: {what} is not valid UTF-8 text (it holds the bytes \\x"
+    line = assert_one_error_line(sai(capsys, *args), fragment, code=2)
+    assert line.endswith("); pass it in UTF-8")
+    assert ollama_server.requests == 0 and not (project / ".index").exists()
+
+
+def test_process_refuses_a_query_of_raw_bytes_in_one_line(project: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SAI_", "OLLAMA_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "sai", "--embedder", "local", "--query", b"\xff\xfe"],
+        cwd=project, env=env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr == (b"error: the query is not valid UTF-8 text (it holds the bytes "
+                           b"\\xff\\xfe); pass it in UTF-8\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--root", "src/auth.py", "status"), "src/auth.py is not a directory; fix `root` (command line)"),
+        (("--root", "loop", "status"), "cannot be resolved (a symlink loop); fix `root`"),
+        (("--root", "a\x00b", "status"), "/proj/a\\x00b' contains a NUL byte; fix `root`"),
+    ],
+)
+def test_a_bad_root_is_one_error_line(
+    project: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], fragment: str
+) -> None:
+    (project / "loop").symlink_to("loop")
+    assert_one_error_line(sai(capsys, *args), fragment)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a directory whatever its mode")
+def test_an_unreadable_root_is_one_error_line(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "locked").mkdir(mode=0)
+    assert_one_error_line(sai(capsys, "--root", "locked", "status"), "cannot be read (Permission denied)")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment", "code"),
+    [
+        (("refresh", "loop"), "error: path loop is a symlink loop; give a real file", 1),
+        (("sync", "--file", "loop"), "error: path loop is a symlink loop; give a real file", 1),
+        (("similar", "--path", "loop", "--line", "1"), "error: path loop is a symlink loop", 1),
+        (("refresh", "src/a\x00.py"), "error: path src/a\\x00.py contains a NUL byte", 2),
+        (("refresh", "src"), "error: path src is a directory; give files", 2),
+        (("sync", "--file", "src/"), "error: path src/ is a directory; give files", 2),
+        (("duplicates", "--file", "."), "error: path . is the project root itself", 2),
+    ],
+)
+def test_bad_paths_for_refresh_sync_and_similar_are_one_error_line(
+    indexed: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], fragment: str,
+    code: int,
+) -> None:
+    (indexed / "loop").symlink_to("loop")
+    assert_one_error_line(sai(capsys, *args), fragment, code=code)
+    assert status_of(capsys)["chunk_count"] == 3  # nothing was removed
+
+
+def test_config_and_output_paths_with_a_nul_byte_are_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = sai(capsys, "init", "--yes", "--output", "a\x00.yml")
+    assert_one_error_line(result, "error: --output a\\x00.yml contains a NUL byte", code=2)
+    result = sai(capsys, "status", "--config", "a\x00.yml")
+    assert_one_error_line(result, "error: config file 'a\\x00.yml' cannot be resolved")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_stdout_ends_quietly(project: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before sai writes: `sai --json status | head -c 0`
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SAI_", "OLLAMA_"))}
+    try:
+        done = subprocess.run([sys.executable, "-m", "sai", "--json", "status"], cwd=project,
+                              env=env, stdout=write_end, stderr=subprocess.PIPE, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")
+
+
+def test_control_characters_in_paths_symbols_and_errors_are_shown_escaped(
+    indexed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evil = "src/\x1b[2Jevil.py"
+    (indexed / evil).write_text("def wipe\x7f():\n    return 'screen'\n")
+    refreshed = sai(capsys, "refresh", evil)
+    assert refreshed.code == 0, refreshed.err
+    assert refreshed.out.startswith("  + src/\\x1b[2Jevil.py (1 chunks)\n")
+    found = sai(capsys, "--query", "wipe \x1b[31m", "--query-only", "--mode", "lexical")
+    assert found.code == 0, found.err
+    assert "top 1 for: wipe \\x1b[31m\n" in found.out and "  src/\\x1b[2Jevil.py:1-2" in found.out
+    assert "\x1b" not in found.out and "\x7f" not in found.out
+    as_json = sai(capsys, "--query", "wipe", "--query-only", "--mode", "lexical", "--json")
+    assert json.loads(as_json.out)["hits"][0]["path"] == evil  # JSON escapes on its own
+    result = sai(capsys, "similar", "--path", "src/\x1b]0;x\x07.py", "--line", "1")
+    assert_one_error_line(result, "error: no indexed chunk at src/\\x1b]0;x\\x07.py:1")
+
+
+# --- paths: relative to the cwd or to the root --------------------------------------------------
+
+
+def test_refresh_reads_a_path_against_the_cwd_or_as_a_key(
+    indexed: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(indexed / "src")
+    monkeypatch.setenv("SAI_CONFIG", str(indexed / "sai-cfg.yml"))
+    result = sai(capsys, "refresh", "src/auth.py", "db.py", str(indexed / "src" / "util.py"))
+    assert result.code == 0, result.err
+    assert result.out == (
+        "  + src/auth.py (1 chunks)\n  + src/db.py (1 chunks)\n  + src/util.py (1 chunks)\n"
+        "sync: 3 file(s) re-indexed (3 chunks), 0 file(s) removed\n"
+    )
+    (indexed / "src" / "db.py").unlink()
+    removed = sai(capsys, "refresh", "src/db.py")
+    assert removed.out == "  - src/db.py (missing)\nsync: 0 file(s) re-indexed (0 chunks), 1 file(s) removed\n"
+
+
+def test_a_path_neither_on_disk_nor_indexed_is_not_found_not_removed(
+    indexed: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(indexed / "src")
+    monkeypatch.setenv("SAI_CONFIG", str(indexed / "sai-cfg.yml"))
+    result = sai(capsys, "refresh", "auth.py", "nothere.py")
+    assert result.code == 0, result.err
+    assert result.out == (
+        "  + src/auth.py (1 chunks)\n  ? src/nothere.py (not found)\n"
+        "sync: 1 file(s) re-indexed (1 chunks), 0 file(s) removed, 1 not found\n"
+    )
+    as_json = sai(capsys, "sync", "--json", "--file", "typo.py")
+    assert json.loads(as_json.out) == {"refreshed": [], "removed": [], "not_found": ["src/typo.py"]}
+    indexed_json = sai(capsys, "refresh", "--json", "auth.py")
+    assert "not_found" not in json.loads(indexed_json.out)
+    assert status_of(capsys)["file_count"] == 3
+
+
+def test_paths_are_keys_when_sai_runs_outside_the_root(
+    indexed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = str(indexed / "sai-cfg.yml")
+    result = sai(capsys, "refresh", "--config", config, "src/util.py")
+    assert result.out.startswith("  + src/util.py (1 chunks)\n"), result.err
+    similar = sai(capsys, "similar", "--config", config, "--path", "src/auth.py", "--line", "1",
+                  "--min-score", "-1", "--json")
+    assert similar.code == 0, similar.err
+    assert {h["path"] for h in json.loads(similar.out)["hits"]} == {"src/db.py", "src/util.py"}
+    seeded = sai(capsys, "duplicates", "--config", config, "--file", "src/auth.py", "--json")
+    assert seeded.code == 0 and json.loads(seeded.out)["seeded"] is True
+    outside = sai(capsys, "refresh", "--config", config, "../elsewhere.py")
+    assert_one_error_line(outside, "path ../elsewhere.py is outside the project root")

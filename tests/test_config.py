@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -267,6 +268,86 @@ def test_non_positive_sizes_are_errors(tmp_path: Path, value: str) -> None:
     assert "key 'vector_dim' must be a positive number" in message
     message = config_error(tmp_path, f"ollama:\n  timeout_s: {value}\n")
     assert "key 'ollama.timeout_s' must be a positive number" in message
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+@pytest.mark.parametrize(
+    "key", ["duckdb.lock_timeout_s", "ollama.timeout_s", "similarity.find_similar_min_score",
+            "similarity.duplicate_min_score"],
+)
+def test_float_keys_refuse_nan_and_infinities(tmp_path: Path, key: str, value: str) -> None:
+    section, name = key.split(".")
+    message = config_error(tmp_path, f"{section}:\n  {name}: {value}\n")
+    assert f"key '{key}' must be a finite number, got " in message
+
+
+def test_a_negative_lock_timeout_is_an_error_and_zero_means_no_wait(tmp_path: Path) -> None:
+    message = config_error(tmp_path, "duckdb:\n  lock_timeout_s: -1.5\n")
+    assert "key 'duckdb.lock_timeout_s' must be 0 or more seconds, got -1.5" in message
+    write_cfg(tmp_path, "duckdb:\n  lock_timeout_s: 0\n")
+    assert load(tmp_path).lock_timeout_s == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "item"),
+    [
+        ("include: [1, {a: b}]\n", "include", "1"),
+        ("exclude: ['*.py', [x]]\n", "exclude", "['x']"),
+        ("exclude_dirs: [vendor, null]\n", "exclude_dirs", "None"),
+        ("ext: [py, {js: 1}]\n", "ext", "{'js': 1}"),
+    ],
+)
+def test_list_items_must_be_strings(tmp_path: Path, text: str, key: str, item: str) -> None:
+    message = config_error(tmp_path, text)
+    assert f"key '{key}' must be a list of strings, got the item {item}; quote it" in message
+
+
+def test_a_minimum_cluster_size_of_one_is_accepted_and_zero_is_not(tmp_path: Path) -> None:
+    write_cfg(tmp_path, "similarity:\n  duplicate_min_cluster_size: 1\n")
+    assert load(tmp_path).duplicate_min_cluster_size == 1
+    message = config_error(tmp_path, "similarity:\n  duplicate_min_cluster_size: 0\n")
+    assert "key 'similarity.duplicate_min_cluster_size' must be at least 1, got 0" in message
+
+
+def test_a_root_that_is_a_file_a_symlink_loop_or_holds_a_nul_byte_is_an_error(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "file.py").write_text("x = 1\n")
+    (tmp_path / "loop").symlink_to("loop")
+    cases = {"file.py": "is not a directory", "loop": "cannot be resolved (",
+             "a\x00b": "contains a NUL byte"}
+    for root, fragment in cases.items():
+        with pytest.raises(ConfigError) as info:
+            load(tmp_path, root=root)
+        assert fragment in str(info.value) and "fix `root` (command line)" in str(info.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a directory whatever its mode")
+def test_an_unreadable_root_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "locked").mkdir(mode=0)
+    with pytest.raises(ConfigError, match="locked cannot be read \\(Permission denied\\)"):
+        load(tmp_path, root="locked")
+
+
+def test_an_unlistable_root_is_an_error_even_for_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root a mode-000 directory stays readable, so the failing listing is simulated here."""
+    def refuse(path: object) -> object:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("sai.config.os.scandir", refuse)
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path)
+    assert str(info.value) == (
+        f"project root {tmp_path.resolve()} cannot be read (Permission denied); "
+        "fix its permissions or `root` (configuration)"
+    )
+
+
+def test_a_config_path_with_a_nul_byte_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot be resolved; pass an existing file"):
+        load_config(config_file="a\x00.yml", env={}, cwd=tmp_path)
 
 
 def test_malformed_yaml_names_the_file_and_line(tmp_path: Path) -> None:

@@ -17,15 +17,19 @@ def windows(
     """Cut numbered lines into windows of <= max_lines lines and <= max_bytes UTF-8 bytes.
 
     Consecutive windows share `overlap` lines; whitespace-only windows are dropped. A single line
-    longer than the budget becomes a window of its own (the embedder truncates it).
+    longer than the budget is first cut into pieces of at most max_bytes bytes, each keeping the
+    line's number and making a window of its own (a minified file is one long line).
     """
+    split = [_line_pieces(line, max_bytes) for line in lines]
+    alone = {i for i, is_piece in enumerate(_positions(split)) if is_piece}
+    lines = [piece for pieces in split for piece in pieces]
     out: list[Numbered] = []
     start = 0
     while start < len(lines):
         end, size = start, 0
         while end < len(lines) and end - start < max_lines:
             cost = len(lines[end][1].encode("utf-8")) + 1
-            if end > start and size + cost > max_bytes:
+            if end > start and (size + cost > max_bytes or end in alone or end - 1 in alone):
                 break
             size += cost
             end += 1
@@ -36,6 +40,32 @@ def windows(
             break
         start = max(end - overlap, start + 1)
     return out
+
+
+def _positions(split: list[Numbered]) -> list[bool]:
+    """For each line after splitting: whether it is a piece of a longer line."""
+    return [len(pieces) > 1 for pieces in split for _ in pieces]
+
+
+def _line_pieces(line: tuple[int, str], max_bytes: int) -> Numbered:
+    """The line itself, or pieces of at most max_bytes UTF-8 bytes cut between characters."""
+    number, text = line
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return [line]
+    pieces: Numbered = []
+    start = 0
+    while start < len(data):
+        end = min(start + max_bytes, len(data))
+        while start < end < len(data) and data[end] & 0xC0 == 0x80:  # inside a character
+            end -= 1
+        if end == start:  # a budget smaller than one character: take the character whole
+            end = start + 1
+            while end < len(data) and data[end] & 0xC0 == 0x80:
+                end += 1
+        pieces.append((number, data[start:end].decode("utf-8")))
+        start = end
+    return pieces
 
 
 def window_chunks(
