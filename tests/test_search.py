@@ -497,3 +497,40 @@ def test_renamed_copy_is_the_nearest_similar_chunk(local_project, monkeypatch):
     assert [h.path for h in hits] == ["b/ranges.py"]
     everything = search.find_similar(local_project, path="a/intervals.py", line=5, min_score=-1)
     assert max(h.score for h in everything if h.path in ("c/config.py", "d/report.py")) < 0.5
+
+
+# --- duplicates: the original's metric, tiny identical copies --------------------------------
+
+TINY = "def is_ready(self):\n    return self.ready\n"
+
+
+def test_identical_functions_too_small_for_a_shape_form_a_cluster_of_score_1(tmp_path, ollama_server):
+    files = {"a.py": TINY, "b.py": TINY, "c/d.py": "class Box:\n    " + TINY.replace("\n", "\n    "),
+             "e.py": "def is_done(self):\n    return self.done\n"}
+    project = index_tree(tmp_path, ollama_server.url, files)
+    clusters = search.find_duplicates(project)
+    seeded = search.find_duplicates(project, seed_paths=["b.py"])
+    unrelated = search.find_duplicates(project, seed_paths=["e.py"])
+    project.close()
+    assert [[m.path for m in c.members] for c in clusters] == [["a.py", "b.py", "c/d.py"]]
+    assert (clusters[0].min_sim, clusters[0].max_sim) == (1.0, 1.0)
+    assert [c.size for c in seeded] == [3] and unrelated == []
+
+
+def test_metric_cosine_gives_the_original_plain_cosine_edges(tmp_path, ollama_server, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = {"a.py": TOTAL, "b.py": COMMENTED, "c.py": TINY, "d.py": TINY, "e.py": SLUG}
+    project = index_tree(tmp_path, ollama_server.url, files)
+    with project.store.read() as conn:
+        rows, matrix = conn.all_chunks(text=False)
+    project.close()
+    code, out, _ = run_cli(capsys, "duplicates", "--metric", "cosine", "--min-score", "0.9", "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["metric"] == "cosine"
+    cosine = matrix @ matrix.T
+    expected = {frozenset((rows[i].path, rows[j].path)) for i in range(len(rows)) for j in range(i)
+                if cosine[i, j] >= 0.9}
+    found = {frozenset(m["path"] for m in c["members"]) for c in payload["clusters"]}
+    assert found == expected and frozenset({"c.py", "d.py"}) in found
+    low = min(float(cosine[i, j]) for i in range(len(rows)) for j in range(i) if cosine[i, j] >= 0.9)
+    assert min(c["min_sim"] for c in payload["clusters"]) == round(low, 4)
