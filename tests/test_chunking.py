@@ -565,3 +565,10 @@ def test_kotlin_abstract_function_stays_in_its_class() -> None:
     chunks = ast_chunks(text, "kotlin")
     assert symbols(chunks) == {"A", "A.g"}
     assert "abstract fun f(): Int" in chunk_with(chunks, "A").text
+
+
+def test_csharp_file_scoped_namespace_qualifies_the_rest_of_the_file() -> None:
+    text = "namespace App.Models;\n\nusing System;\n\npublic class User\n{\n    public int Id() { return 1; }\n}\n"
+    chunks = ast_chunks(text, "c_sharp")
+    assert symbols(chunks) == {None, "App.Models.User", "App.Models.User.Id"}
+    assert "namespace App.Models;" in chunk_with(chunks, None).text

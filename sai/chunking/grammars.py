@@ -32,6 +32,9 @@ class UnitRule:
     qualifier: str = ""  # path to a type owning the unit though declared outside it (receivers)
     fixed_name: str = ""  # the name when the source gives none (Kotlin `constructor`)
     top_level: bool = False  # a unit only when no function-like unit encloses it
+    # Also qualifies the siblings after it: the newer C# grammar ends a file-scoped
+    # `namespace X;` at its semicolon, where the older one holds the rest of the file in it.
+    covers_following: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,7 @@ GRAMMARS: dict[str, Grammar] = {
                              "enum_declaration", "record_declaration",
                              "record_struct_declaration")),
             namespaces=(NAMESPACE, ("namespace_declaration",)),
-            file_namespaces=(UnitRule(container=True, scope_only=True),
+            file_namespaces=(UnitRule(container=True, scope_only=True, covers_following=True),
                              ("file_scoped_namespace_declaration",)),
         ),
     ),

@@ -102,7 +102,8 @@ def find_units(root: Node, grammar: Grammar, *, last_line: int) -> list[Unit]:
             unit = make_unit(node, rule, grammar, [u for _, u in enclosing], last_line)
             if unit is not None:
                 units.append(unit)
-                enclosing.append((depth, unit))
+                # At its parent's depth, a unit stays enclosing until the walk leaves the parent.
+                enclosing.append((depth - 1 if rule.covers_following else depth, unit))
         if cursor.goto_first_child():
             depth += 1
             continue
