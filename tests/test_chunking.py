@@ -1,4 +1,8 @@
-"""Chunkers over real tree-sitter parses of small fixtures, one per language."""
+"""Chunkers over real tree-sitter parses of small fixtures, one per language.
+
+The grammars are the set this Python installs (sai/chunking/parsers.py): CI runs this file on
+3.11 (tree-sitter-languages) and on 3.13 (one wheel per grammar), and both must give these units.
+"""
 
 from __future__ import annotations
 
