@@ -3,9 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# The newest Python supported, for `make test-py313`: pyenv's build when there is one.
+PYTHON313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3.13)
+VENV313 := .venv313
+STAMP313 := $(VENV313)/.installed-stamp
 DEMO_QUERY ?= load the configuration file and reject unknown keys
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-py313 lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +17,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[local,dev]"
 	touch $(STAMP)
+
+# `.[dev]` only: 3.13 gets the per-grammar tree-sitter wheels (pyproject.toml's markers), and the
+# tests of the local model skip rather than fetch a second torch.
+$(STAMP313): pyproject.toml
+	$(PYTHON313) -m venv $(VENV313)
+	$(VENV313)/bin/pip install --quiet -e ".[dev]"
+	touch $(STAMP313)
 
 demo: $(STAMP)
 	$(BIN)/sai --embedder local --root sai
@@ -22,6 +33,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+test-py313: $(STAMP313)
+	$(VENV313)/bin/python -m pytest
+
 lint: $(STAMP)
 	$(BIN)/ruff check sai tests benchmarks
 
@@ -29,4 +43,4 @@ bench: $(STAMP)
 	for b in benchmarks/*.py; do case $$b in */_*) continue;; esac; echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) sai/.index .index
+	rm -rf $(VENV) $(VENV313) sai/.index .index

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sai.chunking.treesitter import TreeSitterChunker, parser_for
+from sai.chunking.parsers import parser_for
+from sai.chunking.treesitter import TreeSitterChunker
 from sai.config import ALWAYS_PRUNED
 from sai.lexical import tokens
 

@@ -33,7 +33,7 @@ options:
   -h, --help              show this help
 
 environment:
-  SAI_PYTHON              Python 3.11 interpreter used to create the venv
+  SAI_PYTHON              Python (3.11 or later) used to create the venv
   SAI_SETUP_SKIP_INSTALL  1 skips the venv and pip step (configs still name <venv>/bin/sai)
 EOF
 }
@@ -136,15 +136,16 @@ pip_extras() {
 # ---------------------------------------------------------------- install
 find_python() {
   local candidate
-  for candidate in "${SAI_PYTHON:-}" python3.11 python3; do
+  # 3.11 first: the one `make demo` and the pinned CPU torch of the local extra are measured on.
+  for candidate in "${SAI_PYTHON:-}" python3.11 python3.12 python3.13 python3; do
     [[ -n "$candidate" ]] || continue
     command -v "$candidate" >/dev/null 2>&1 || continue
-    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' 2>/dev/null; then
       printf '%s\n' "$candidate"
       return
     fi
   done
-  die "no Python 3.11 found; install it or set SAI_PYTHON to its path"
+  die "no Python 3.11 or later found; install one or set SAI_PYTHON to its path"
 }
 
 install_sai() {

@@ -1,16 +1,18 @@
-"""Chunkers over real tree-sitter parses of small fixtures, one per language."""
+"""Chunkers over real tree-sitter parses of small fixtures, one per language.
+
+The grammars are the set this Python installs (sai/chunking/parsers.py): CI runs this file on
+3.11 (tree-sitter-languages) and on 3.13 (one wheel per grammar), and both must give these units.
+"""
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
-from tree_sitter_languages import get_language
 
 from sai.chunking.base import make_chunker, split_lines, strip_c_comments
-from sai.chunking.grammars import GRAMMARS
+from sai.chunking.grammars import GRAMMARS, OLDER_GRAMMARS_ONLY
 from sai.chunking.lines import LineChunker
-from sai.chunking.treesitter import TreeSitterChunker, parser_for
+from sai.chunking.parsers import GRAMMAR_SET, LANGUAGES, language_for, parser_for
+from sai.chunking.treesitter import TreeSitterChunker
 from sai.models import Chunk
 
 PYTHON = '''\
@@ -486,12 +488,11 @@ def test_make_chunker_builds_the_ast_chunker_and_parsers_are_cached() -> None:
 
 @pytest.mark.parametrize("language", sorted(GRAMMARS))
 def test_every_table_node_type_exists_in_its_grammar(language: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        grammar = get_language(language)
+    grammar = language_for(language)
     kinds = {grammar.node_kind_for_id(i) for i in range(grammar.node_kind_count)}
     table = GRAMMARS[language]
-    assert set(table.units) | table.wrappers | table.leading <= kinds
+    missing = (set(table.units) | table.wrappers | table.leading) - kinds
+    assert missing <= (set() if GRAMMAR_SET == "tree-sitter-languages" else OLDER_GRAMMARS_ONLY)
 
 
 def numbered_text(count: int, *, width: int = 10) -> str:
@@ -560,3 +561,38 @@ def test_strip_c_comments_blanks_comments_keeps_lines_and_string_literals() -> N
                         "\n let tag = '//';\n"
                         "let tpl = `a // b`;\n")
     assert stripped.count("\n") == text.count("\n")
+
+
+def test_every_chunked_language_has_a_grammar_in_the_installed_set() -> None:
+    assert set(GRAMMARS) == LANGUAGES
+    assert all(parser_for(language).parse(b"\n").root_node is not None for language in LANGUAGES)
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "expected"),
+    [
+        # A `record_struct_declaration` in the older C# grammar, a `record_declaration` in the newer.
+        ("c_sharp", "public record struct P(int X) {\n    public int Twice() { return 2 * X; }\n}\n",
+         {"P", "P.Twice"}),
+        # Kotlin's two grammars name the body and receiver differently (sai/chunking/grammars.py).
+        ("kotlin", "fun String?.orBlank(): String {\n    return this ?: \"\"\n}\n", {"String?.orBlank"}),
+        ("kotlin", "fun <T> List<T>.second(): T {\n    return this[1]\n}\n", {"List.second"}),
+        ("kotlin", "class A {\n    override fun <T> f(t: T): T {\n        return t\n    }\n}\n", {"A", "A.f"}),
+    ],
+)
+def test_both_grammar_sets_give_these_units(language: str, text: str, expected: set[str]) -> None:
+    assert symbols(ast_chunks(text, language)) - {None} == expected
+
+
+def test_kotlin_abstract_function_stays_in_its_class() -> None:
+    text = "abstract class A {\n    abstract fun f(): Int\n    fun g(): Int {\n        return 1\n    }\n}\n"
+    chunks = ast_chunks(text, "kotlin")
+    assert symbols(chunks) == {"A", "A.g"}
+    assert "abstract fun f(): Int" in chunk_with(chunks, "A").text
+
+
+def test_csharp_file_scoped_namespace_qualifies_the_rest_of_the_file() -> None:
+    text = "namespace App.Models;\n\nusing System;\n\npublic class User\n{\n    public int Id() { return 1; }\n}\n"
+    chunks = ast_chunks(text, "c_sharp")
+    assert symbols(chunks) == {None, "App.Models.User", "App.Models.User.Id"}
+    assert "namespace App.Models;" in chunk_with(chunks, None).text

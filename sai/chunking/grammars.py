@@ -4,6 +4,7 @@ A *path* names how to reach a node from a unit's node: steps separated by '/', a
 separated by '|' (the first that resolves wins). A step is
   `field`   the child in that field,
   `@type`   the first named child of that type,
+  `<type`   the previous named sibling, if of that type,
   `^`       the parent,
   `field*`  the field followed repeatedly; a node lacking it whose type ends in `_declarator`
             is stepped through via its first named child (C's pointer/reference declarators).
@@ -31,6 +32,9 @@ class UnitRule:
     qualifier: str = ""  # path to a type owning the unit though declared outside it (receivers)
     fixed_name: str = ""  # the name when the source gives none (Kotlin `constructor`)
     top_level: bool = False  # a unit only when no function-like unit encloses it
+    # Also qualifies the siblings after it: the newer C# grammar ends a file-scoped
+    # `namespace X;` at its semicolon, where the older one holds the rest of the file in it.
+    covers_following: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,10 @@ _C_UNITS = _table(
     records=(C_RECORD, ("struct_specifier", "union_specifier", "enum_specifier")),
 )
 
+# Node types the tables name that only tree-sitter-languages' older grammars have (see
+# sai/chunking/parsers.py): the newer grammars parse the same source as another listed type.
+OLDER_GRAMMARS_ONLY = frozenset({"record_struct_declaration"})
+
 GRAMMARS: dict[str, Grammar] = {
     "python": Grammar(
         units=_table(
@@ -143,11 +151,12 @@ GRAMMARS: dict[str, Grammar] = {
             functions=(FUNC, ("constructor_declaration", "destructor_declaration",
                               "local_function_statement")),
             operators=(UnitRule(name="", fixed_name="operator"), ("operator_declaration",)),
+            # `record struct` is a record_declaration in the per-grammar wheel.
             classes=(CLASS, ("class_declaration", "struct_declaration", "interface_declaration",
                              "enum_declaration", "record_declaration",
                              "record_struct_declaration")),
             namespaces=(NAMESPACE, ("namespace_declaration",)),
-            file_namespaces=(UnitRule(container=True, scope_only=True),
+            file_namespaces=(UnitRule(container=True, scope_only=True, covers_following=True),
                              ("file_scoped_namespace_declaration",)),
         ),
     ),
@@ -168,8 +177,13 @@ GRAMMARS: dict[str, Grammar] = {
     ),
     "kotlin": Grammar(
         units=_table(
-            # Extension functions are qualified by their receiver type: `String.shout`.
-            functions=(UnitRule(needs="body", qualifier="receiver"), ("function_declaration",)),
+            # Extension functions are qualified by their receiver type: `String.shout`. The
+            # per-grammar wheel (tree-sitter-grammars' Kotlin, not fwcd's) has no `body` or
+            # `receiver` field: the body is a `function_body` child, the receiver the type before
+            # the name.
+            functions=(UnitRule(needs="@function_body",
+                                qualifier="receiver|name/<user_type|name/<nullable_type"),
+                       ("function_declaration",)),
             constructors=(UnitRule(name="", fixed_name="constructor"),
                           ("secondary_constructor",)),
             classes=(CLASS, ("class_declaration", "object_declaration")),

@@ -10,16 +10,14 @@ Symbols are qualified by every enclosing unit with '.': `Session.create`, `outer
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
-from functools import cache
 
-from tree_sitter import Node, Parser
-from tree_sitter_languages import get_parser
+from tree_sitter import Node
 
 from sai.chunking.base import split_lines
 from sai.chunking.grammars import GRAMMARS, Grammar, UnitRule
 from sai.chunking.lines import LineChunker, Numbered, window_chunks
+from sai.chunking.parsers import parser_for
 from sai.models import Chunk
 
 _TYPE_ARGS = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
@@ -76,15 +74,6 @@ class TreeSitterChunker:
         return sorted(chunks, key=lambda c: (c.start_line, c.end_line))
 
 
-@cache
-def parser_for(language: str) -> Parser:
-    """One parser per language for the life of the process (building one loads a library)."""
-    with warnings.catch_warnings():
-        # tree_sitter_languages still calls the deprecated Language(path, name).
-        warnings.simplefilter("ignore", FutureWarning)
-        return get_parser(language)
-
-
 def owner_by_line(units: list[Unit], line_count: int) -> list[int]:
     """Index of each line's innermost owning unit (`_MODULE` if none); index 0 is unused.
 
@@ -113,7 +102,8 @@ def find_units(root: Node, grammar: Grammar, *, last_line: int) -> list[Unit]:
             unit = make_unit(node, rule, grammar, [u for _, u in enclosing], last_line)
             if unit is not None:
                 units.append(unit)
-                enclosing.append((depth, unit))
+                # At its parent's depth, a unit stays enclosing until the walk leaves the parent.
+                enclosing.append((depth - 1 if rule.covers_following else depth, unit))
         if cursor.goto_first_child():
             depth += 1
             continue
@@ -201,6 +191,9 @@ def _step(node: Node, step: str) -> Node | None:
         return node.parent
     if step.startswith("@"):
         return next((c for c in node.named_children if c.type == step[1:]), None)
+    if step.startswith("<"):
+        previous = node.prev_named_sibling
+        return previous if previous is not None and previous.type == step[1:] else None
     if step.endswith("*"):
         return _descend(node, step[:-1])
     return node.child_by_field_name(step)

@@ -1,0 +1,92 @@
+"""A plain, non-editable `pip install` of the repo into a fresh venv gives a working `sai`.
+
+This is what `pipx install .` and `uv tool install .` do: build a wheel, install it with its
+dependencies, and run the `sai` script with no source tree around. The install is real (the
+dependencies come from the package index, or pip's cache when a venv was built before), so it
+takes about a minute: SAI_SKIP_INSTALL_TEST=1 skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ollama_standin import OllamaStandIn
+
+REPO = Path(__file__).resolve().parents[1]
+NOT_SHIPPED = (".git", ".venv*", "*.egg-info", "build", "dist", "__pycache__", ".index", ".pytest_cache",
+               ".ruff_cache")
+TREE = {
+    "src/db.py": "def connect_database(url):\n    return open(url)\n",
+    "src/util.py": "def format_date(value):\n    return str(value)\n",
+    "cmd/main.go": "package main\n\nfunc ParseFlags(args []string) int {\n\treturn len(args)\n}\n",
+}
+
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("SAI_SKIP_INSTALL_TEST")), reason="SAI_SKIP_INSTALL_TEST is set"
+)
+
+
+def clean_env() -> dict[str, str]:
+    """The environment without anything that could point the installed `sai` at this checkout."""
+    return {
+        k: v for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "OLLAMA_HOST", "VIRTUAL_ENV") and not k.startswith("SAI_")
+    }
+
+
+def run(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, env=clean_env(), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the repo installed from a copy that is deleted once installed."""
+    work = tmp_path_factory.mktemp("install")
+    source = work / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_SHIPPED))
+    env_dir = work / "venv"
+    made = run([sys.executable, "-m", "venv", str(env_dir)], cwd=work)
+    assert made.returncode == 0, made.stderr
+    pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    installed = run([*pip, str(source)], cwd=work, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    shutil.rmtree(source)  # whatever `sai` needs must now come from the venv
+    return env_dir
+
+
+def test_installed_package_is_the_venvs_copy_with_this_pythons_grammar_set(venv: Path, tmp_path: Path) -> None:
+    probe = "import sai, sai.chunking.parsers as p; print(sai.__file__); print(p.GRAMMAR_SET)"
+    done = run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    location, grammar_set = done.stdout.splitlines()
+    assert Path(location).is_relative_to(venv / "lib")
+    expected = "per-grammar wheels" if sys.version_info >= (3, 13) else "tree-sitter-languages"
+    assert grammar_set == expected
+
+
+def test_installed_sai_indexes_and_queries_a_tree_outside_the_repo(
+    venv: Path, tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = tmp_path / "proj"
+    for key, text in TREE.items():
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / key).write_text(text, encoding="utf-8")
+    (root / "sai-cfg.yml").write_text(f"ollama:\n  url: {ollama_server.url}\n", encoding="utf-8")
+    sai = str(venv / "bin" / "sai")
+
+    indexed = run([sai, "--embedder", "ollama", "--silent"], cwd=root)
+    assert indexed.returncode == 0, indexed.stderr
+    # Two Python functions, and the Go file's `package main` gap chunk and its function unit.
+    assert ollama_server.inputs_embedded == 4, ollama_server.received_inputs
+    query = ["--query", "parse the command line flags", "--query-only", "--json"]
+    found = run([sai, "--embedder", "ollama", *query], cwd=root)
+    assert found.returncode == 0, found.stderr
+    top = json.loads(found.stdout)["hits"][0]
+    assert (top["path"], top["symbol"]) == ("cmd/main.go", "ParseFlags")  # a tree-sitter unit
