@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -648,3 +649,52 @@ def test_cli_index_run_while_the_server_serves_and_the_server_sees_the_new_chunk
         after = live.call("sai_search_code", query="rotate_api_key")
         assert after["hits"][0]["symbol"] == "rotate_api_key"
         assert live.call("sai_index_status")["chunk_count"] > 0
+
+
+def test_concurrent_mixed_calls_over_http_while_the_cli_refreshes_all_answer(
+    tmp_path: Path, standin: OllamaStandIn
+) -> None:
+    """8 clients at once against a fresh server, while another process writes: no error, no crash."""
+    root = tmp_path / "busy"
+    _write(root / "src" / "auth.py", AUTH)
+    _write(root / "src" / "many.py", MANY)
+    _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    env = {**os.environ, **_env(standin)}
+    cli = [sys.executable, "-m", "sai", "--config", str(root / "sai-cfg.yml"), "--silent"]
+    assert subprocess.run(cli, env=env, capture_output=True, timeout=120).returncode == 0
+    stderr = tmp_path / "stderr.log"
+    with stderr.open("wb") as log:
+        proc = subprocess.Popen([*_sai_mcp(root), "--http", "127.0.0.1:0"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        try:
+            url = _served_url(stderr, proc)
+            calls = [("sai_search_code", {"query": "handler field", "limit": 8}),
+                     ("sai_search_code", {"query": "token", "mode": "lexical", "language": "py"}),
+                     ("sai_find_similar", {"path": "src/many.py", "line": 2, "min_score": 0}),
+                     ("sai_index_status", {})]
+            errors: list[str] = []
+
+            def client(number: int) -> None:
+                for k in range(6):
+                    name, arguments = calls[(number + k) % len(calls)]
+                    body = {"jsonrpc": "2.0", "id": k, "method": "tools/call",
+                            "params": {"name": name, "arguments": arguments}}
+                    answer = httpx.post(url, json=body, headers=HEADERS, timeout=60).json()
+                    if "error" in answer or answer["result"].get("isError"):
+                        errors.append(json.dumps(answer)[:200])
+
+            threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+            for thread in threads:
+                thread.start()
+            edited = root / "src" / "auth.py"
+            for n in range(2):  # a CLI writer meanwhile, as an agent's editor would be
+                edited.write_text(AUTH + f"\n\ndef added_{n}():\n    return {n}\n", encoding="utf-8")
+                done = subprocess.run([*cli, "refresh", str(edited)], env=env, capture_output=True, text=True,
+                                      timeout=120)
+                assert done.returncode == 0, done.stderr
+            for thread in threads:
+                thread.join(timeout=120)
+            assert errors == [] and proc.poll() is None
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
