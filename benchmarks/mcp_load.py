@@ -14,7 +14,7 @@ Every answer is checked against the answer the same query got in a sequential wa
 hits, same scores), so crossed or corrupted responses under concurrency fail the run. Prints
 p50/p95/max latency and throughput. Not part of the test run.
 
-    /work/venv-probe/bin/python benchmarks/mcp_load.py [--clients 8] [--calls 200]
+    .venv/bin/python benchmarks/mcp_load.py [--clients 8] [--calls 200]
         [--transport stdio|http] [--tree DIR] [--embedder ollama|local]
 """
 

@@ -32,7 +32,7 @@ npm bundled with Node (`--js-dir`, default: `$(npm root -g)/npm`, its lib/ and i
   loaded, embedding included) and, for 100 names each defined once in the corpus (any case),
   how often the bare name as the query returns its definition first.
 
-    /work/venv-probe/bin/python benchmarks/quality.py [--split tune|heldout|all] [--max-queries N]
+    .venv/bin/python benchmarks/quality.py [--split tune|heldout|all] [--max-queries N]
         [--python-dir DIR] [--js-dir DIR] [--max-lines N] [--cache DIR]
 """
 

@@ -7,7 +7,7 @@ interleaved so machine-load drift hits all modes alike. Prints p50/p95/max per m
 (targets: p50 < 40 ms semantic, < 60 ms hybrid) and the share spent in embed_query; then runs
 `sai --query-only` as a subprocess a few times (process start + model load + query).
 
-    /work/venv-probe/bin/python benchmarks/query_latency.py [--index DIR] [--queries N]
+    .venv/bin/python benchmarks/query_latency.py [--index DIR] [--queries N]
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 def http_app(server: MCPServer) -> ASGIApp:
     """Stateless Streamable HTTP answering plain JSON: no session handshake, no event stream."""
-    # The SDK's own DNS-rebinding check answers 421; SAI-SPEC wants 403, so HostGuard does it.
+    # The SDK's own DNS-rebinding check answers 421; docs/mcp.md promises 403, so HostGuard does it.
     return server.streamable_http_app(
         streamable_http_path="/mcp", json_response=True, stateless_http=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),

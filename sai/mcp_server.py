@@ -1,4 +1,4 @@
-"""The MCP server (SAI-SPEC §3): seven tools, thin wrappers over search.py and indexer.py.
+"""The MCP server (docs/mcp.md): seven tools, thin wrappers over search.py and indexer.py.
 
 One `Project` (config, store, lazy embedder) serves every call; the SDK runs the sync tools in
 worker threads. Failures become JSON-RPC errors in one place, `SaiMCPServer.call_tool`: the
@@ -269,7 +269,7 @@ def _no_nul(what: str, path: str) -> str:
 # ---------------------------------------------------------------- sai_prepare_mcp_setup
 @dataclass(frozen=True)
 class SetupPlan:
-    """One invocation of mcp-setup/setup.sh (SAI-SPEC §8): shown as a command, run as argv."""
+    """One invocation of mcp-setup/setup.sh (docs/mcp.md): shown as a command, run as argv."""
 
     target: Path
     backend: str
@@ -401,7 +401,7 @@ def _mode(allow_write: bool) -> str:
 
 
 class SaiMCPServer(MCPServer):
-    """An MCPServer whose tool failures are JSON-RPC errors (SAI-SPEC §3), not isError results."""
+    """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError results."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # An explicit null means "the default", as the original tool's clients expect; for a

@@ -1,4 +1,4 @@
-"""JSON shapes of results, shared by `--json` and the MCP tools (sai-output-schemas.txt)."""
+"""JSON shapes of results, shared by `--json` and the MCP tools (docs/output-schemas.md)."""
 
 from __future__ import annotations
 

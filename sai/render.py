@@ -1,4 +1,4 @@
-"""Text output of the CLI (sai-output-schemas.txt): pure functions returning str."""
+"""Text output of the CLI (docs/output-schemas.md): pure functions returning str."""
 
 from __future__ import annotations
 

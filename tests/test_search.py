@@ -447,7 +447,7 @@ def test_similar_cli_refuses_code_with_location(project, capsys):
 # --- the local model: does "near-duplicate" mean what it says? --------------------------------
 
 # Copied and adapted: the function, its parameter and its accumulator renamed. MiniLM scores
-# the pair 0.83 (like MEASURED.md's 13-line example), under the original tool's 0.93 threshold.
+# the pair 0.83 (a renamed copy of a 13-line function), under the original tool's 0.93 threshold.
 RENAMED = (
     ORIGINAL.replace("merge_intervals(intervals)", "merge_ranges(ranges)")
     .replace("sorted(intervals", "sorted(ranges")

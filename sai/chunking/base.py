@@ -24,7 +24,7 @@ class Chunker(Protocol):
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines split on '\\n' only, a trailing '\\r' dropped (SAI-SPEC §4)."""
+    """Lines split on '\\n' only, a trailing '\\r' dropped (docs/design.md, "Chunking")."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -10,7 +10,7 @@ import numpy as np
 if TYPE_CHECKING:
     from sai.config import Config
 
-# prefix_style -> (passage prefix, query prefix), SAI-SPEC §5
+# prefix_style -> (passage prefix, query prefix), docs/configuration.md `prefix_style`
 PREFIXES: dict[str, tuple[str, str]] = {
     "nomic": ("search_document: ", "search_query: "),
     "e5": ("passage: ", "query: "),
