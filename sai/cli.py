@@ -13,6 +13,7 @@ from typing import Any
 from sai import indexer, render, search
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
+from sai.globs import check_glob
 from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
 from sai.progress import ProgressReporter
 from sai.project import Project
@@ -175,6 +176,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    check_glob(args.path_glob)
     seeds = _seed_paths(project, args)
     min_score, size, top_k = search.duplicate_params(
         project.config, min_score=args.min_score, min_cluster_size=args.min_cluster_size,

@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from sai.errors import ConfigError
+from sai.errors import ConfigError, GlobError
+from sai.globs import check_glob
 from sai.languages import DEFAULT_EXTS, normalize_exts
 
 CONFIG_NAMES = ("sai-cfg.yml", "sai-cfg.yaml")
@@ -244,6 +245,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         model = DEFAULT_MODELS["local"]  # one spelling, so the index records one name
     sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
     _check_similarity(v, where)
+    _check_globs(v, where)
     return Config(
         root=root,
         db_path=(root / v["duckdb.path"]).resolve(),
@@ -288,6 +290,15 @@ def _check_similarity(v: dict[str, Any], where: Callable[[str], str]) -> None:
     key = "similarity.duplicate_min_cluster_size"
     if v[key] < 2:
         raise ConfigError(f"{where(key)}: key '{key}' must be at least 2")
+
+
+def _check_globs(v: dict[str, Any], where: Callable[[str], str]) -> None:
+    for key in ("include", "exclude"):
+        for pattern in v[key]:
+            try:
+                check_glob(str(pattern))
+            except GlobError as exc:
+                raise ConfigError(f"{where(key)}: bad {key} glob: {exc.pattern}: {exc.reason}") from None
 
 
 def model_family(model: str) -> str:

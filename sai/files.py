@@ -16,16 +16,15 @@ Nothing here follows symlinks, and no bad file makes the walk raise.
 from __future__ import annotations
 
 import codecs
-import functools
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sai.config import Config
 from sai.errors import OutsideRootError, SaiError, UsageError
-from sai.gitignore import IgnoreMatcher, translate
+from sai.gitignore import IgnoreMatcher
+from sai.globs import compile_glob
 from sai.languages import language_for
 from sai.models import SourceFile
 
@@ -319,23 +318,12 @@ def key_for(config: Config, path: str | Path, *, cwd: Path | None = None) -> str
 
 
 def glob_match(pattern: str, key: str) -> bool:
-    """Whether a key matches a glob: `**` crosses directories, `*` does not.
+    """Whether a key matches a glob, read as globset reads it (docs/configuration.md).
 
-    A pattern without '/' also matches the key's basename; a trailing '/' means "everything
-    under this directory"; a leading '/' is ignored (keys are root-relative anyway).
+    `*` and `?` also match '/', `**` spans directories, `{a,b}` and `[...]` work; a pattern
+    without '/' also matches the key's file name; raises GlobError for an invalid glob.
     """
-    regex = _glob_regex(pattern)
-    if regex.fullmatch(key):
-        return True
-    return "/" not in pattern and regex.fullmatch(key.rsplit("/", 1)[-1]) is not None
-
-
-@functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    body = pattern.lstrip("/")
-    if body.endswith("/"):
-        body += "**"
-    return re.compile(translate(body), re.DOTALL)
+    return compile_glob(pattern)(key)
 
 
 def _root_matcher(filters: _Filters) -> IgnoreMatcher:

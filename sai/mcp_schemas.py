@@ -88,7 +88,10 @@ TopK = Annotated[
     int | None, _arg(f"neighbours per chunk (default from config, clamped 1-{MAX_LIMIT})", **_RANGE)
 ]
 Language = Annotated[str | None, _arg("only chunks of this language, e.g. python")]
-Glob = Annotated[str | None, _arg("only paths matching this glob, e.g. src/** or *.py")]
+Glob = Annotated[str | None, _arg(
+    "only paths matching this glob, e.g. src/** or *.py; * and ? also match /, ** spans "
+    "directories, {a,b} and [a-z] work, no / also matches the file name"
+)]
 IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
 Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]
 UseAst = Annotated[bool, _arg("add the ast feature to the install")]
