@@ -107,6 +107,12 @@ def test_invalid_glob_is_an_error_naming_the_glob_and_globsets_reason(glob: str,
         check_glob(glob)
 
 
+def test_glob_too_large_for_the_linear_engine_is_an_error_not_a_crash() -> None:
+    with pytest.raises(GlobError) as raised:
+        check_glob("*a" * 100_000)
+    assert raised.value.reason == "too large to match; use a shorter glob"
+
+
 def test_check_glob_accepts_no_glob_and_valid_ones() -> None:
     for glob in (None, "", "src/**/*.{py,pyi}", "[!a-z]?"):
         check_glob(glob)
