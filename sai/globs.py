@@ -10,9 +10,10 @@ globset's reason. On top of globset, `compile_glob` keeps SAI's conveniences: a 
 ignored, a trailing `/` means everything under that directory, and a pattern without `/` also
 matches the key's last segment (the file name).
 
-Why a parser here and not a library: wcmatch, the maintained glob library, has no mode where
-`*` crosses `/` while `**/` still means "zero or more directories", and like every pure-Python
-matcher it compiles to `re`, which backtracks: `**?**?…**X` cost 37 s over 300 keys. So the
+Why a parser here and not a library: wcmatch, the maintained glob library, reads `**` as
+"zero or more directories" only in its path mode, where `*` stops at `/` (its fnmatch mode lets
+`*` cross `/` but has no `**`), and like every pure-Python matcher it compiles to `re`, which
+backtracks: `**?**?…**X` cost 37 s over 300 keys with the old translator. So the
 parser follows globset's token rules, and a regex that could backtrack badly (a brace group, or
 more than two stars, whose cost grows as a power of the key's length) runs on RE2
 (google-re2), an automaton like the Rust regex crate behind globset: linear in the key. A
