@@ -7,16 +7,16 @@ Precedence follows git: deeper files override shallower ones, `.git/info/exclude
 and within one file the last matching line wins. A file below an ignored directory cannot be
 re-included; callers get that by pruning ignored directories (or checking each parent). A rule
 matches the path itself, never a path below it, so ignore files above the project root cannot
-hide the root itself (ripgrep's behaviour, and the walk's since the start).
+hide the root itself, as the walk always did.
 
 A line whose regex could backtrack badly (`*a*a*a*a*b`) runs on RE2, as globs do (sai/globs.py),
 so no ignore file can stall a walk; a line that cannot be matched at all (a range running
 backwards, `[z-a]`) is skipped, as git skips it.
 
 Why not pathspec: its GitIgnoreSpec matches a path through any matching ancestor directory,
-which makes a root inside an ignored directory (a checkout under `~/.pyenv/versions`, ignored
-by pyenv's own `.gitignore`) index nothing, and it made the walk of an ignore-heavy tree 2.8x
-slower (0.68 s to 1.88 s over 50,000 files, measured with benchmarks/walk_globs.py's tree).
+which makes a root inside an ignored directory (the stdlib under `~/.pyenv/versions`, which
+pyenv's own `.gitignore` lists) index nothing, and it made the walk of an ignore-heavy tree
+(a copy of the stdlib with 241 `.gitignore` files) about 2.8 times slower, 0.68 s to 1.88 s.
 """
 
 from __future__ import annotations
@@ -30,16 +30,17 @@ import re2
 from sai.globs import backtracks, escape, fullmatcher
 
 _ANY_DIRS = "(?:.*/)?"
+Matcher = Callable[[str], object]
 
 
-def translate(pattern: str, *, gitignore: bool = False) -> str:
-    """Regex source for a glob: `**` crosses directories, `*`, `?` and `[...]` do not."""
+def translate(pattern: str) -> str:
+    """Regex source for a gitignore glob: `**` crosses directories, `*`, `?` and `[...]` do not."""
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if c == "*":
-            piece, i = _stars(pattern, i, gitignore=gitignore)
+            piece, i = _stars(pattern, i)
         elif c == "[":
             piece, i = _char_class(pattern, i)
         elif c == "\\" and i + 1 < n:
@@ -50,7 +51,7 @@ def translate(pattern: str, *, gitignore: bool = False) -> str:
     return "".join(out)
 
 
-def _stars(pattern: str, i: int, *, gitignore: bool) -> tuple[str, int]:
+def _stars(pattern: str, i: int) -> tuple[str, int]:
     j = i
     while j < len(pattern) and pattern[j] == "*":
         j += 1
@@ -62,7 +63,7 @@ def _stars(pattern: str, i: int, *, gitignore: bool) -> tuple[str, int]:
     if at_start and pattern[j] == "/":
         return _ANY_DIRS, j + 1
     # git treats a `**` that is not a whole path segment as a plain `*`.
-    return ("[^/]*" if gitignore else ".*"), j
+    return "[^/]*", j
 
 
 def _char_class(pattern: str, i: int) -> tuple[str, int]:
@@ -85,7 +86,7 @@ class Rule:
     """One gitignore line compiled: its regex (relative to the file's directory) and flags."""
 
     source: str
-    matches: Callable[[str], object]
+    matches: Matcher
     linear: bool
     negate: bool
     dir_only: bool
@@ -102,7 +103,7 @@ def parse_rule(line: str) -> Rule | None:
     line = line.rstrip("/")
     if not line:
         return None
-    source = translate(line.lstrip("/"), gitignore=True)
+    source = translate(line.lstrip("/"))
     source = source if "/" in line else _ANY_DIRS + source
     linear = backtracks(source)
     try:
@@ -111,8 +112,6 @@ def parse_rule(line: str) -> Rule | None:
         return None
     return Rule(source, matches, linear, negate, dir_only)
 
-
-Matcher = Callable[[str], object]
 
 
 @dataclass(frozen=True)
