@@ -124,7 +124,7 @@ def test_pathological_glob_answers_300_keys_in_well_under_a_second(glob: str) ->
     candidates = keys(300)
     start = time.perf_counter()
     matched = [key for key in candidates if glob_match(glob, key)]
-    assert time.perf_counter() - start < 1.0  # a backtracking matcher took 37 s on the first one
+    assert time.perf_counter() - start < 1.0  # `re` alone: minutes per key
     assert matched == []
 
 
