@@ -14,6 +14,7 @@ from sai import indexer, render, search
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
 from sai.files import key_for
+from sai.globs import check_glob
 from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
 from sai.progress import ProgressReporter
 from sai.project import Project
@@ -233,6 +234,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    check_glob(args.path_glob)
     seeds = _seed_paths(project, args)
     params = search.duplicate_params(
         project.config, min_score=args.min_score, min_cluster_size=args.min_cluster_size,

@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from sai.errors import ConfigError
+from sai.errors import ConfigError, GlobError
+from sai.globs import check_glob
 from sai.languages import DEFAULT_EXTS, normalize_exts
 
 CONFIG_NAMES = ("sai-cfg.yml", "sai-cfg.yaml")
@@ -268,6 +269,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         model = DEFAULT_MODELS["local"]  # one spelling, so the index records one name
     sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
     _check_similarity(v, where)
+    _check_globs(v, where)
     return Config(
         root=root,
         db_path=(root / v["duckdb.path"]).resolve(),
@@ -339,6 +341,15 @@ def _check_similarity(v: dict[str, Any], where: Callable[[str], str]) -> None:
     key = "similarity.duplicate_min_cluster_size"
     if v[key] < 1:
         raise ConfigError(f"{where(key)}: key '{key}' must be at least 1, got {v[key]}")
+
+
+def _check_globs(v: dict[str, Any], where: Callable[[str], str]) -> None:
+    for key in ("include", "exclude"):
+        for pattern in v[key]:
+            try:
+                check_glob(str(pattern))
+            except GlobError as exc:
+                raise ConfigError(f"{where(key)}: bad {key} glob: {exc.pattern}: {exc.reason}") from None
 
 
 def model_family(model: str) -> str:

@@ -43,3 +43,12 @@ class IndexMismatchError(StoreError):
 
 class ReadOnlyError(UsageError):
     """A write was asked of a read-only server."""
+
+
+class GlobError(UsageError):
+    """A glob (`path_glob`, `include`, `exclude`) cannot be read; `reason` says why."""
+
+    def __init__(self, pattern: str, reason: str) -> None:
+        super().__init__(f"invalid path_glob: {pattern}: {reason}")
+        self.pattern = pattern
+        self.reason = reason

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import codecs
 import errno
-import functools
 import os
-import re
 import stat
-from collections.abc import Callable, Container
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sai.config import Config
 from sai.errors import OutsideRootError, SaiError, UsageError
-from sai.gitignore import IgnoreMatcher, translate
+from sai.gitignore import IgnoreMatcher
+from sai.globs import compile_glob
 from sai.languages import language_for
 from sai.models import SourceFile
 
@@ -352,11 +351,6 @@ def _key_inside(config: Config, path: str | Path, candidate: Path) -> str | None
     return relative.as_posix()
 
 
-def compile_glob(pattern: str) -> Callable[[str], bool]:
-    """A predicate on keys for one glob (see glob_match)."""
-    return lambda key: glob_match(pattern, key)
-
-
 def _resolve(path: str | Path, candidate: Path) -> Path:
     """`candidate` resolved; a NUL byte or a symlink loop is a one-line error, not a traceback."""
     try:
@@ -371,23 +365,12 @@ def _resolve(path: str | Path, candidate: Path) -> Path:
 
 
 def glob_match(pattern: str, key: str) -> bool:
-    """Whether a key matches a glob: `**` crosses directories, `*` does not.
+    """Whether a key matches a glob, read as globset reads it (docs/configuration.md).
 
-    A pattern without '/' also matches the key's basename; a trailing '/' means "everything
-    under this directory"; a leading '/' is ignored (keys are root-relative anyway).
+    `*` and `?` also match '/', `**` spans directories, `{a,b}` and `[...]` work; a pattern
+    without '/' also matches the key's file name; raises GlobError for an invalid glob.
     """
-    regex = _glob_regex(pattern)
-    if regex.fullmatch(key):
-        return True
-    return "/" not in pattern and regex.fullmatch(key.rsplit("/", 1)[-1]) is not None
-
-
-@functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    body = pattern.lstrip("/")
-    if body.endswith("/"):
-        body += "**"
-    return re.compile(translate(body), re.DOTALL)
+    return compile_glob(pattern)(key)
 
 
 def _root_matcher(filters: _Filters) -> IgnoreMatcher:

@@ -107,7 +107,10 @@ Metric = Annotated[
     Literal["duplicate", "cosine"] | None,
     _arg("edge score: duplicate (cosine and token shape, default) or cosine (the original's plain cosine)"),
 ]
-Glob = Annotated[str | None, _arg("only paths matching this glob, e.g. src/** or *.py")]
+Glob = Annotated[str | None, _arg(
+    "only paths matching this glob, e.g. src/** or *.py; * and ? also match /, ** spans "
+    "directories, {a,b} and [a-z] work, no / also matches the file name"
+)]
 IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
 Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]
 UseAst = Annotated[bool, _arg("add the ast feature to the install")]

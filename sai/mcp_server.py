@@ -32,6 +32,7 @@ from pydantic import ValidationError
 import sai
 from sai import files, indexer, search
 from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
+from sai.globs import check_glob
 from sai.mcp_schemas import (
     MAX_LIMIT,
     MAX_PATHS,
@@ -104,6 +105,7 @@ class SaiTools:
         lexical (works without the embedding model). Use it to find where something is
         implemented before opening files. language and path_glob filter the results.
         """
+        check_glob(path_glob)
         hits = search.search(
             self.project, query, limit=_clamp(limit), language=language, path_glob=path_glob,
             mode=mode,
@@ -144,6 +146,7 @@ class SaiTools:
         vectors and shapes only). Use it to find copy-pasted code worth merging, renamed copies
         included.
         """
+        check_glob(path_glob)
         params = search.duplicate_params(
             self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k,
             metric=metric,

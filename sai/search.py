@@ -11,6 +11,7 @@ from sai.config import DUPLICATE_METRICS, Config
 from sai.duplicates import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.freshness import stale_keys
+from sai.globs import compile_glob
 from sai.languages import canonical_language
 from sai.lexical import query_lexemes
 from sai.models import Cluster, ClusterMember, Hit, IndexStatus
@@ -36,7 +37,7 @@ class _Scope:
         name = canonical_language(language) if language else None
         if not path_glob:
             return _Scope(name)
-        matches = files.compile_glob(path_glob)
+        matches = compile_glob(path_glob)
         return _Scope(name, frozenset(key for key in conn.files() if matches(key)))
 
     def mask(self, table: VectorTable) -> np.ndarray | None:
@@ -198,7 +199,7 @@ def find_duplicates(
     params = duplicate_params(project.config, min_score=min_score, min_cluster_size=min_cluster_size,
                               top_k=top_k, metric=metric)
     _check_duplicate_args(params, max_clusters)
-    matches = files.compile_glob(path_glob) if path_glob else None  # a bad glob fails first
+    matches = compile_glob(path_glob) if path_glob else None  # a bad glob fails first
     with project.store.read() as conn:
         _check(project, conn, None)
         rows, matrix = conn.all_chunks(text=False)

@@ -146,12 +146,14 @@ def test_exclude_glob_wins_over_include(tmp_path):
     assert excluded(tmp_path, include=["src/*"], exclude=["src/*"]) == {"src/a.py": "glob"}
 
 
-def test_glob_star_stays_in_one_directory_and_double_star_crosses_them():
-    assert glob_match("src/*.py", "src/a.py")
-    assert not glob_match("src/*.py", "src/x/a.py")
+def test_glob_star_and_question_mark_cross_directories_as_in_globset():
+    # globset's defaults (docs/configuration.md): `*` and `?` also match '/'; before, they did not
+    assert glob_match("src/*.py", "src/a.py") and glob_match("src/*.py", "src/x/a.py")
+    assert not glob_match("src/*.py", "lib/src/a.py")
     assert glob_match("src/**/*.py", "src/a.py") and glob_match("src/**/*.py", "src/x/y/a.py")
-    assert glob_match("*.py", "deep/down/a.py")  # no '/': matches the basename
-    assert not glob_match("src/a?.py", "src/a/.py")
+    assert glob_match("*.py", "deep/down/a.py")
+    assert glob_match("test_*.py", "src/x/test_c.py")  # no '/': matches the file name
+    assert glob_match("src/a?.py", "src/a/.py")
     assert glob_match("vendor/", "vendor/x/y.go") and not glob_match("vendor/", "vendorx/y.go")
     assert glob_match("[!a]*.py", "b.py") and not glob_match("[!a]*.py", "a.py")
 

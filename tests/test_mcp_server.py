@@ -301,6 +301,16 @@ def test_sql_in_path_glob_matches_nothing_and_the_table_survives(session: Sessio
     assert session.call("sai_search_code", query="password")["hits"]
 
 
+def test_path_glob_follows_globset_and_an_invalid_one_is_refused(session: Session) -> None:
+    hits = session.call("sai_search_code", query="user session token", path_glob="{lib,src}/a[t-v]th.py")
+    assert hits["hits"] and {h["path"] for h in hits["hits"]} == {"src/auth.py"}
+    for tool, arguments in (("sai_search_code", {"query": "password"}), ("sai_find_duplicates", {})):
+        error = session.error(tool, path_glob="src/[z-a]", **arguments)
+        assert (error.code, error.message) == (-32602, "invalid path_glob: src/[z-a]: invalid range; 'z' > 'a'")
+    error = session.error("sai_find_duplicates", path_glob="{src,lib")
+    assert error.code == -32602 and error.message.startswith("invalid path_glob: {src,lib: unclosed alternate")
+
+
 def test_find_similar_by_location_excludes_the_source_chunk(session: Session) -> None:
     hits = session.call("sai_find_similar", path="src/dup_a.py", line=5, min_score=0.0)["hits"]
     for hit in hits:
