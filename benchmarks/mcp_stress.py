@@ -12,7 +12,7 @@ be alive at the end. Prints per server: errors, alive, p50/p95/max latency, and 
 refreshes the writer completed meanwhile. Exit status 1 on any error or dead server.
 
     .venv/bin/python benchmarks/mcp_stress.py [--servers 3] [--clients 8] [--calls 40]
-        [--transport http|stdio|both] [--tree DIR]
+        [--transport http|stdio|both] [--tree DIR] [--memory-rounds N]
 """
 
 from __future__ import annotations
@@ -77,6 +77,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=40, help="calls per client")
     parser.add_argument("--transport", choices=("http", "stdio", "both"), default="both")
     parser.add_argument("--tree", type=Path, help="index this tree instead of the stdlib slice")
+    parser.add_argument("--memory-rounds", type=int, default=0,
+                        help="HTTP: this many more rounds of calls per server, printing its RSS after each")
     return parser.parse_args()
 
 
@@ -132,6 +134,14 @@ async def run_server(transport: str, config: Path, env: dict[str, str], args: ar
             url = f"http://127.0.0.1:{port}/mcp"
             clients = [await stack.enter_async_context(Client(url)) for _ in range(args.clients)]
             errors, latencies = await drive(clients, args)
+            rss = [resident_mb(proc.pid)]
+            for _ in range(args.memory_rounds):  # many more calls: memory must not keep growing
+                more, _ = await drive(clients, args)
+                errors += more
+                rss.append(resident_mb(proc.pid))
+        if args.memory_rounds:
+            print(f"server RSS after each round of {len(clients) * args.calls} calls: "
+                  + ", ".join(f"{mb:.0f} MB" for mb in rss), flush=True)
         return errors, proc.poll() is None, latencies
     finally:
         proc.terminate()
@@ -171,6 +181,13 @@ async def drive(clients: list[Client], args: argparse.Namespace) -> tuple[list[s
         for seed, client in enumerate(clients):
             group.start_soon(worker, client, seed)
     return errors, latencies
+
+
+def resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def figures(seconds: list[float]) -> str:
