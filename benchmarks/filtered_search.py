@@ -8,7 +8,7 @@ interleaving the filters so that load drift hits them alike. Filters choose the 
 its postings to the subset's chunk ids. Also prints the vector table's load time (what the first
 query after a write pays) and one exact scan on its own.
 
-    .venv/bin/python benchmarks/filtered_search.py [--chunks 20000] [--queries 40]
+    .venv/bin/python benchmarks/filtered_search.py [--chunks 20000] [--queries 40] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ QUERIES = ("parse a header line", "encode the message body", "open a socket conn
 def main() -> int:
     args = parse_args()
     with tempfile.TemporaryDirectory(prefix="sai-filtered-") as tmp, OllamaStandIn(dim=384) as server:
-        root = build_tree(Path(tmp) / "tree", args.chunks)
-        (root / "sai-cfg.yml").write_text("ext: [py]\nembedder: ollama\n", encoding="utf-8")
+        root = args.keep or Path(tmp) / "tree"
+        if not (root / "sai-cfg.yml").is_file():
+            build_tree(root, args.chunks)
+            (root / "sai-cfg.yml").write_text("ext: [py]\nembedder: ollama\n", encoding="utf-8")
         project = Project(load_config(cwd=root, env={"OLLAMA_HOST": server.url}))
         started = time.perf_counter()
         report = indexer.index(project)
@@ -59,7 +61,7 @@ def main() -> int:
                     search.search(project, query, limit=8, mode=mode, **given)
                     times[name].append(time.perf_counter() - start)
             for name, seconds in times.items():
-                print(f"{mode:8s} {name:45s} {figures(seconds)}")
+                print(f"{mode:8s} {name:45s} {figures(seconds)}", flush=True)
         project.close()
     return 0
 
@@ -68,12 +70,13 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=20000, help="about this many chunks (20000)")
     parser.add_argument("--queries", type=int, default=40, help="queries per mode and filter (40)")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="build the tree and index in DIR, or reuse them")
     return parser.parse_args()
 
 
-def build_tree(root: Path, chunks: int) -> Path:
-    """Stdlib .py files in sorted order until their size suggests `chunks` chunks (~1 per 900 bytes)."""
-    budget = chunks * 900
+def build_tree(root: Path, chunks: int) -> None:
+    """Stdlib .py files in sorted order until their size suggests `chunks` chunks (~1 per 450 bytes)."""
+    budget = chunks * 450
     for path in sorted(STDLIB.rglob("*.py")):
         rel = path.relative_to(STDLIB)
         if any(part in ("site-packages", "__pycache__") for part in rel.parts):
@@ -84,7 +87,6 @@ def build_tree(root: Path, chunks: int) -> Path:
         budget -= path.stat().st_size
         if budget <= 0:
             break
-    return root
 
 
 def smallest_file_glob(project: Project) -> str:

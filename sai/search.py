@@ -89,7 +89,7 @@ def _candidates(
     vector columns costs ~15x more than the ids (measured at 20k chunks, docs/design.md).
     """
     near = table.nearest(vector, wanted, mask=mask) if vector is not None else []
-    among = None if mask is None else table.ids[mask]
+    among = None if mask is None or mask.all() else table.ids[mask]
     lex = conn.bm25(query_lexemes(query), wanted, among=among) if mode != "semantic" else []
     ids = list(dict.fromkeys([i for i, _ in near] + [i for i, _ in lex]))
     rows, _ = conn.chunks_by_ids(ids, vectors=False, text=False)

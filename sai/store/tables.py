@@ -260,10 +260,18 @@ class Connection:
         ).fetchall()
         if not terms:
             return []
-        docs = (f"(SELECT d.* FROM {fts}.docs AS d JOIN (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS id) "
-                "AS a ON a.id = d.name)") if among is not None else f"(SELECT * FROM {fts}.docs)"
-        params: list[object] = [int_list(among)] if among is not None else []
-        ids = int_list([t[0] for t in terms])
+        if among is not None:  # the subset's ids as a registered Arrow column: no literal to parse
+            self.con.register("sai_among", pa.table({"id": pa.array(among, pa.int64())}))
+        docs = (f"(SELECT d.* FROM {fts}.docs AS d JOIN sai_among AS a ON a.id = d.name)" if among is not None
+                else f"(SELECT * FROM {fts}.docs)")
+        try:
+            return self._bm25_scores(fts, docs, [t[0] for t in terms], limit)
+        finally:
+            if among is not None:
+                self.con.unregister("sai_among")
+
+    def _bm25_scores(self, fts: str, docs: str, termids: list[int], limit: int) -> list[tuple[int, float]]:
+        ids = int_list(termids)
         return self.con.execute(
             f"""WITH docs AS {docs},
             stats AS (SELECT count(*) AS n, avg(len) AS avgdl FROM docs),
@@ -278,7 +286,7 @@ class Connection:
                        JOIN docs ON tf.docid = docs.docid, stats GROUP BY tf.docid)
             SELECT docs.name, scores.score FROM scores JOIN docs ON scores.docid = docs.docid
             ORDER BY scores.score DESC, docs.name LIMIT ?""",
-            [*params, ids, int(limit)],
+            [ids, int(limit)],
         ).fetchall()
 
     def chunks_by_ids(
