@@ -55,6 +55,7 @@ class StatusOut(TypedDict):
     file_count: int
     indexed_at: str | None
     stale_files: NotRequired[int]
+    languages: dict[str, int]
 
 
 class RefreshedOut(TypedDict):

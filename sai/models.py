@@ -90,6 +90,7 @@ class IndexStatus:
     file_count: int = 0
     indexed_at: str | None = None
     stale_files: int | None = None
+    languages: dict[str, int] = field(default_factory=dict)  # chunks per language name held
 
 
 @dataclass(frozen=True)

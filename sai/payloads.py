@@ -84,6 +84,7 @@ def status_json(status: IndexStatus) -> dict[str, Any]:
     }
     if status.stale_files is not None:
         out["stale_files"] = status.stale_files
+    out["languages"] = dict(status.languages)  # the values a language filter takes (or extensions)
     return out
 
 

@@ -60,7 +60,15 @@ def duplicate_clusters(
 
 
 def status_lines(payload: dict[str, object]) -> str:
-    return "".join(f"{k}: {'' if v is None else printable(v)}\n" for k, v in payload.items())
+    return "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items())
+
+
+def _status_value(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict):  # languages: "python 120, typescript 4"
+        return ", ".join(f"{printable(k)} {n}" for k, n in value.items())
+    return printable(value)
 
 
 def index_summary(report: IndexReport, config: Config) -> str:

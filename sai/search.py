@@ -334,12 +334,13 @@ def status(project: Project) -> IndexStatus:
     meta: dict[str, str] = {}
     chunks = 0
     indexed_at = None
-    stored = {}
+    stored: dict = {}
+    languages: dict[str, int] = {}
     if project.store.exists:
         with project.store.read() as conn:
             meta = conn.meta()
             if conn.has_collection():
-                chunks, stored = conn.chunk_count(), conn.files()
+                chunks, stored, languages = conn.chunk_count(), conn.files(), conn.language_counts()
                 indexed_at = conn.last_indexed_at()
     dim = meta.get("vector_dim")
     return IndexStatus(
@@ -353,6 +354,7 @@ def status(project: Project) -> IndexStatus:
         file_count=len(stored),
         indexed_at=indexed_at,
         stale_files=len(stale_keys(config.root, stored, stored)),
+        languages=languages,
     )
 
 

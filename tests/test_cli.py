@@ -328,7 +328,11 @@ def test_status_prints_key_value_lines_and_json(
     assert list(shown)[:6] == ["backend", "collection", "model", "vector_dim", "chunk_count",
                                "chunker"]
     for key, value in payload.items():
-        assert shown[key] == ("" if value is None else str(value))
+        if isinstance(value, dict):
+            assert shown[key] == ", ".join(f"{k} {n}" for k, n in value.items())
+        else:
+            assert shown[key] == ("" if value is None else str(value))
+    assert payload["languages"] == {"python": 3} and shown["languages"] == "python 3"
 
 
 def test_status_before_any_index_shows_what_would_be_built(

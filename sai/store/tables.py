@@ -384,6 +384,14 @@ class Connection:
             ).fetchone()
         return int(row[0]) if row else 0
 
+    def language_counts(self) -> dict[str, int]:
+        """Chunks per language (chunks of files SAI has no grammar for are left out)."""
+        rows = self.con.execute(
+            f"SELECT language, count(*) FROM {self.collection} WHERE language IS NOT NULL "
+            "GROUP BY language ORDER BY language"
+        ).fetchall()
+        return {str(name): int(count) for name, count in rows}
+
     def hashes_by_path(self, keys: list[str]) -> dict[str, list[str]]:
         rows = self.con.execute(
             f"SELECT path, content_hash FROM {self.collection} "
