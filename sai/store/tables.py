@@ -326,9 +326,9 @@ class Connection:
 
     def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
         """File rows, all or those of `keys` (from the lease's cache when read-only)."""
-        if self.read_only:
+        if self.read_only:  # a copy: callers may change what they get, the lease's cache stays
             every = self._cached("files", lambda: self._files(None))
-            return every if keys is None else {k: every[k] for k in keys if k in every}
+            return dict(every) if keys is None else {k: every[k] for k in keys if k in every}
         return self._files(keys)
 
     def _files(self, keys: list[str] | None) -> dict[str, FileRow]:
