@@ -55,6 +55,8 @@ class StatusOut(TypedDict):
     file_count: int
     indexed_at: str | None
     stale_files: NotRequired[int]
+    watching: bool  # sai mcp --watch: re-indexing files as they change
+    last_refresh_at: str | None  # when the watcher last brought the index up to date
 
 
 class RefreshedOut(TypedDict):
