@@ -363,11 +363,13 @@ def _watch(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
-    def report(event: Any) -> None:
-        _watch_report(event, project=project, as_json=as_json, silent=silent)
-
     try:
         with ProgressReporter(sys.stderr, enabled=not silent) as progress:
+
+            def report(event: Any) -> None:
+                progress.finish()
+                _watch_report(event, project=project, as_json=as_json, silent=silent)
+
             Watcher(project, report=report, stop=stop, progress=progress.update).run()
     except KeyboardInterrupt:
         print("watch: stopped", file=sys.stderr)
