@@ -361,8 +361,7 @@ def _watch(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
     silent = bool(getattr(args, "silent", False))
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         with ProgressReporter(sys.stderr, enabled=not silent) as progress:
 
@@ -374,6 +373,8 @@ def _watch(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     except KeyboardInterrupt:
         print("watch: stopped", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

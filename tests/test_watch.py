@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import watchfiles
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from fixtures_tree import open_project, write_config, write_tree
 from ollama_standin import OllamaStandIn
@@ -110,6 +111,22 @@ def test_excluded_and_pruned_files_and_the_index_itself_are_not_reported(
     with pytest.raises(queue.Empty):  # the index write of that batch does not trigger another
         running.reports.get(timeout=1.5)
     assert "ignored/gen.py" not in _indexed_keys(tree)
+
+
+def test_an_index_file_inside_the_tree_does_not_trigger_itself(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
+    root = write_tree(tmp_path / "proj")
+    write_config(root, ollama_server.url, duckdb={"path": "sai-index.duckdb"})
+    watching = Running(root)
+    try:
+        assert not watching.watcher.wanted(watchfiles.Change.modified, str(root / "sai-index.duckdb.wal"))
+        assert not watching.watcher.wanted(watchfiles.Change.added, str(root / "build" / "out.py"))
+        assert watching.watcher.wanted(watchfiles.Change.added, str(root / "builder.py"))
+        (root / "ledger.py").write_text(NEW_FUNCTION, encoding="utf-8")
+        assert isinstance(watching.next(), Batch)
+        with pytest.raises(queue.Empty):
+            watching.reports.get(timeout=1.5)
+    finally:
+        watching.close()
 
 
 def test_an_edit_embeds_only_the_changed_text(
