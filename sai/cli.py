@@ -70,7 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--allow-write", action="store_true", help="enable sai_refresh and sai_sync")
     mcp.add_argument("--allow-setup", action="store_true", help="let sai_prepare_mcp_setup run")
     mcp.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP at /mcp instead of stdio")
+    _add_watch(sub, common, mcp)
     return parser
+
+
+def _add_watch(sub: argparse._SubParsersAction, common: argparse.ArgumentParser,
+               mcp: argparse.ArgumentParser) -> None:
+    sub.add_parser("watch", parents=[common], help="index, then re-index files as they change")
+    mcp.add_argument("--watch", action="store_true", help="re-index files as they change (needs --allow-write)")
 
 
 def _add_seed(p: argparse.ArgumentParser) -> None:
@@ -334,13 +341,64 @@ def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     from sai.mcp_server import serve
 
+    if args.watch and not args.allow_write:
+        raise UsageError("--watch re-indexes changed files, which needs --allow-write; add --allow-write")
     if not project.store.exists and not args.allow_write:
         raise SaiError(
             f"no index at {project.config.db_path}; run `sai` in the project first "
             "or start the server with --allow-write"
         )
-    serve(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http)
+    serve(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http,
+          watch=args.watch)
     return 0
+
+
+# ---------------------------------------------------------------- sai watch
+def _watch(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    """Index, then keep the index fresh until Ctrl-C (exit 130) or SIGTERM (exit 0)."""
+    import signal
+    import threading
+
+    from sai.watch import Watcher
+
+    silent = bool(getattr(args, "silent", False))
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        with ProgressReporter(sys.stderr, enabled=not silent) as progress:
+
+            def report(event: Any) -> None:
+                progress.finish()
+                _watch_report(event, project=project, as_json=as_json, silent=silent)
+
+            Watcher(project, report=report, stop=stop, progress=progress.update).run()
+    except KeyboardInterrupt:
+        print("watch: stopped", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+def _watch_report(event: Any, *, project: Project, as_json: bool, silent: bool) -> None:
+    """A watch report: text on stderr (errors even when --silent), JSON lines on stdout."""
+    from sai.payloads import watch_failure_json, watch_json
+    from sai.watch import BatchFailed, Indexed
+
+    if isinstance(event, Indexed):
+        if not silent:
+            sys.stderr.write(render.index_summary(event.report, project.config))
+            sys.stderr.write(f"watch: watching {printable(project.config.root)} for changes (Ctrl-C to stop)\n")
+    elif isinstance(event, BatchFailed):
+        sys.stderr.write(f"watch: error: {printable(event.error)}; its files are tried again with the next change\n")
+        if as_json:
+            _emit(True, watch_failure_json(event), "")
+    else:
+        if not silent:
+            sys.stderr.write(render.watch_batch(event))
+        if as_json:
+            _emit(True, watch_json(event), "")
+    sys.stderr.flush()
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -364,5 +422,5 @@ def _init(args: argparse.Namespace) -> int:
 
 _HANDLERS = {
     "duplicates": _duplicates, "similar": _similar, "status": _status, "sync": _sync,
-    "refresh": _refresh, "flush": _flush, "mcp": _mcp,
+    "refresh": _refresh, "flush": _flush, "mcp": _mcp, "watch": _watch,
 }

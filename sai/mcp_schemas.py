@@ -56,6 +56,8 @@ class StatusOut(TypedDict):
     indexed_at: str | None
     stale_files: NotRequired[int]
     languages: dict[str, int]
+    watching: bool  # sai mcp --watch: re-indexing files as they change
+    last_refresh_at: str | None  # when the watcher last brought the index up to date
 
 
 class RefreshedOut(TypedDict):

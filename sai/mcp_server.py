@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,7 +31,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 from pydantic import ValidationError
 
 import sai
-from sai import files, indexer, search
+from sai import files, indexer, render, search
 from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
 from sai.globs import check_glob
 from sai.mcp_schemas import (
@@ -69,6 +70,7 @@ from sai.mcp_schemas import (
 )
 from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
 from sai.project import Project
+from sai.watch import Batch, BatchFailed, Watcher, WatchReport
 
 log = logging.getLogger("sai.mcp")
 
@@ -90,6 +92,7 @@ class SaiTools:
         self.project = project
         self.allow_write = allow_write
         self.allow_setup = allow_setup
+        self.watcher: Watcher | None = None  # set by serve() with --watch
 
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
@@ -163,9 +166,15 @@ class SaiTools:
         """What the index holds: {backend,collection,model,vector_dim,chunk_count,chunker,...}.
 
         No arguments, no embedder needed. Use it to check that an index exists, how big it is
-        and which model built it.
+        and which model built it. watching: whether the server re-indexes files as they change
+        (--watch); last_refresh_at: when it last did (ISO time, null before the first time).
         """
-        return _result(status_json(search.status(self.project)))
+        return _result({**status_json(search.status(self.project)), **self._watch_state()})
+
+    def _watch_state(self) -> dict[str, Any]:
+        watcher = self.watcher
+        return {"watching": bool(watcher and watcher.watching),
+                "last_refresh_at": watcher.last_refresh_at if watcher else None}
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
         """Re-index these files now. Needs the server started with --allow-write.
@@ -455,14 +464,16 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 
 
 def build_server(
-    project: Project, *, allow_write: bool = False, allow_setup: bool = False
+    project: Project, *, allow_write: bool = False, allow_setup: bool = False,
+    watcher: Watcher | None = None,
 ) -> SaiMCPServer:
-    """The `sai` MCP server with its seven tools over `project`."""
+    """The `sai` MCP server with its seven tools over `project` (`watcher`: its --watch state)."""
     server = SaiMCPServer(
         "sai", version=sai.__version__, log_level="WARNING",
         instructions=instructions(allow_write=allow_write, allow_setup=allow_setup),
     )
     tools = SaiTools(project, allow_write=allow_write, allow_setup=allow_setup)
+    tools.watcher = watcher
     for name in TOOL_NAMES:
         annotations = READ_ONLY if name in READ_TOOLS else WRITES
         fn = getattr(tools, name)
@@ -472,16 +483,21 @@ def build_server(
 
 def serve(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
-    http: str | None = None,
+    http: str | None = None, watch: bool = False,
 ) -> None:
-    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp."""
+    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp;
+    with `watch`, a background thread keeps the index fresh meanwhile."""
     if not log.handlers:  # its own prefix, whatever the CLI configured for the root logger
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("sai mcp: %(message)s"))
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO)
-    server = build_server(project, allow_write=allow_write, allow_setup=allow_setup)
+    watching = _BackgroundWatch(project) if watch else None
+    server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,
+                          watcher=watching.watcher if watching else None)
+    if watching:
+        watching.start()
     try:
         if http is None:
             log.info("serving %s over stdio (%s)", project.config.root, _mode(allow_write))
@@ -491,4 +507,46 @@ def serve(
 
             serve_http(server, http, mode=_mode(allow_write))
     finally:
+        if watching:
+            watching.stop()
         project.close()
+
+
+# ---------------------------------------------------------------- --watch
+class _BackgroundWatch:
+    """`sai mcp --watch`: a Watcher in a thread, reporting to the server log, stopped on exit.
+
+    Readers stay consistent meanwhile: every write is one transaction that readers wait for.
+    """
+
+    def __init__(self, project: Project) -> None:
+        self.stop_event = threading.Event()
+        self.watcher = Watcher(project, report=_log_watch, stop=self.stop_event)
+        self.thread = threading.Thread(target=self._run, name="sai-watch", daemon=True)
+
+    def start(self) -> None:
+        log.info("watching %s for changes", self.watcher.root)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.watcher.run()
+        except SaiError as exc:
+            log.warning("watching stopped: %s", escaped(str(exc)))
+
+    def stop(self) -> None:
+        """Stop watching; an index run in progress ends at its next file, a refresh when done."""
+        self.stop_event.set()
+        self.thread.join(timeout=2.0)
+        if self.thread.is_alive():
+            log.info("waiting for the re-index in progress to finish")
+            self.thread.join()
+
+
+def _log_watch(event: WatchReport) -> None:
+    if isinstance(event, Batch):
+        log.info("%s", escaped(render.watch_batch(event).rstrip("\n")))
+    elif isinstance(event, BatchFailed):
+        log.warning("watch: error: %s; its files are tried again with the next change", escaped(str(event.error)))
+    else:
+        log.info("watch: index up to date (%d chunks from %d files)", event.report.chunks, event.report.files)

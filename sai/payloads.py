@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sai.models import Cluster, Hit, IndexStatus, RefreshReport
+
+if TYPE_CHECKING:
+    from sai.watch import Batch, BatchFailed
 
 SNIPPET_LINES = 8
 SNIPPET_BYTES = 800
@@ -98,3 +101,17 @@ def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> dic
     if note_when_empty and not report.refreshed and not report.removed and not report.not_found:
         out["note"] = "no changed files"
     return out
+
+
+def watch_json(batch: Batch) -> dict[str, Any]:
+    """One `sai watch --json` line for a handled batch."""
+    return {
+        "at": batch.at, "changes": batch.changes, "full_run": batch.full_run,
+        "refreshed": [{"path": r.path, "chunks": r.chunks} for r in batch.refreshed],
+        "removed": list(batch.removed),
+    }
+
+
+def watch_failure_json(failed: BatchFailed) -> dict[str, Any]:
+    """One `sai watch --json` line for a batch that failed (its files are tried again later)."""
+    return {"at": failed.at, "changes": failed.changes, "error": str(failed.error)}

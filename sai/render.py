@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from sai.config import Config
 from sai.files import WalkResult
 from sai.models import Cluster, Hit, IndexReport, RefreshReport
+
+if TYPE_CHECKING:
+    from sai.watch import Batch
 
 SAMPLE = 15
 # C0 and C1 controls, DEL, lone surrogates (undecodable bytes of a file name) and the line and
@@ -93,6 +97,15 @@ def sync_report(report: RefreshReport) -> str:
         f"{len(report.removed)} file(s) removed{missing}"
     )
     return "\n".join(lines) + "\n"
+
+
+def watch_batch(batch: Batch) -> str:
+    """One line per handled batch of `sai watch` (and the `sai mcp --watch` log)."""
+    line = (f"watch: re-indexed {len(batch.refreshed)} file(s) ({batch.chunks} chunks), "
+            f"removed {len(batch.removed)}")
+    if batch.full_run:
+        line += f" (one index run for {batch.changes} changed paths)"
+    return line + "\n"
 
 
 def dry_run(walk: WalkResult, config: Config) -> str:

@@ -261,17 +261,6 @@ class TerminalStream(io.StringIO):
         return True
 
 
-def test_progress_draws_one_bar_on_a_terminal_and_ends_its_line() -> None:
-    stream = TerminalStream()
-    with ProgressReporter(stream) as progress:
-        progress.update(1, 4, 2)
-        progress.update(4, 4, 9)
-    text = stream.getvalue()
-    assert text.startswith("\r[" + "#" * 7 + "-" * 21 + "] 1/4 files, 2 chunks embedded, ")
-    assert "\r[" + "#" * 28 + "] 4/4 files, 9 chunks embedded, " in text
-    assert text.endswith("s\n") and text.count("\n") == 1
-
-
 def test_progress_off_a_terminal_prints_sparse_plain_lines() -> None:
     stream = io.StringIO()
     with ProgressReporter(stream) as progress:
