@@ -8,6 +8,7 @@ binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/d
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from datetime import UTC
 from pathlib import Path
@@ -255,25 +256,43 @@ class Connection:
         fts = f"fts_main_{self.collection}"
         terms = self.con.execute(
             f"WITH tokens AS (SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t) "
-            f"SELECT dict.termid FROM {fts}.dict AS dict JOIN tokens ON dict.term = tokens.t",
+            f"SELECT dict.termid, dict.df, stats.num_docs, stats.avgdl FROM {fts}.dict AS dict "
+            f"JOIN tokens ON dict.term = tokens.t, {fts}.stats AS stats",
             [query_lexemes],
         ).fetchall()
         if not terms:
             return []
-        if among is not None:  # the subset's ids as a registered Arrow column: no literal to parse
-            self.con.register("sai_among", pa.table({"id": pa.array(among, pa.int64())}))
-        docs = (f"(SELECT d.* FROM {fts}.docs AS d JOIN sai_among AS a ON a.id = d.name)" if among is not None
-                else f"(SELECT * FROM {fts}.docs)")
+        if among is None:
+            return self._bm25_all(fts, terms, limit)
+        # the subset's ids as a registered Arrow column: no literal to parse
+        self.con.register("sai_among", pa.table({"id": pa.array(among, pa.int64())}))
         try:
-            return self._bm25_scores(fts, docs, [t[0] for t in terms], limit)
+            return self._bm25_among(fts, [t[0] for t in terms], limit)
         finally:
-            if among is not None:
-                self.con.unregister("sai_among")
+            self.con.unregister("sai_among")
 
-    def _bm25_scores(self, fts: str, docs: str, termids: list[int], limit: int) -> list[tuple[int, float]]:
+    def _bm25_all(self, fts: str, terms: list[tuple], limit: int) -> list[tuple[int, float]]:
+        """BM25 over every chunk, with the index's own statistics."""
+        ids = int_list([t[0] for t in terms])
+        idf = "[" + ",".join(repr(math.log((n - df + 0.5) / (df + 0.5) + 1)) for _, df, n, _ in terms) + "]"
+        return self.con.execute(
+            f"""WITH q AS (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS termid,
+                                  unnest(CAST(?::VARCHAR AS DOUBLE[])) AS idf),
+            tf AS (SELECT docid, termid, count(*) AS tf FROM {fts}.terms
+                   WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), termid) GROUP BY docid, termid),
+            scores AS (SELECT tf.docid, sum(q.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / ?)))
+                       AS score FROM tf JOIN q ON tf.termid = q.termid
+                       JOIN {fts}.docs AS docs ON tf.docid = docs.docid GROUP BY tf.docid)
+            SELECT docs.name, scores.score FROM scores JOIN {fts}.docs AS docs ON scores.docid = docs.docid
+            ORDER BY scores.score DESC, docs.name LIMIT ?""",
+            [ids, idf, ids, float(terms[0][3]), int(limit)],
+        ).fetchall()
+
+    def _bm25_among(self, fts: str, termids: list[int], limit: int) -> list[tuple[int, float]]:
+        """BM25 over the chunks registered as `sai_among`, with that subset's statistics."""
         ids = int_list(termids)
         return self.con.execute(
-            f"""WITH docs AS {docs},
+            f"""WITH docs AS (SELECT d.* FROM {fts}.docs AS d JOIN sai_among AS a ON a.id = d.name),
             stats AS (SELECT count(*) AS n, avg(len) AS avgdl FROM docs),
             tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms AS t
                    WHERE t.docid IN (SELECT docid FROM docs)
