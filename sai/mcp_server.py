@@ -1,4 +1,5 @@
-"""The MCP server (SAI-SPEC §3): seven tools, thin wrappers over search.py and indexer.py.
+"""The MCP server (SAI-SPEC §3): the seven contract tools and two extensions (sai_read_chunk,
+sai_find_symbol), thin wrappers over search.py, lookup.py and indexer.py.
 
 One `Project` (config, store, lazy embedder) serves every call; the SDK runs the sync tools in
 worker threads. Failures become JSON-RPC errors in one place, `SaiMCPServer.call_tool`: the
@@ -30,12 +31,13 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 from pydantic import ValidationError
 
 import sai
-from sai import files, indexer, search
+from sai import files, indexer, lookup, search
 from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
 from sai.mcp_schemas import (
     MAX_LIMIT,
     MAX_PATHS,
     Backend,
+    ChunkId,
     ChunkLine,
     ChunkPath,
     ClustersOut,
@@ -43,7 +45,10 @@ from sai.mcp_schemas import (
     Directory,
     DuplicateScore,
     EmbedderName,
+    Enclosing,
+    EndLine,
     Execute,
+    Explain,
     Glob,
     Global,
     HitsOut,
@@ -53,20 +58,27 @@ from sai.mcp_schemas import (
     MaybePaths,
     Metric,
     Mode,
+    Neighbours,
     Paths,
     Query,
+    ReadChunkOut,
+    ReadPath,
     RefreshOut,
     Revision,
     Score,
     SetupOut,
     Size,
     Staged,
+    StartLine,
     StatusOut,
+    SymbolLimit,
+    SymbolName,
+    SymbolsOut,
     Text,
     TopK,
     UseAst,
 )
-from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
+from sai.payloads import chunk_context_json, definitions_json, duplicates_json, hits_json, refresh_json, status_json
 from sai.project import Project
 
 log = logging.getLogger("sai.mcp")
@@ -75,14 +87,15 @@ SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads torch
 TAIL_CHARS = 4000  # how much of the setup script's output a result carries
 QUOTED = str.maketrans({c: "\\" + c for c in '\\"$`'})  # escapes inside a "double-quoted" word
 SETUP_SCRIPT = Path(sai.__file__).resolve().parent.parent / "mcp-setup" / "setup.sh"
-READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status")
+READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
+              "sai_read_chunk", "sai_find_symbol")
 WRITE_TOOLS = ("sai_refresh", "sai_sync", "sai_prepare_mcp_setup")
 TOOL_NAMES = READ_TOOLS + WRITE_TOOLS
 
 
 # ---------------------------------------------------------------- the tools
 class SaiTools:
-    """The seven tools over one shared Project; method names are the tool names and their
+    """The tools over one shared Project; method names are the tool names and their
     docstrings the descriptions agents read."""
 
     def __init__(self, project: Project, *, allow_write: bool, allow_setup: bool) -> None:
@@ -92,7 +105,7 @@ class SaiTools:
 
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
-        include_text: IncludeText = False, mode: Mode = "hybrid",
+        include_text: IncludeText = False, mode: Mode = "hybrid", explain: Explain = False,
     ) -> Annotated[CallToolResult, HitsOut]:
         """Search the code: the indexed chunks that best answer `query` (words or identifiers).
 
@@ -102,11 +115,12 @@ class SaiTools:
         file changed since it was indexed, snippet the chunk's first 8 lines (max 800 bytes)
         unless include_text. mode: hybrid (default: meaning + exact words), semantic, or
         lexical (works without the embedding model). Use it to find where something is
-        implemented before opening files. language and path_glob filter the results.
+        implemented before opening files. language and path_glob filter the results. Each hit
+        has a chunk_id for sai_read_chunk; explain adds why it ranked there.
         """
         hits = search.search(
             self.project, query, limit=_clamp(limit), language=language, path_glob=path_glob,
-            mode=mode,
+            mode=mode, explain=explain,
         )
         return _result(hits_json(hits, include_text=include_text))
 
@@ -163,6 +177,45 @@ class SaiTools:
         and which model built it.
         """
         return _result(status_json(search.status(self.project)))
+
+    # -- after a hit: read around it, look a name up (lookup.py) -----------------------------
+    def sai_read_chunk(
+        self, chunk_id: ChunkId = None, path: ReadPath = None, start_line: StartLine = None,
+        end_line: EndLine = None, neighbours: Neighbours = 1, enclosing: Enclosing = False,
+    ) -> Annotated[CallToolResult, ReadChunkOut]:
+        """Read an indexed chunk in full, with the chunks around it in its file.
+
+        Give a hit's chunk_id, or path (relative to the project root) and start_line (end_line
+        optional: the smallest chunk holding the range, else the one holding start_line).
+        Returns {"chunk":{path,start_line,end_line,symbol,kind,language,chunk_id,text,stale},
+        "before":[...],"after":[...],"enclosing":{...}|null}: neighbours (0-5, default 1)
+        chunks before and after it, and with enclosing=true the unit it belongs to (the class of
+        a method). No embedder needed. A chunk_id of code that changed since is refused: search
+        again. Use it to read a hit and its context without opening the whole file.
+        """
+        if path is not None:
+            path = _inside_root(self.project, path)
+        context = lookup.read_chunk(
+            self.project, chunk_id=chunk_id, path=path, start_line=start_line, end_line=end_line,
+            neighbours=neighbours, enclosing=enclosing,
+        )
+        return _result(chunk_context_json(context))
+
+    def sai_find_symbol(
+        self, name: SymbolName, language: Language = None, path_glob: Glob = None,
+        limit: SymbolLimit = 20,
+    ) -> Annotated[CallToolResult, SymbolsOut]:
+        """Where a name is defined: functions, methods, classes, ... whose symbol is `name`.
+
+        Returns {"definitions":[{symbol,kind,path,start_line,end_line,language,chunk_id,match}]}:
+        exact symbols first, then symbols ending in the name (computeTotal finds
+        Cart.computeTotal), the same ignoring case, then symbols starting with it; match says
+        which. kind is function, method, class, struct, interface, trait, enum, ... No embedder
+        needed. Use it to jump to a definition by name; sai_read_chunk reads it by chunk_id.
+        """
+        found = lookup.find_symbol(self.project, name, language=language, path_glob=path_glob,
+                                   limit=_clamp(limit))
+        return _result(definitions_json(found))
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
         """Re-index these files now. Needs the server started with --allow-write.
@@ -388,7 +441,9 @@ def instructions(*, allow_write: bool, allow_setup: bool) -> str:
     return (
         "SAI: semantic search over this project's code index. Read tools: sai_search_code (find "
         "code by meaning), sai_find_similar (neighbours of a snippet or of path:line), "
-        "sai_find_duplicates (near-duplicate clusters), sai_index_status (what the index holds). "
+        "sai_find_duplicates (near-duplicate clusters), sai_index_status (what the index holds), "
+        "sai_read_chunk (a hit's full text and the chunks around it, by chunk_id), sai_find_symbol "
+        "(where a name is defined). "
         "Write tools, which need the server started with --allow-write: sai_refresh (re-index "
         "given files) and sai_sync (re-index the files git reports changed). "
         f"sai_prepare_mcp_setup {setup} the setup of SAI for a project. "
@@ -454,7 +509,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 def build_server(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False
 ) -> SaiMCPServer:
-    """The `sai` MCP server with its seven tools over `project`."""
+    """The `sai` MCP server with its tools over `project`."""
     server = SaiMCPServer(
         "sai", version=sai.__version__, log_level="WARNING",
         instructions=instructions(allow_write=allow_write, allow_setup=allow_setup),
