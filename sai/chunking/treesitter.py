@@ -136,19 +136,23 @@ def make_unit(
         symbol=unit_symbol(node, rule, parent_symbol),
         container=rule.container,
         owns_lines=not rule.scope_only,
-        kind=unit_kind(node, enclosing),
+        kind=unit_kind(node, rule, enclosing),
     )
 
 
-def unit_kind(node: Node, enclosing: list[Unit]) -> str | None:
-    """What a unit is (grammars.KINDS): a function directly inside a class-like unit is a method."""
+def unit_kind(node: Node, rule: UnitRule, enclosing: list[Unit]) -> str | None:
+    """What a unit is (grammars.KINDS): a function directly inside a class-like unit, or defined
+    outside it under a qualified name (C++ `Shape::scale`), is a method."""
     kind = KINDS.get(node.type)
     if node.type == "type_spec":
         value = node.child_by_field_name("type")
         kind = GO_TYPE_KINDS.get(value.type) if value is not None else None
-    if kind == "function" and enclosing and enclosing[-1].kind in CLASS_LIKE:
+    if kind != "function":
+        return kind
+    if enclosing and enclosing[-1].kind in CLASS_LIKE:
         return "method"
-    return kind
+    name = resolve(node, rule.name)
+    return "method" if name is not None and b"::" in name.text else kind
 
 
 def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:

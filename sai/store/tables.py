@@ -453,11 +453,8 @@ class Connection:
         })
         self.con.register("sai_batch", batch)
         try:
-            self.con.execute(
-                f"INSERT INTO {self.collection} SELECT id, path, language, start_line, end_line, "
-                "symbol, text, content_hash, file_hash, lexemes, embedding, indexed_at, no_duplicate, "
-                "shape, kind FROM sai_batch"
-            )
+            # by name: columns an upgrade added (shape, kind) sit in the order they were added
+            self.con.execute(f"INSERT INTO {self.collection} BY NAME SELECT * FROM sai_batch")
         finally:
             self.con.unregister("sai_batch")
 
