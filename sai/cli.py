@@ -226,6 +226,8 @@ def _emit(as_json: bool, payload: Any, text: str) -> int:
 def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.query_only and not args.query:
         raise UsageError("--query-only needs --query")
+    if args.explain and not args.query:
+        raise UsageError("--explain needs --query; it says why each search hit ranked where it did")
     if args.dry_run:
         from sai.files import walk
 

@@ -14,7 +14,6 @@ argument means its default (`SaiMCPServer.call_tool` drops nulls before validati
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import re
 import shutil
@@ -27,17 +26,17 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnotations
 from pydantic import ValidationError
 
 import sai
-from sai import files, indexer, lookup, search
+from sai import indexer, search
 from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
+from sai.mcp_calls import clamp, inside_root, no_nul, tool_result
+from sai.mcp_lookup import LookupTools
 from sai.mcp_schemas import (
-    MAX_LIMIT,
     MAX_PATHS,
     Backend,
-    ChunkId,
     ChunkLine,
     ChunkPath,
     ClustersOut,
@@ -45,8 +44,6 @@ from sai.mcp_schemas import (
     Directory,
     DuplicateScore,
     EmbedderName,
-    Enclosing,
-    EndLine,
     Execute,
     Explain,
     Glob,
@@ -58,27 +55,20 @@ from sai.mcp_schemas import (
     MaybePaths,
     Metric,
     Mode,
-    Neighbours,
     Paths,
     Query,
-    ReadChunkOut,
-    ReadPath,
     RefreshOut,
     Revision,
     Score,
     SetupOut,
     Size,
     Staged,
-    StartLine,
     StatusOut,
-    SymbolLimit,
-    SymbolName,
-    SymbolsOut,
     Text,
     TopK,
     UseAst,
 )
-from sai.payloads import chunk_context_json, definitions_json, duplicates_json, hits_json, refresh_json, status_json
+from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
 from sai.project import Project
 
 log = logging.getLogger("sai.mcp")
@@ -94,9 +84,9 @@ TOOL_NAMES = READ_TOOLS + WRITE_TOOLS
 
 
 # ---------------------------------------------------------------- the tools
-class SaiTools:
+class SaiTools(LookupTools):
     """The tools over one shared Project; method names are the tool names and their
-    docstrings the descriptions agents read."""
+    docstrings the descriptions agents read (sai_read_chunk and sai_find_symbol: mcp_lookup.py)."""
 
     def __init__(self, project: Project, *, allow_write: bool, allow_setup: bool) -> None:
         self.project = project
@@ -119,10 +109,10 @@ class SaiTools:
         has a chunk_id for sai_read_chunk; explain adds why it ranked there.
         """
         hits = search.search(
-            self.project, query, limit=_clamp(limit), language=language, path_glob=path_glob,
+            self.project, query, limit=clamp(limit), language=language, path_glob=path_glob,
             mode=mode, explain=explain,
         )
-        return _result(hits_json(hits, include_text=include_text))
+        return tool_result(hits_json(hits, include_text=include_text))
 
     def sai_find_similar(
         self, code: Text = None, path: ChunkPath = None, line: ChunkLine = None,
@@ -138,12 +128,12 @@ class SaiTools:
         if code is not None:  # as in the original tool: a snippet overrides a location
             path = line = None
         if path is not None:
-            path = _inside_root(self.project, path)
+            path = inside_root(self.project, path)
         hits = search.find_similar(
-            self.project, code=code, path=path, line=line, limit=_clamp(limit), min_score=min_score,
+            self.project, code=code, path=path, line=line, limit=clamp(limit), min_score=min_score,
             language=language, path_glob=path_glob,
         )
-        return _result(hits_json(hits))
+        return tool_result(hits_json(hits))
 
     def sai_find_duplicates(
         self, min_score: DuplicateScore = None, min_cluster_size: Size = None, top_k: TopK = None,
@@ -162,12 +152,12 @@ class SaiTools:
             self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k,
             metric=metric,
         )
-        k, size = _clamp(params.top_k), max(1, params.min_cluster_size)
+        k, size = clamp(params.top_k), max(1, params.min_cluster_size)
         clusters = search.find_duplicates(
             self.project, min_score=params.min_score, min_cluster_size=size, top_k=k,
             max_clusters=max(1, max_clusters), path_glob=path_glob, metric=params.metric,
         )
-        return _result(duplicates_json(clusters, min_score=params.min_score, min_cluster_size=size, top_k=k,
+        return tool_result(duplicates_json(clusters, min_score=params.min_score, min_cluster_size=size, top_k=k,
                                        seeded=False, metric=params.metric))
 
     def sai_index_status(self) -> Annotated[CallToolResult, StatusOut]:
@@ -176,46 +166,7 @@ class SaiTools:
         No arguments, no embedder needed. Use it to check that an index exists, how big it is
         and which model built it.
         """
-        return _result(status_json(search.status(self.project)))
-
-    # -- after a hit: read around it, look a name up (lookup.py) -----------------------------
-    def sai_read_chunk(
-        self, chunk_id: ChunkId = None, path: ReadPath = None, start_line: StartLine = None,
-        end_line: EndLine = None, neighbours: Neighbours = 1, enclosing: Enclosing = False,
-    ) -> Annotated[CallToolResult, ReadChunkOut]:
-        """Read an indexed chunk in full, with the chunks around it in its file.
-
-        Give a hit's chunk_id, or path (relative to the project root) and start_line (end_line
-        optional: the smallest chunk holding the range, else the one holding start_line).
-        Returns {"chunk":{path,start_line,end_line,symbol,kind,language,chunk_id,text,stale},
-        "before":[...],"after":[...],"enclosing":{...}|null}: neighbours (0-5, default 1)
-        chunks before and after it, and with enclosing=true the unit it belongs to (the class of
-        a method). No embedder needed. A chunk_id of code that changed since is refused: search
-        again. Use it to read a hit and its context without opening the whole file.
-        """
-        if path is not None:
-            path = _inside_root(self.project, path)
-        context = lookup.read_chunk(
-            self.project, chunk_id=chunk_id, path=path, start_line=start_line, end_line=end_line,
-            neighbours=neighbours, enclosing=enclosing,
-        )
-        return _result(chunk_context_json(context))
-
-    def sai_find_symbol(
-        self, name: SymbolName, language: Language = None, path_glob: Glob = None,
-        limit: SymbolLimit = 20,
-    ) -> Annotated[CallToolResult, SymbolsOut]:
-        """Where a name is defined: functions, methods, classes, ... whose symbol is `name`.
-
-        Returns {"definitions":[{symbol,kind,path,start_line,end_line,language,chunk_id,match}]}:
-        exact symbols first, then symbols ending in the name (computeTotal finds
-        Cart.computeTotal), the same ignoring case, then symbols starting with it; match says
-        which. kind is function, method, class, struct, interface, trait, enum, ... No embedder
-        needed. Use it to jump to a definition by name; sai_read_chunk reads it by chunk_id.
-        """
-        found = lookup.find_symbol(self.project, name, language=language, path_glob=path_glob,
-                                   limit=_clamp(limit))
-        return _result(definitions_json(found))
+        return tool_result(status_json(search.status(self.project)))
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
         """Re-index these files now. Needs the server started with --allow-write.
@@ -228,7 +179,7 @@ class SaiTools:
         if not paths:
             raise UsageError("refresh requires at least one path")
         report = indexer.refresh(self.project, self._paths(paths))
-        return _result(refresh_json(report))
+        return tool_result(refresh_json(report))
 
     def sai_sync(
         self, since: Revision = "HEAD~1", staged: Staged = False, paths: MaybePaths = None
@@ -242,7 +193,7 @@ class SaiTools:
         self._check_writable("sync")
         keys = self._paths(paths) if paths else None
         report = indexer.sync(self.project, since=since, staged=staged, paths=keys)
-        return _result(refresh_json(report, note_when_empty=True))
+        return tool_result(refresh_json(report, note_when_empty=True))
 
     def sai_prepare_mcp_setup(
         self, target_directory: Directory = None, backend: Backend = "duckdb",
@@ -258,14 +209,14 @@ class SaiTools:
         otherwise it adds execution_attempted false, success false, error, execution_blocked and
         execution_blocked_reason.
         """
-        target = Path(_no_nul("target_directory", target_directory or str(Path.cwd())))
+        target = Path(no_nul("target_directory", target_directory or str(Path.cwd())))
         target = target.expanduser().resolve()
         plan = setup_plan(target, backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
         payload = plan.payload()
         if execute:
             payload.update(self._execute(plan))
-        return _result(payload)
+        return tool_result(payload)
 
     def _execute(self, plan: SetupPlan) -> dict[str, Any]:
         blocked = None
@@ -289,34 +240,7 @@ class SaiTools:
     def _paths(self, paths: list[str]) -> list[str]:
         if len(paths) > MAX_PATHS:
             raise UsageError(f"too many paths (max {MAX_PATHS})")
-        return [_inside_root(self.project, p) for p in paths]
-
-
-def _result(payload: dict[str, Any]) -> CallToolResult:
-    """The payload as structured content and, for clients that read text, as the same JSON."""
-    text = json.dumps(payload, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
-
-
-def _clamp(value: int) -> int:
-    return max(1, min(MAX_LIMIT, int(value)))
-
-
-def _inside_root(project: Project, path: str) -> str:
-    """The absolute form of a root-relative (or absolute) path; refused when outside the root.
-
-    The core resolves relative paths against the process cwd, right for the CLI; agents send
-    paths relative to the project root, whatever directory the server was started in.
-    """
-    root = project.config.root
-    return str(root / files.key_for(project.config, _no_nul("path", path), cwd=root))
-
-
-def _no_nul(what: str, path: str) -> str:
-    """`path`, refused when it holds a NUL byte, which no file name can (and os calls reject)."""
-    if "\0" in path:
-        raise UsageError(f"{what} {path!r} contains a NUL byte; give a file path without one")
-    return path
+        return [inside_root(self.project, p) for p in paths]
 
 
 # ---------------------------------------------------------------- sai_prepare_mcp_setup

@@ -210,8 +210,7 @@ class Connection:
         return self.vectors.get(self.token, lambda: VectorTable.from_arrow(self.token, self._vector_rows()))
 
     def symbol_table(self) -> SymbolTable:
-        """Every chunk's chunk_id and every definition, from this process's copy when current
-        (store/symbols.py)."""
+        """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
         if self.dirty:
             return SymbolTable.from_arrow("", self._symbol_rows())
         return self.vectors.get(
@@ -420,8 +419,7 @@ class Connection:
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
     def insert_chunks(
-        self, rows: list[tuple],
-        vectors: np.ndarray,
+        self, rows: list[tuple], vectors: np.ndarray
     ) -> None:
         """Insert (path, language, start, end, symbol, text, hash, file_hash, no_dup, lexemes,
         shape[, kind]) rows."""
