@@ -314,6 +314,8 @@ def test_cli_explain_adds_a_line_after_each_contract_row_only_when_asked(in_proj
                                           rows[k].startswith("      explain: cosine") for k in (3, 5, 7))
     assert all("= fused " in rows[k] for k in (3, 5, 7))
     assert "explain" not in plain
+    code, _, err = run_cli(capsys, "--explain")
+    assert (code, err) == (2, "error: --explain needs --query; it says why each search hit ranked where it did\n")
 
 
 def test_cli_through_the_entry_point_as_a_subprocess(project_dir: Path, standin: OllamaStandIn) -> None:
