@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sai import indexer, render, search
+from sai import indexer, lookup, render, search
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
 from sai.files import key_for
 from sai.globs import check_glob
-from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
+from sai.payloads import chunk_context_json, definitions_json, duplicates_json, hits_json, refresh_json, status_json
 from sai.progress import ProgressReporter
 from sai.project import Project
 from sai.render import printable
@@ -54,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="ranking: hybrid (default), semantic or lexical (no embedder needed)")
     parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
     parser.add_argument("--path-glob", metavar="G", help="search only files whose key matches this glob")
+    parser.add_argument("--explain", action="store_true", help="say why each hit ranked where it did")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_duplicates(sub.add_parser("duplicates", parents=[common], help="near-duplicate clusters"))
     _add_similar(sub.add_parser("similar", parents=[common], help="code similar to a snippet or chunk"))
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--yes", action="store_true", help="do not ask")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.add_argument("--output", default="sai-cfg.yml", metavar="PATH")
+    _add_lookups(sub, common)
     mcp = sub.add_parser("mcp", parents=[common], help="serve the MCP tools (stdio or --http)")
     mcp.add_argument("--allow-write", action="store_true", help="enable sai_refresh and sai_sync")
     mcp.add_argument("--allow-setup", action="store_true", help="let sai_prepare_mcp_setup run")
@@ -96,6 +98,23 @@ def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", choices=["duplicate", "cosine"],
                    help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
     _add_seed(p)
+
+
+def _add_lookups(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """`sai read` and `sai symbol`: what an agent does after a hit (lookup.py)."""
+    read = sub.add_parser("read", parents=[common], help="a chunk in full, with the chunks around it")
+    read.add_argument("chunk_id", nargs="?", metavar="CHUNK_ID", help="a hit's chunk_id")
+    read.add_argument("--path", metavar="P", help="file of the chunk (with --start-line)")
+    read.add_argument("--start-line", type=int, metavar="N", help="a line the chunk holds")
+    read.add_argument("--end-line", type=int, metavar="N", help="last line of the range (default --start-line)")
+    read.add_argument("--neighbours", type=int, default=1, metavar="N",
+                      help="chunks to show before and after it (default 1, clamped 0-5)")
+    read.add_argument("--enclosing", action="store_true", help="also the enclosing unit (a method's class)")
+    symbol = sub.add_parser("symbol", parents=[common], help="where a name is defined")
+    symbol.add_argument("name", metavar="NAME", help="computeTotal, Cart.computeTotal, or the start of a name")
+    symbol.add_argument("--language", metavar="L", help="only this language (name or extension)")
+    symbol.add_argument("--path-glob", metavar="G", help="only files whose key matches this glob")
+    symbol.add_argument("--limit", type=int, default=20, metavar="N", help="definitions to show (20)")
 
 
 def _add_similar(p: argparse.ArgumentParser) -> None:
@@ -215,6 +234,8 @@ def _emit(as_json: bool, payload: Any, text: str) -> int:
 def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.query_only and not args.query:
         raise UsageError("--query-only needs --query")
+    if args.explain and not args.query:
+        raise UsageError("--explain needs --query; it says why each search hit ranked where it did")
     if args.dry_run:
         from sai.files import walk
 
@@ -236,8 +257,9 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
     hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode,
-                         language=args.language, path_glob=args.path_glob)
-    return _emit(as_json, hits_json(hits), render.query_results(args.query, hits))
+                         language=args.language, path_glob=args.path_glob, explain=args.explain)
+    text = render.query_results(args.query, hits, explain=args.explain)
+    return _emit(as_json, hits_json(hits), text)
 
 
 def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> int:
@@ -329,6 +351,23 @@ class _IndexedKeys:
                 with store.read() as conn:
                     self.keys = set(conn.files()) if conn.has_collection() else set()
         return key in self.keys
+
+
+def _read(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    path = args.path
+    if path is not None:
+        path = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
+    context = lookup.read_chunk(
+        project, chunk_id=args.chunk_id, path=path, start_line=args.start_line, end_line=args.end_line,
+        neighbours=args.neighbours, enclosing=args.enclosing,
+    )
+    return _emit(as_json, chunk_context_json(context), render.chunk_context(context))
+
+
+def _symbol(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    found = lookup.find_symbol(project, args.name, language=args.language, path_glob=args.path_glob,
+                               limit=max(1, args.limit))
+    return _emit(as_json, definitions_json(found), render.definitions(args.name, found))
 
 
 def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
@@ -424,3 +463,4 @@ _HANDLERS = {
     "duplicates": _duplicates, "similar": _similar, "status": _status, "sync": _sync,
     "refresh": _refresh, "flush": _flush, "mcp": _mcp, "watch": _watch,
 }
+_HANDLERS.update({"read": _read, "symbol": _symbol})

@@ -178,7 +178,7 @@ class _Run:
         return (chunk.path, chunk.language, chunk.start_line, chunk.end_line, chunk.symbol,
                 chunk.text, chunk.content_hash, file_hash, nodup,
                 lexemes(chunk.text, path=chunk.path, symbol=chunk.symbol),
-                signature(chunk.text, chunk.language))
+                signature(chunk.text, chunk.language), chunk.kind)
 
     def remove(self, keys: list[str]) -> None:
         if not keys or not self.stored:

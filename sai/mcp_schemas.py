@@ -13,11 +13,28 @@ MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
 
 
 # ---------------------------------------------------------------- result shapes (outputSchema)
+class SignalsOut(TypedDict):
+    name_match: float
+    definition: float
+    test_penalty: float
+
+
+class ExplainOut(TypedDict):
+    semantic_rank: int | None
+    cosine: float | None
+    lexical_rank: int | None
+    bm25: float | None
+    rrf: float | None
+    signals: SignalsOut | None
+    fused: float | None
+
+
 class MemberOut(TypedDict):
     path: str
     start_line: int
     end_line: int
     symbol: str | None
+    chunk_id: str
 
 
 class HitOut(MemberOut):
@@ -27,6 +44,7 @@ class HitOut(MemberOut):
     stale: bool
     rank: NotRequired[int]
     score_kind: NotRequired[str]
+    explain: NotRequired[ExplainOut]
 
 
 class HitsOut(TypedDict):
@@ -91,6 +109,43 @@ class SetupOut(TypedDict):
     error: NotRequired[str | None]
 
 
+class ChunkOut(TypedDict):
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str | None
+    language: str | None
+    chunk_id: str
+    text: str
+
+
+class ReadChunkMainOut(ChunkOut):
+    stale: bool
+
+
+class ReadChunkOut(TypedDict):
+    chunk: ReadChunkMainOut
+    before: list[ChunkOut]
+    after: list[ChunkOut]
+    enclosing: ChunkOut | None
+
+
+class DefinitionOut(TypedDict):
+    symbol: str
+    kind: str | None
+    path: str
+    start_line: int
+    end_line: int
+    language: str | None
+    chunk_id: str
+    match: str
+
+
+class SymbolsOut(TypedDict):
+    definitions: list[DefinitionOut]
+
+
 # ---------------------------------------------------------------- argument types (inputSchema)
 def _arg(description: str, **schema: Any) -> Any:
     # Extra schema keys are shown, not enforced: out-of-range limits are clamped, not refused.
@@ -146,3 +201,13 @@ Mode = Annotated[str, _arg(
 EmbedderName = Annotated[str, _arg(
     "ollama, or local (offline; ort is another name for it)", enum=["ollama", "local", "ort"]
 )]
+Explain = Annotated[bool, _arg("add to each hit why it ranked there (ranks, cosine, BM25, signals)")]
+ChunkId = Annotated[str | None, _arg("a chunk_id from a hit (or give path and start_line)")]
+ReadPath = Annotated[str | None, _arg("file relative to the project root (with start_line)")]
+StartLine = Annotated[int | None, _arg("1-based line the chunk holds", minimum=1)]
+EndLine = Annotated[int | None, _arg("last line of the range (default start_line)", minimum=1)]
+Neighbours = Annotated[int, _arg("chunks to show before and after it (default 1, clamped 0-5)",
+                                 minimum=0, maximum=5)]
+Enclosing = Annotated[bool, _arg("also the enclosing unit (the class of a method)")]
+SymbolName = Annotated[str, _arg("a name: computeTotal, Cart.computeTotal, or the start of one")]
+SymbolLimit = Annotated[int, _arg(f"definitions to return (default 20, clamped to 1-{MAX_LIMIT})", **_RANGE)]

@@ -1,4 +1,5 @@
-"""The MCP server (docs/mcp.md): seven tools, thin wrappers over search.py and indexer.py.
+"""The MCP server (docs/mcp.md): the seven contract tools and two extensions (sai_read_chunk,
+sai_find_symbol), thin wrappers over search.py, lookup.py and indexer.py.
 
 One `Project` (config, store, lazy embedder) serves every call; the SDK runs the sync tools in
 worker threads. Failures become JSON-RPC errors in one place, `SaiMCPServer.call_tool`: the
@@ -13,7 +14,6 @@ argument means its default (`SaiMCPServer.call_tool` drops nulls before validati
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import re
 import shutil
@@ -27,15 +27,16 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnotations
 from pydantic import ValidationError
 
 import sai
-from sai import files, indexer, render, search
+from sai import indexer, render, search
 from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
 from sai.globs import check_glob
+from sai.mcp_calls import clamp, inside_root, no_nul, tool_result
+from sai.mcp_lookup import LookupTools
 from sai.mcp_schemas import (
-    MAX_LIMIT,
     MAX_PATHS,
     Backend,
     ChunkLine,
@@ -46,6 +47,7 @@ from sai.mcp_schemas import (
     DuplicateScore,
     EmbedderName,
     Execute,
+    Explain,
     Glob,
     Global,
     HitsOut,
@@ -78,15 +80,16 @@ SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads torch
 TAIL_CHARS = 4000  # how much of the setup script's output a result carries
 QUOTED = str.maketrans({c: "\\" + c for c in '\\"$`'})  # escapes inside a "double-quoted" word
 SETUP_SCRIPT = Path(sai.__file__).resolve().parent.parent / "mcp-setup" / "setup.sh"
-READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status")
+READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
+              "sai_read_chunk", "sai_find_symbol")
 WRITE_TOOLS = ("sai_refresh", "sai_sync", "sai_prepare_mcp_setup")
 TOOL_NAMES = READ_TOOLS + WRITE_TOOLS
 
 
 # ---------------------------------------------------------------- the tools
-class SaiTools:
-    """The seven tools over one shared Project; method names are the tool names and their
-    docstrings the descriptions agents read."""
+class SaiTools(LookupTools):
+    """The tools over one shared Project; method names are the tool names and their
+    docstrings the descriptions agents read (sai_read_chunk and sai_find_symbol: mcp_lookup.py)."""
 
     def __init__(self, project: Project, *, allow_write: bool, allow_setup: bool) -> None:
         self.project = project
@@ -96,7 +99,7 @@ class SaiTools:
 
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
-        include_text: IncludeText = False, mode: Mode = "hybrid",
+        include_text: IncludeText = False, mode: Mode = "hybrid", explain: Explain = False,
     ) -> Annotated[CallToolResult, HitsOut]:
         """Search the code: the indexed chunks that best answer `query` (words or identifiers).
 
@@ -106,14 +109,15 @@ class SaiTools:
         file changed since it was indexed, snippet the chunk's first 8 lines (max 800 bytes)
         unless include_text. mode: hybrid (default: meaning + exact words), semantic, or
         lexical (works without the embedding model). Use it to find where something is
-        implemented before opening files. language and path_glob filter the results.
+        implemented before opening files. language and path_glob filter the results. Each hit
+        has a chunk_id for sai_read_chunk; explain adds why it ranked there.
         """
         check_glob(path_glob)
         hits = search.search(
-            self.project, query, limit=_clamp(limit), language=language, path_glob=path_glob,
-            mode=mode,
+            self.project, query, limit=clamp(limit), language=language, path_glob=path_glob,
+            mode=mode, explain=explain,
         )
-        return _result(hits_json(hits, include_text=include_text))
+        return tool_result(hits_json(hits, include_text=include_text))
 
     def sai_find_similar(
         self, code: Text = None, path: ChunkPath = None, line: ChunkLine = None,
@@ -129,12 +133,12 @@ class SaiTools:
         if code is not None:  # as in the original tool: a snippet overrides a location
             path = line = None
         if path is not None:
-            path = _inside_root(self.project, path)
+            path = inside_root(self.project, path)
         hits = search.find_similar(
-            self.project, code=code, path=path, line=line, limit=_clamp(limit), min_score=min_score,
+            self.project, code=code, path=path, line=line, limit=clamp(limit), min_score=min_score,
             language=language, path_glob=path_glob,
         )
-        return _result(hits_json(hits))
+        return tool_result(hits_json(hits))
 
     def sai_find_duplicates(
         self, min_score: DuplicateScore = None, min_cluster_size: Size = None, top_k: TopK = None,
@@ -154,12 +158,12 @@ class SaiTools:
             self.project.config, min_score=min_score, min_cluster_size=min_cluster_size, top_k=top_k,
             metric=metric,
         )
-        k, size = _clamp(params.top_k), max(1, params.min_cluster_size)
+        k, size = clamp(params.top_k), max(1, params.min_cluster_size)
         clusters = search.find_duplicates(
             self.project, min_score=params.min_score, min_cluster_size=size, top_k=k,
             max_clusters=max(1, max_clusters), path_glob=path_glob, metric=params.metric,
         )
-        return _result(duplicates_json(clusters, min_score=params.min_score, min_cluster_size=size, top_k=k,
+        return tool_result(duplicates_json(clusters, min_score=params.min_score, min_cluster_size=size, top_k=k,
                                        seeded=False, metric=params.metric))
 
     def sai_index_status(self) -> Annotated[CallToolResult, StatusOut]:
@@ -169,7 +173,7 @@ class SaiTools:
         and which model built it. watching: whether the server re-indexes files as they change
         (--watch); last_refresh_at: when it last did (ISO time, null before the first time).
         """
-        return _result({**status_json(search.status(self.project)), **self._watch_state()})
+        return tool_result({**status_json(search.status(self.project)), **self._watch_state()})
 
     def _watch_state(self) -> dict[str, Any]:
         watcher = self.watcher
@@ -187,7 +191,7 @@ class SaiTools:
         if not paths:
             raise UsageError("refresh requires at least one path")
         report = indexer.refresh(self.project, self._paths(paths))
-        return _result(refresh_json(report))
+        return tool_result(refresh_json(report))
 
     def sai_sync(
         self, since: Revision = "HEAD~1", staged: Staged = False, paths: MaybePaths = None
@@ -201,7 +205,7 @@ class SaiTools:
         self._check_writable("sync")
         keys = self._paths(paths) if paths else None
         report = indexer.sync(self.project, since=since, staged=staged, paths=keys)
-        return _result(refresh_json(report, note_when_empty=True))
+        return tool_result(refresh_json(report, note_when_empty=True))
 
     def sai_prepare_mcp_setup(
         self, target_directory: Directory = None, backend: Backend = "duckdb",
@@ -217,14 +221,14 @@ class SaiTools:
         otherwise it adds execution_attempted false, success false, error, execution_blocked and
         execution_blocked_reason.
         """
-        target = Path(_no_nul("target_directory", target_directory or str(Path.cwd())))
+        target = Path(no_nul("target_directory", target_directory or str(Path.cwd())))
         target = target.expanduser().resolve()
         plan = setup_plan(target, backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
         payload = plan.payload()
         if execute:
             payload.update(self._execute(plan))
-        return _result(payload)
+        return tool_result(payload)
 
     def _execute(self, plan: SetupPlan) -> dict[str, Any]:
         blocked = None
@@ -248,34 +252,7 @@ class SaiTools:
     def _paths(self, paths: list[str]) -> list[str]:
         if len(paths) > MAX_PATHS:
             raise UsageError(f"too many paths (max {MAX_PATHS})")
-        return [_inside_root(self.project, p) for p in paths]
-
-
-def _result(payload: dict[str, Any]) -> CallToolResult:
-    """The payload as structured content and, for clients that read text, as the same JSON."""
-    text = json.dumps(payload, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
-
-
-def _clamp(value: int) -> int:
-    return max(1, min(MAX_LIMIT, int(value)))
-
-
-def _inside_root(project: Project, path: str) -> str:
-    """The absolute form of a root-relative (or absolute) path; refused when outside the root.
-
-    The core resolves relative paths against the process cwd, right for the CLI; agents send
-    paths relative to the project root, whatever directory the server was started in.
-    """
-    root = project.config.root
-    return str(root / files.key_for(project.config, _no_nul("path", path), cwd=root))
-
-
-def _no_nul(what: str, path: str) -> str:
-    """`path`, refused when it holds a NUL byte, which no file name can (and os calls reject)."""
-    if "\0" in path:
-        raise UsageError(f"{what} {path!r} contains a NUL byte; give a file path without one")
-    return path
+        return [inside_root(self.project, p) for p in paths]
 
 
 # ---------------------------------------------------------------- sai_prepare_mcp_setup
@@ -400,7 +377,9 @@ def instructions(*, allow_write: bool, allow_setup: bool) -> str:
     return (
         "SAI: semantic search over this project's code index. Read tools: sai_search_code (find "
         "code by meaning), sai_find_similar (neighbours of a snippet or of path:line), "
-        "sai_find_duplicates (near-duplicate clusters), sai_index_status (what the index holds). "
+        "sai_find_duplicates (near-duplicate clusters), sai_index_status (what the index holds), "
+        "sai_read_chunk (a hit's full text and the chunks around it, by chunk_id), sai_find_symbol "
+        "(where a name is defined). "
         "Write tools, which need the server started with --allow-write: sai_refresh (re-index "
         "given files) and sai_sync (re-index the files git reports changed). "
         f"sai_prepare_mcp_setup {setup} the setup of SAI for a project. "
@@ -467,7 +446,7 @@ def build_server(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
     watcher: Watcher | None = None,
 ) -> SaiMCPServer:
-    """The `sai` MCP server with its seven tools over `project` (`watcher`: its --watch state)."""
+    """The `sai` MCP server with its tools over `project` (`watcher`: its --watch state)."""
     server = SaiMCPServer(
         "sai", version=sai.__version__, log_level="WARNING",
         instructions=instructions(allow_write=allow_write, allow_setup=allow_setup),

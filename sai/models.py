@@ -14,6 +14,12 @@ def sha256_hex(data: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def chunk_id(key: str, start_line: int, end_line: int, content_hash: str) -> str:
+    """A chunk's stable name: the same on every machine and run while the chunk is unchanged,
+    a new one when its file key, its lines or its text change (docs/glossary.md, "chunk_id")."""
+    return sha256_hex(f"{key}\0{start_line}\0{end_line}\0{content_hash}")[:16]
+
+
 @dataclass(frozen=True)
 class SourceFile:
     """A file the walker accepted: its key (root-relative, '/'-separated) and facts."""
@@ -35,10 +41,34 @@ class Chunk:
     text: str
     symbol: str | None = None
     language: str | None = None
+    kind: str | None = None  # what the unit is (function, method, class, ...); None for gap chunks
 
     @property
     def content_hash(self) -> str:
         return sha256_hex(self.text)
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What hybrid ranking added to a candidate's reciprocal-rank score (sai/ranking.py):
+    fused = (rrf + name_match + definition) * test_penalty."""
+
+    name_match: float = 0.0
+    definition: float = 0.0
+    test_penalty: float = 1.0  # the factor applied: 1, or ranking.TEST_PENALTY for a test file
+
+
+@dataclass(frozen=True)
+class Explain:
+    """Why a search hit ranked where it did: its place in each candidate list and the signals."""
+
+    semantic_rank: int | None = None
+    cosine: float | None = None
+    lexical_rank: int | None = None
+    bm25: float | None = None
+    rrf: float | None = None
+    signals: Signals | None = None
+    fused: float | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +85,8 @@ class Hit:
     stale: bool = False
     rank: int | None = None
     score_kind: str = "cosine"
+    chunk_id: str = ""
+    explain: Explain | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +95,7 @@ class ClusterMember:
     start_line: int
     end_line: int
     symbol: str | None
+    chunk_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,6 +109,46 @@ class Cluster:
     @property
     def size(self) -> int:
         return len(self.members)
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A stored chunk as sai_read_chunk shows it: lines, names and full text."""
+
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str | None
+    language: str | None
+    chunk_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ChunkContext:
+    """A chunk with the chunks around it in its file (sai_read_chunk)."""
+
+    chunk: StoredChunk
+    stale: bool
+    before: tuple[StoredChunk, ...] = ()
+    after: tuple[StoredChunk, ...] = ()
+    enclosing: StoredChunk | None = None
+
+
+@dataclass(frozen=True)
+class Definition:
+    """Where a symbol is defined (sai_find_symbol): the lines of all its chunks, its first
+    chunk's id, and how the name matched (exact, exact_case_insensitive, prefix, ...)."""
+
+    symbol: str
+    kind: str | None
+    path: str
+    start_line: int
+    end_line: int
+    language: str | None
+    chunk_id: str
+    match: str
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sai.models import Cluster, Hit, IndexStatus, RefreshReport
+from sai.models import ChunkContext, Cluster, Definition, Explain, Hit, IndexStatus, RefreshReport, StoredChunk
 
 if TYPE_CHECKING:
     from sai.watch import Batch, BatchFailed
@@ -39,7 +39,32 @@ def hit_json(hit: Hit, *, include_text: bool = False) -> dict[str, Any]:
         out["rank"] = hit.rank
     if hit.score_kind != "cosine":
         out["score_kind"] = hit.score_kind
+    out["chunk_id"] = hit.chunk_id
+    if hit.explain is not None:
+        out["explain"] = explain_json(hit.explain)
     return out
+
+
+def explain_json(explain: Explain) -> dict[str, Any]:
+    """Why a hit ranked where it did; fused parts keep 6 decimals (ties are that close)."""
+    signals = explain.signals
+    return {
+        "semantic_rank": explain.semantic_rank,
+        "cosine": _rounded(explain.cosine, 4),
+        "lexical_rank": explain.lexical_rank,
+        "bm25": _rounded(explain.bm25, 4),
+        "rrf": _rounded(explain.rrf, 6),
+        "signals": None if signals is None else {
+            "name_match": round(signals.name_match, 6),
+            "definition": round(signals.definition, 6),
+            "test_penalty": signals.test_penalty,
+        },
+        "fused": _rounded(explain.fused, 6),
+    }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(float(value), digits)
 
 
 def hits_json(hits: list[Hit], *, include_text: bool = False) -> dict[str, Any]:
@@ -50,7 +75,8 @@ def cluster_json(cluster: Cluster) -> dict[str, Any]:
     return {
         "size": cluster.size,
         "members": [
-            {"path": m.path, "start_line": m.start_line, "end_line": m.end_line, "symbol": m.symbol}
+            {"path": m.path, "start_line": m.start_line, "end_line": m.end_line, "symbol": m.symbol,
+             "chunk_id": m.chunk_id}
             for m in cluster.members
         ],
         "min_sim": round(cluster.min_sim, 4),
@@ -115,3 +141,30 @@ def watch_json(batch: Batch) -> dict[str, Any]:
 def watch_failure_json(failed: BatchFailed) -> dict[str, Any]:
     """One `sai watch --json` line for a batch that failed (its files are tried again later)."""
     return {"at": failed.at, "changes": failed.changes, "error": str(failed.error)}
+
+
+def stored_chunk_json(chunk: StoredChunk) -> dict[str, Any]:
+    return {
+        "path": chunk.path, "start_line": chunk.start_line, "end_line": chunk.end_line,
+        "symbol": chunk.symbol, "kind": chunk.kind, "language": chunk.language,
+        "chunk_id": chunk.chunk_id, "text": chunk.text,
+    }
+
+
+def chunk_context_json(context: ChunkContext) -> dict[str, Any]:
+    """sai_read_chunk / `sai read --json`: the chunk, its neighbours and its enclosing unit."""
+    return {
+        "chunk": stored_chunk_json(context.chunk) | {"stale": context.stale},
+        "before": [stored_chunk_json(c) for c in context.before],
+        "after": [stored_chunk_json(c) for c in context.after],
+        "enclosing": None if context.enclosing is None else stored_chunk_json(context.enclosing),
+    }
+
+
+def definitions_json(definitions: list[Definition]) -> dict[str, Any]:
+    """sai_find_symbol / `sai symbol --json`."""
+    return {"definitions": [
+        {"symbol": d.symbol, "kind": d.kind, "path": d.path, "start_line": d.start_line,
+         "end_line": d.end_line, "language": d.language, "chunk_id": d.chunk_id, "match": d.match}
+        for d in definitions
+    ]}

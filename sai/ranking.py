@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from sai.lexical import identifiers, split_identifier, tokens, word_stem
+from sai.models import Signals
 from sai.store.tables import ChunkRow
 
 # A small k trusts the top of each list: 0.510 / 0.526 at k 5, 0.497 / 0.517 at 20, 0.482 / 0.494 at 60.
@@ -40,6 +41,8 @@ class Candidate:
     semantic_rank: int | None = None  # 1-based
     lexical_rank: int | None = None
     fused: float = 0.0
+    rrf: float = 0.0  # the reciprocal-rank part of `fused`, before the signals
+    signals: Signals | None = None  # what the signals added (set by fuse)
 
 
 @dataclass(frozen=True)
@@ -67,22 +70,26 @@ def fuse(candidates: list[Candidate], query: str) -> list[Candidate]:
     """Candidates ordered by fused score (ties broken by path and line: deterministic)."""
     facts = _facts(query)
     defining = _first_chunks(candidates)
-    scored = [replace(c, fused=_fused(c, facts, c.row.id in defining)) for c in candidates]
+    scored = [_scored(c, facts, c.row.id in defining) for c in candidates]
     return sorted(scored, key=lambda c: (-c.fused, c.row.path, c.row.start_line, c.row.id))
 
 
-def _fused(c: Candidate, q: _Query, defining: bool) -> float:
-    score = 0.0
-    for rank in (c.semantic_rank, c.lexical_rank):
-        if rank is not None:
-            score += 1.0 / (RRF_K + rank)
+def _scored(c: Candidate, q: _Query, defining: bool) -> Candidate:
+    rrf = sum(1.0 / (RRF_K + rank) for rank in (c.semantic_rank, c.lexical_rank) if rank is not None)
+    signals = _signals(c, q, defining)
+    fused = (rrf + signals.name_match + signals.definition) * signals.test_penalty
+    return replace(c, fused=fused, rrf=rrf, signals=signals)
+
+
+def _signals(c: Candidate, q: _Query, defining: bool) -> Signals:
+    """What each signal adds to a candidate's reciprocal-rank score (the penalty as a factor)."""
     name = c.row.symbol.rsplit(".", 1)[-1] if c.row.symbol else ""
+    definition = 0.0
     if defining and name.lower() in q.names:
-        score += NAME_QUERY_BOOST if q.bare else DEFINITION_BOOST
-    score += NAME_MATCH * _name_match(name, q.stems)
-    if not q.wants_tests and _TESTISH.search(c.row.path):
-        score *= TEST_PENALTY
-    return score
+        definition = NAME_QUERY_BOOST if q.bare else DEFINITION_BOOST
+    penalty = TEST_PENALTY if not q.wants_tests and _TESTISH.search(c.row.path) else 1.0
+    return Signals(name_match=NAME_MATCH * _name_match(name, q.stems), definition=definition,
+                   test_penalty=penalty)
 
 
 def _facts(query: str) -> _Query:

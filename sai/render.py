@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from sai.config import Config
 from sai.files import WalkResult
-from sai.models import Cluster, Hit, IndexReport, RefreshReport
+from sai.models import ChunkContext, Cluster, Definition, Explain, Hit, IndexReport, RefreshReport, StoredChunk
 
 if TYPE_CHECKING:
     from sai.watch import Batch
@@ -36,9 +36,32 @@ def number(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def query_results(query: str, hits: list[Hit]) -> str:
-    rows = [f"  {h.score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}" for h in hits]
+def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
+    """The contract's rows; with `explain`, an indented line after each row says why it ranked."""
+    rows = []
+    for h in hits:
+        rows.append(f"  {h.score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}")
+        if explain and h.explain is not None:
+            rows.append(f"      {explanation(h.explain)}")
     return "\n".join([f"top {len(hits)} for: {printable(query)}", "", *rows]) + "\n"
+
+
+def explanation(explain: Explain) -> str:
+    """`explain: semantic #1 (cosine 0.8421), lexical #3 (bm25 5.1234), rrf ..., fused ...`."""
+    parts = []
+    if explain.semantic_rank is not None:
+        parts.append(f"semantic #{explain.semantic_rank}")
+    if explain.cosine is not None:
+        parts.append(f"cosine {explain.cosine:.4f}")
+    if explain.lexical_rank is not None:
+        parts.append(f"lexical #{explain.lexical_rank}")
+    if explain.bm25 is not None:
+        parts.append(f"bm25 {explain.bm25:.4f}")
+    if explain.signals is not None and explain.rrf is not None and explain.fused is not None:
+        s = explain.signals
+        parts.append(f"rrf {explain.rrf:.6f} + name_match {s.name_match:.6f} + definition "
+                     f"{s.definition:.6f}, x test_penalty {s.test_penalty:g} = fused {explain.fused:.6f}")
+    return "explain: " + ", ".join(parts)
 
 
 def _located(path: str, start: int, end: int, symbol: str | None) -> str:
@@ -128,3 +151,42 @@ def dry_run(walk: WalkResult, config: Config) -> str:
     lines += [f"  + {printable(source.key)}" for source in walk.included[:SAMPLE]]
     return "\n".join(lines) + "\n"
 
+
+# ---------------------------------------------------------------- sai read, sai symbol
+def _chunk_header(role: str, chunk: StoredChunk) -> str:
+    kind = f"  [{chunk.kind}]" if chunk.kind else ""
+    return (f"== {role} {printable(chunk.path)}:{chunk.start_line}-{chunk.end_line}  "
+            f"{printable(chunk.symbol or '')}{kind}  chunk {chunk.chunk_id}")
+
+
+def chunk_context(context: ChunkContext) -> str:
+    """Each chunk as a `== role path:start-end  symbol  [kind]  chunk ID` line and its text."""
+    sections: list[tuple[str, StoredChunk]] = []
+    if context.enclosing is not None:
+        sections.append(("enclosing", context.enclosing))
+    sections += [("before", c) for c in context.before]
+    sections.append(("chunk", context.chunk))
+    sections += [("after", c) for c in context.after]
+    lines = []
+    for role, chunk in sections:
+        header = _chunk_header(role, chunk)
+        if role == "chunk" and context.stale:
+            header += "  (stale: the file changed since it was indexed)"
+        lines += [header, _code(chunk.text)]
+    return "\n".join(lines) + "\n"
+
+
+_CONTROL_IN_CODE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _code(text: str) -> str:
+    """Source text as printed: newlines and tabs kept, other control characters escaped."""
+    return _CONTROL_IN_CODE.sub(_escape, text)
+
+
+def definitions(name: str, found: list[Definition]) -> str:
+    """`{n} definition(s) of {name}:` then `  path:start-end  symbol  kind` rows."""
+    if not found:
+        return f"no definitions of {printable(name)}\n"
+    rows = [f"  {_located(d.path, d.start_line, d.end_line, d.symbol)}  {d.kind or ''}" for d in found]
+    return "\n".join([f"{len(found)} definition(s) of {printable(name)}:", *rows]) + "\n"

@@ -14,7 +14,7 @@ from sai.freshness import stale_keys
 from sai.globs import compile_glob
 from sai.languages import canonical_language
 from sai.lexical import query_lexemes
-from sai.models import Cluster, ClusterMember, Hit, IndexStatus
+from sai.models import Cluster, ClusterMember, Explain, Hit, IndexStatus
 from sai.project import Project
 from sai.ranking import Candidate, fuse, merge
 from sai.store.tables import ChunkRow, Connection
@@ -52,13 +52,14 @@ def search(
     language: str | None = None,
     path_glob: str | None = None,
     mode: str = "hybrid",
+    explain: bool = False,
 ) -> list[Hit]:
     """Chunks that answer `query`, best first, among those passing the language and glob filters.
 
     Filters choose the chunks searched, not the hits kept: a filtered search answers as an index
     holding only the matching chunks would. `score` stays the cosine similarity of hit and
     query (BM25 in lexical mode, which needs no embedder); in hybrid mode the order is the
-    fused rank, given in `rank`.
+    fused rank, given in `rank`. With `explain`, each hit says why it ranked there.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
@@ -76,7 +77,18 @@ def search(
         chosen = _with_bodies(conn, table, _order(mode, semantic, lexical, query)[:limit], vector)
         stored = conn.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
-    return [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
+    hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
+    return [replace(h, explain=_explain(c, mode)) for h, c in zip(hits, chosen, strict=True)] if explain else hits
+
+
+def _explain(c: Candidate, mode: str) -> Explain:
+    """A hit's places in the candidate lists and, in hybrid mode, its fused score's parts."""
+    hybrid = mode == "hybrid"
+    return Explain(
+        semantic_rank=c.semantic_rank, cosine=None if mode == "lexical" else float(c.row.score),
+        lexical_rank=c.lexical_rank, bm25=c.bm25, rrf=c.rrf if hybrid else None,
+        signals=c.signals if hybrid else None, fused=c.fused if hybrid else None,
+    )
 
 
 def _candidates(
@@ -318,7 +330,7 @@ def _nesting(rows: list[ChunkRow]) -> Nesting:
 def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float) -> Cluster:
     chosen = sorted((rows[i] for i in members), key=lambda r: (r.path, r.start_line, r.end_line))
     return Cluster(
-        members=tuple(ClusterMember(r.path, r.start_line, r.end_line, r.symbol) for r in chosen),
+        members=tuple(ClusterMember(r.path, r.start_line, r.end_line, r.symbol, r.chunk_id) for r in chosen),
         min_sim=float(lo),
         max_sim=float(hi),
     )
@@ -371,5 +383,5 @@ def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> dic
 def _hit(row: ChunkRow, *, stale: bool) -> Hit:
     return Hit(
         path=row.path, start_line=row.start_line, end_line=row.end_line, symbol=row.symbol,
-        score=float(row.score), text=row.text, language=row.language, stale=stale,
+        score=float(row.score), text=row.text, language=row.language, stale=stale, chunk_id=row.chunk_id,
     )

@@ -348,6 +348,29 @@ def test_units_are_named_and_qualified_by_their_containers(language: str) -> Non
     assert expected <= symbols(ast_chunks(text, language))
 
 
+KINDS = {
+    "python": {"helper": "function", "outer.inner": "function", "Session": "class", "Session.create": "method"},
+    "typescript": {"User": "interface", "UserStore": "class", "UserStore.add": "method",
+                   "createStore": "function", "Admin.audit": "function"},
+    "go": {"Server": "struct", "NewServer": "function", "Server.Start": "method"},
+    "rust": {"Shape": "trait", "Point.norm": "method"},
+    "java": {"UserService": "class", "UserService.UserService": "constructor", "UserService.Repo": "interface"},
+    "c": {"Vec": "struct", "make_node": "function"},
+    "cpp": {"geo.Shape": "class", "geo.Shape.scale": "method"},
+    "ruby": {"Admin": "module", "Admin.UsersController.index": "method"},
+    "kotlin": {"Point.origin": "method", "String.shout": "function"},
+}
+
+
+@pytest.mark.parametrize("language", sorted(KINDS))
+def test_unit_chunks_carry_the_kind_of_their_unit_and_gap_chunks_none(language: str) -> None:
+    chunks = ast_chunks(FIXTURES[language][0], language)
+    kinds = {c.symbol: c.kind for c in chunks}
+    assert {symbol: kinds[symbol] for symbol in KINDS[language]} == KINDS[language]
+    assert all(c.kind is None for c in chunks if c.symbol is None)
+    assert all(c.kind is None for c in LineChunker().chunk("f", FIXTURES[language][0], language))
+
+
 @pytest.mark.parametrize("language", sorted(FIXTURES))
 def test_every_non_blank_line_is_in_the_range_and_text_of_a_chunk(language: str) -> None:
     text = FIXTURES[language][0]

@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 TOOLS = (
     "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
-    "sai_refresh", "sai_sync", "sai_prepare_mcp_setup",
+    "sai_refresh", "sai_sync", "sai_prepare_mcp_setup", "sai_read_chunk", "sai_find_symbol",
 )
 GLOSSARY_TERMS = (
-    "chunk", "key", "symbol", "unit", "gap chunk", "collection", "embedding",
+    "chunk", "chunk_id", "key", "symbol", "unit", "gap chunk", "collection", "embedding",
     "cosine similarity", "HNSW", "BM25", "RRF", "stale", "seed", "cluster", "min_score", "top_k",
     "prefix style",
 )

@@ -24,7 +24,7 @@ from fixtures_tree import (
 )
 from ollama_standin import OllamaStandIn
 
-from sai import cli, indexer, search
+from sai import cli, indexer, lookup, search
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError, IndexMismatchError, StoreError
 from sai.project import Project
@@ -242,6 +242,7 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
         rows, _ = conn.all_chunks()
         shapes = conn.all_shapes()
     assert shapes == [signature(r.text, r.language) for r in rows] and any(shapes)
+    assert {r.symbol: r.kind for r in rows}["Cart.add"] == "method"  # format 5's kind, filled in
     search.find_duplicates(project, min_score=0.5)  # readable again
     project.close()
 
@@ -430,6 +431,28 @@ def test_index_of_format_3_drops_its_hnsw_index_without_embedding(
         indexes = conn.con.execute("SELECT count(*) FROM duckdb_indexes() WHERE database_name = 'sai'").fetchone()
         assert indexes == (0,) and conn.meta()["schema_version"] == str(SCHEMA_VERSION)
     assert search.search(project, "total price")
+    project.close()
+
+
+def test_index_of_format_4_gains_chunk_kinds_without_embedding(
+    indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
+) -> None:
+    project = open_project(indexed)
+    with project.store.write() as conn:  # what SAI 4 left: no kind column, chunker version 2
+        conn.con.execute("ALTER TABLE source_code DROP COLUMN kind")
+        conn.set_meta({"schema_version": "4", "chunking": conn.meta()["chunking"].replace("ast/3/", "ast/2/", 1)})
+    with pytest.raises(IndexMismatchError, match="older SAI"):
+        lookup.find_symbol(project, "add")
+    project.close()
+    report = _index(indexed)
+    assert (report.chunks, report.embedded, report.unchanged) == (TREE_CHUNKS, 0, TREE_CHUNKS)
+    assert ollama_server.requests == 0 and _snapshot(indexed) == original
+    project = open_project(indexed)
+    with project.store.read() as conn:
+        assert conn.meta()["schema_version"] == str(SCHEMA_VERSION) == "5" and conn.fts_current()
+    (found,) = lookup.find_symbol(project, "add")
+    assert (found.symbol, found.kind, found.path) == ("Cart.add", "method", "billing.py")
+    assert [d.kind for d in lookup.find_symbol(project, "Normalize")] == ["function"]
     project.close()
 
 

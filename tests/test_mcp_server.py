@@ -37,7 +37,7 @@ from sai.project import Project
 REPO = Path(sai.__file__).resolve().parent.parent  # the checkout under test, for the servers
 TOOLS = {
     "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
-    "sai_refresh", "sai_sync", "sai_prepare_mcp_setup",
+    "sai_refresh", "sai_sync", "sai_prepare_mcp_setup", "sai_read_chunk", "sai_find_symbol",
 }
 HIT_TYPES = {"path": str, "start_line": int, "end_line": int, "score": float, "snippet": str}
 AUTH = '''"""Password hashing and user sessions."""
@@ -226,7 +226,7 @@ def _assert_hit(hit: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------- listing and identity
-def test_lists_exactly_the_seven_tools_with_defaults_and_ranges(session: Session) -> None:
+def test_lists_exactly_the_nine_tools_with_defaults_and_ranges(session: Session) -> None:
     tools = {t.name: t for t in session.portal.call(session.client.list_tools).tools}
     assert set(tools) == TOOLS
     limit = tools["sai_search_code"].input_schema["properties"]["limit"]
@@ -234,6 +234,10 @@ def test_lists_exactly_the_seven_tools_with_defaults_and_ranges(session: Session
     assert tools["sai_search_code"].input_schema["required"] == ["query"]
     assert tools["sai_sync"].input_schema["properties"]["since"]["default"] == "HEAD~1"
     assert "--allow-write" in tools["sai_refresh"].description
+    neighbours = tools["sai_read_chunk"].input_schema["properties"]["neighbours"]
+    assert (neighbours["default"], neighbours["minimum"], neighbours["maximum"]) == (1, 0, 5)
+    assert tools["sai_find_symbol"].input_schema["required"] == ["name"]
+    assert all(tools[name].annotations.read_only_hint for name in ("sai_read_chunk", "sai_find_symbol"))
     assert all(t.output_schema for t in tools.values())
 
 
@@ -344,7 +348,7 @@ def test_find_duplicates_returns_the_copied_function_as_a_cluster(session: Sessi
     (cluster,) = result["clusters"]
     assert cluster["size"] == 2 and cluster["max_sim"] == pytest.approx(1.0)
     assert [m["path"] for m in cluster["members"]] == ["src/dup_a.py", "src/dup_b.py"]
-    assert set(cluster["members"][0]) == {"path", "start_line", "end_line", "symbol"}
+    assert set(cluster["members"][0]) == {"path", "start_line", "end_line", "symbol", "chunk_id"}
     assert isinstance(cluster["min_sim"], float)
 
 
@@ -374,7 +378,8 @@ def test_bad_or_missing_arguments_are_invalid_params(session: Session) -> None:
 
 # one argument every tool needs, or (find_similar) needs one of
 GIVEN = {"sai_search_code": {"query": "password"}, "sai_find_similar": {"code": PARSER},
-         "sai_refresh": {"paths": ["src/auth.py"]}}
+         "sai_refresh": {"paths": ["src/auth.py"]}, "sai_read_chunk": {"path": "src/auth.py", "start_line": 5},
+         "sai_find_symbol": {"name": "create"}}
 
 
 def test_null_for_any_optional_argument_means_its_default(session: Session, tmp_path: Path) -> None:

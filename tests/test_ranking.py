@@ -206,3 +206,17 @@ def test_bm25_index_follows_refresh(project, tmp_path):
     indexer.refresh(project, [str(path)])
     hits = search.search(project, "adler_crc", mode="lexical")
     assert (hits[0].symbol, hits[0].stale) == ("adler_crc", False)
+
+
+def test_fuse_records_what_each_signal_added():
+    defined = row(1, "src/http.py", symbol="Client.fetch_json")
+    tested = row(2, "tests/test_http.py", symbol="test_fetch_json")
+    fused = {c.row.id: c for c in fuse(merge([defined, tested], [(tested, 3.0)]), "fetch_json")}
+    k = ranking.RRF_K
+    first, second = fused[1], fused[2]
+    assert first.rrf == pytest.approx(1 / (k + 1)) and second.rrf == pytest.approx(1 / (k + 2) + 1 / (k + 1))
+    assert first.signals.definition == ranking.NAME_QUERY_BOOST and first.signals.test_penalty == 1.0
+    assert second.signals.test_penalty == ranking.TEST_PENALTY and second.signals.definition == 0.0
+    for c in (first, second):
+        s = c.signals
+        assert c.fused == pytest.approx((c.rrf + s.name_match + s.definition) * s.test_penalty)

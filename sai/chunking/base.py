@@ -8,8 +8,9 @@ from typing import Protocol
 from sai.languages import STRING_LITERAL
 from sai.models import Chunk
 
-# bump when chunks change (2: strip_comments keeps string literals): the next index run re-chunks
-CHUNKER_VERSION = 2
+# bump when chunks change (2: strip_comments keeps string literals; 3: chunks carry a kind): the
+# next index run re-chunks
+CHUNKER_VERSION = 3
 NOINDEX_MARKER = "sai-noindexing"
 # string literals are matched (and kept) so a `//` or `/*` inside one does not start a comment
 _C_COMMENT = re.compile(rf"(?P<string>{STRING_LITERAL})|/\*.*?\*/|//[^\n]*", re.DOTALL)

@@ -191,3 +191,37 @@ GRAMMARS: dict[str, Grammar] = {
         ),
     ),
 }
+
+
+# What a unit is, by node type, for sai_find_symbol. A function inside a class-like unit is a
+# method (make_unit); Go's type_spec is a struct or an interface by its type (GO_TYPE_KINDS).
+KINDS: dict[str, str] = {
+    **dict.fromkeys(("function_definition", "function_declaration", "generator_function_declaration",
+                     "function_item", "local_function_statement", "lexical_declaration",
+                     "variable_declaration"), "function"),
+    **dict.fromkeys(("method_definition", "method_declaration", "method", "singleton_method",
+                     "field_definition", "public_field_definition"), "method"),
+    **dict.fromkeys(("constructor_declaration", "compact_constructor_declaration",
+                     "secondary_constructor"), "constructor"),
+    "destructor_declaration": "destructor",
+    "operator_declaration": "operator",
+    "macro_definition": "macro",
+    **dict.fromkeys(("class_definition", "class_declaration", "abstract_class_declaration",
+                     "class_specifier", "class"), "class"),
+    **dict.fromkeys(("object_declaration", "companion_object"), "object"),
+    "interface_declaration": "interface",
+    **dict.fromkeys(("enum_declaration", "enum_item", "enum_specifier"), "enum"),
+    **dict.fromkeys(("struct_item", "struct_specifier", "struct_declaration",
+                     "record_struct_declaration"), "struct"),
+    **dict.fromkeys(("union_item", "union_specifier"), "union"),
+    **dict.fromkeys(("trait_item", "trait_declaration"), "trait"),
+    "impl_item": "impl",
+    "record_declaration": "record",
+    "annotation_type_declaration": "annotation",
+    **dict.fromkeys(("mod_item", "module"), "module"),
+    **dict.fromkeys(("namespace_definition", "namespace_declaration", "file_scoped_namespace_declaration",
+                     "internal_module"), "namespace"),
+}
+GO_TYPE_KINDS = {"struct_type": "struct", "interface_type": "interface"}
+# Kinds whose functions are methods (a function in a module or namespace stays a function).
+CLASS_LIKE = frozenset({"class", "object", "interface", "enum", "struct", "union", "trait", "impl", "record"})

@@ -10,12 +10,12 @@ Symbols are qualified by every enclosing unit with '.': `Session.create`, `outer
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
 from sai.chunking.base import split_lines
-from sai.chunking.grammars import GRAMMARS, Grammar, UnitRule
+from sai.chunking.grammars import CLASS_LIKE, GO_TYPE_KINDS, GRAMMARS, KINDS, Grammar, UnitRule
 from sai.chunking.lines import LineChunker, Numbered, window_chunks
 from sai.chunking.parsers import parser_for
 from sai.models import Chunk
@@ -34,6 +34,7 @@ class Unit:
     symbol: str | None
     container: bool
     owns_lines: bool
+    kind: str | None = None
 
 
 class TreeSitterChunker:
@@ -68,9 +69,11 @@ class TreeSitterChunker:
         chunks: list[Chunk] = []
         for index, numbered in owned.items():
             symbol = None if index == _MODULE else units[index].symbol
-            chunks += window_chunks(
+            windows = window_chunks(
                 key, numbered, max_bytes=self.max_chunk_chars, symbol=symbol, language=language
             )
+            kind = None if index == _MODULE else units[index].kind
+            chunks += [replace(c, kind=kind) for c in windows] if kind else windows
         return sorted(chunks, key=lambda c: (c.start_line, c.end_line))
 
 
@@ -133,7 +136,23 @@ def make_unit(
         symbol=unit_symbol(node, rule, parent_symbol),
         container=rule.container,
         owns_lines=not rule.scope_only,
+        kind=unit_kind(node, rule, enclosing),
     )
+
+
+def unit_kind(node: Node, rule: UnitRule, enclosing: list[Unit]) -> str | None:
+    """What a unit is (grammars.KINDS): a function directly inside a class-like unit, or defined
+    outside it under a qualified name (C++ `Shape::scale`), is a method."""
+    kind = KINDS.get(node.type)
+    if node.type == "type_spec":
+        value = node.child_by_field_name("type")
+        kind = GO_TYPE_KINDS.get(value.type) if value is not None else None
+    if kind != "function":
+        return kind
+    if enclosing and enclosing[-1].kind in CLASS_LIKE:
+        return "method"
+    name = resolve(node, rule.name)
+    return "method" if name is not None and b"::" in name.text else kind
 
 
 def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:

@@ -1,29 +1,35 @@
-"""The one copy of a collection's vectors a process keeps, shared by its threads."""
+"""The one copy of each table a process derives from a collection (its vectors, its symbols),
+shared by its threads and kept for as long as the index token it was read at is current."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from sai.store.vectors import VectorTable
+T = TypeVar("T")
 
 
-class VectorCache:
-    """Holds the VectorTable of the newest token seen; threads asking at once load it once."""
+class TokenCache:
+    """Holds, per name, the table read at the newest token seen; threads asking at once load it once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._table: VectorTable | None = None
+        self._held: dict[str, tuple[str, object]] = {}
 
-    def get(self, token: str, load: Callable[[], VectorTable]) -> VectorTable:
+    def get(self, token: str, load: Callable[[], T], *, name: str = "vectors") -> T:
         with self._lock:
-            if self._table is None or self._table.token != token or not token:
-                self._table = None  # let the old copy go before the new one is read
-                self._table = load()
-            return self._table
+            held = self._held.get(name)
+            if held is not None and held[0] == token and token:
+                return held[1]  # type: ignore[return-value]
+            self._held.pop(name, None)  # let the old copy go before the new one is read
+            table = load()
+            self._held[name] = (token, table)
+            return table
 
     def clear(self) -> None:
         with self._lock:
-            self._table = None
+            self._held.clear()
+
+
+VectorCache = TokenCache  # the name the store used when vectors were the only cached table

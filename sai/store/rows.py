@@ -13,8 +13,10 @@ import numpy as np
 import pyarrow as pa
 
 from sai.errors import StoreError
+from sai.models import chunk_id
 
-SCHEMA_VERSION = 4  # 3: chunks carry a token-shape signature (sai/shape.py); 4: no HNSW index
+# 3: chunks carry a token-shape signature (sai/shape.py); 4: no HNSW index; 5: chunks carry a kind
+SCHEMA_VERSION = 5
 FTS_OPTIONS = (
     "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
     "strip_accents = 0, lower = 1, overwrite = 1"
@@ -72,10 +74,16 @@ class ChunkRow:
     symbol: str | None
     text: str
     no_duplicate: bool = False
+    content_hash: str = ""
+    kind: str | None = None
     score: float = 0.0
 
+    @property
+    def chunk_id(self) -> str:
+        return chunk_id(self.path, self.start_line, self.end_line, self.content_hash)
 
-CHUNK_COLS = "id, path, language, start_line, end_line, symbol, text, no_duplicate"
+
+CHUNK_COLS = "id, path, language, start_line, end_line, symbol, text, no_duplicate, content_hash, kind"
 
 
 def matrix_of(column: pa.ChunkedArray) -> np.ndarray:

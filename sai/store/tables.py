@@ -33,6 +33,7 @@ from sai.store.rows import (
     quote,
     utc_now,
 )
+from sai.store.symbols import SYMBOL_COLS, SymbolTable
 from sai.store.vectors import VectorTable
 
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
@@ -164,7 +165,7 @@ class Connection:
             f"CREATE TABLE {self.collection} (id BIGINT, path VARCHAR, language VARCHAR, "
             "start_line INTEGER, end_line INTEGER, symbol VARCHAR, text VARCHAR, "
             "content_hash VARCHAR, file_hash VARCHAR, lexemes VARCHAR, "
-            f"embedding FLOAT[{dim}], indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB)"
+            f"embedding FLOAT[{dim}], indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB, kind VARCHAR)"
         )
         self.con.execute(
             f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
@@ -182,6 +183,8 @@ class Connection:
         self.drop_hnsw()  # format 4 keeps no HNSW index (store/vectors.py)
         if from_version < 3:
             self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN IF NOT EXISTS shape BLOB")
+        if from_version < 5:
+            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN IF NOT EXISTS kind VARCHAR")
         self.set_meta({"schema_version": str(SCHEMA_VERSION)})
         self.dirty = True
 
@@ -206,6 +209,17 @@ class Connection:
         if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
             return VectorTable.from_arrow("", self._vector_rows())
         return self.vectors.get(self.token, lambda: VectorTable.from_arrow(self.token, self._vector_rows()))
+
+    def symbol_table(self) -> SymbolTable:
+        """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
+        if self.dirty:
+            return SymbolTable.from_arrow("", self._symbol_rows())
+        return self.vectors.get(
+            self.token, lambda: SymbolTable.from_arrow(self.token, self._symbol_rows()), name="symbols"
+        )
+
+    def _symbol_rows(self) -> pa.Table:
+        return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
 
     def _vector_rows(self) -> pa.Table:
         return self._arrow(f"SELECT id, path, language, embedding FROM {self.collection} ORDER BY id")
@@ -440,11 +454,10 @@ class Connection:
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
     def insert_chunks(
-        self, rows: list[tuple[str, str | None, int, int, str | None, str, str, str, bool, str, bytes]],
-        vectors: np.ndarray,
+        self, rows: list[tuple], vectors: np.ndarray
     ) -> None:
         """Insert (path, language, start, end, symbol, text, hash, file_hash, no_dup, lexemes,
-        shape) rows."""
+        shape[, kind]) rows."""
         if not rows:
             return
         self.dirty = True
@@ -469,14 +482,12 @@ class Connection:
             "indexed_at": pa.array([utc_now()] * len(rows), pa.timestamp("us")),
             "lexemes": pa.array(cols[9], pa.string()),
             "shape": pa.array(cols[10], pa.binary()),
+            "kind": pa.array(cols[11] if len(cols) > 11 else [None] * len(rows), pa.string()),
         })
         self.con.register("sai_batch", batch)
         try:
-            self.con.execute(
-                f"INSERT INTO {self.collection} SELECT id, path, language, start_line, end_line, "
-                "symbol, text, content_hash, file_hash, lexemes, embedding, indexed_at, no_duplicate, "
-                "shape FROM sai_batch"
-            )
+            # by name: columns an upgrade added (shape, kind) sit in the order they were added
+            self.con.execute(f"INSERT INTO {self.collection} BY NAME SELECT * FROM sai_batch")
         finally:
             self.con.unregister("sai_batch")
 
@@ -488,6 +499,14 @@ class Connection:
             [path, int(line), int(line)],
         ).fetchall()
         return [ChunkRow(*r) for r in rows]
+
+    def chunks_of_file(self, path: str) -> list[ChunkRow]:
+        """Every chunk of one file with its text, in (start_line, end_line) order."""
+        table = self._arrow(
+            f"SELECT {CHUNK_COLS} FROM {self.collection} WHERE path = ? ORDER BY start_line, end_line, id",
+            [path],
+        )
+        return _chunk_rows(table)
 
     def all_chunks(self, *, text: bool = True) -> tuple[list[ChunkRow], np.ndarray]:
         """Every chunk (path, start order) and the matrix of their vectors, row-aligned.

@@ -1,0 +1,41 @@
+"""What every MCP tool does with its arguments and its result (shared by mcp_server.py and
+mcp_lookup.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+
+from sai import files
+from sai.errors import UsageError
+from sai.mcp_schemas import MAX_LIMIT
+from sai.project import Project
+
+
+def tool_result(payload: dict[str, Any]) -> CallToolResult:
+    """The payload as structured content and, for clients that read text, as the same JSON."""
+    text = json.dumps(payload, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+
+
+def clamp(value: int) -> int:
+    return max(1, min(MAX_LIMIT, int(value)))
+
+
+def inside_root(project: Project, path: str) -> str:
+    """The absolute form of a root-relative (or absolute) path; refused when outside the root.
+
+    The core resolves relative paths against the process cwd, right for the CLI; agents send
+    paths relative to the project root, whatever directory the server was started in.
+    """
+    root = project.config.root
+    return str(root / files.key_for(project.config, no_nul("path", path), cwd=root))
+
+
+def no_nul(what: str, path: str) -> str:
+    """`path`, refused when it holds a NUL byte, which no file name can (and os calls reject)."""
+    if "\0" in path:
+        raise UsageError(f"{what} {path!r} contains a NUL byte; give a file path without one")
+    return path
