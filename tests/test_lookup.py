@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 from fixtures_tree import run_cli
 from ollama_standin import OllamaStandIn
 from test_mcp_server import Session, _env, mcp_session
@@ -78,20 +78,8 @@ def _lines(root: Path, key: str, start: int, end: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def standin() -> Iterator[OllamaStandIn]:
-    with OllamaStandIn() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
     return _build(tmp_path_factory.mktemp("lookup") / "project", standin)
-
-
-@pytest.fixture(scope="module")
-def portal() -> Iterator[BlockingPortal]:
-    with start_blocking_portal() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

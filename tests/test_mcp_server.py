@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -75,12 +75,6 @@ MANY = "".join(f"def handler_{i}(request):\n    return request.get('field_{i}')\
 
 # ---------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def standin() -> Iterator[OllamaStandIn]:
-    with OllamaStandIn() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
     root = tmp_path_factory.mktemp("project")
     _write(root / "src" / "auth.py", AUTH)
@@ -107,13 +101,6 @@ def writable_dir(tmp_path_factory: pytest.TempPathFactory, project_dir: Path) ->
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "init"], cwd=root, check=True)
     return root
-
-
-@pytest.fixture(scope="module")
-def portal() -> Iterator[BlockingPortal]:
-    """An event loop in a thread: lets module-scoped fixtures hold async MCP client sessions."""
-    with start_blocking_portal() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

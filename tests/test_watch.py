@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import watchfiles
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 from fixtures_tree import open_project, write_config, write_tree
 from ollama_standin import OllamaStandIn
 from test_mcp_server import REPO, _env, mcp_session
@@ -247,12 +247,6 @@ def test_sai_watch_prints_nothing_on_stdout_without_json_and_stops_on_sigterm(tr
 
 
 # ---------------------------------------------------------------- sai mcp --watch
-@pytest.fixture
-def portal() -> Iterator[BlockingPortal]:
-    with start_blocking_portal() as running:
-        yield running
-
-
 def test_mcp_watch_finds_new_code_without_a_refresh_call(
     tmp_path: Path, portal: BlockingPortal
 ) -> None:
