@@ -6,10 +6,11 @@ multiprocessing, unittest, urllib, xml, distutils, lib2to3 and a dozen modules) 
 tests/ollama_standin.py. Then, for each transport, starts `--servers` fresh `sai mcp` processes
 one after the other and drives each with `--clients` concurrent workers making `--calls` mixed
 calls each (searches in the three modes with and without filters, similar by snippet and by
-location, status, a filtered duplicates run), while a CLI process edits a file and runs
-`sai refresh` on it over and over. Every call must answer without error and every server must
-be alive at the end. Prints per server: errors, alive, p50/p95/max latency, and the number of
-refreshes the writer completed meanwhile. Exit status 1 on any error or dead server.
+location, status, a filtered duplicates run, a symbol look-up, reading a chunk), while a CLI
+process edits a file and runs `sai refresh` on it over and over. Every call must answer without
+error and every server must be alive at the end. Prints per server: errors, alive, p50/p95/max
+latency, and the number of refreshes the writer completed meanwhile. Exit status 1 on any error
+or dead server.
 
     .venv/bin/python benchmarks/mcp_stress.py [--servers 3] [--clients 8] [--calls 40]
         [--transport http|stdio|both] [--tree DIR] [--memory-rounds N]
@@ -157,6 +158,8 @@ CALLS = (
     ("sai_index_status", {}),
     ("sai_search_code", {"query": "stress marker", "limit": 5, "mode": "lexical"}),
     ("sai_find_duplicates", {"path_glob": "json/**", "max_clusters": 5}),
+    ("sai_find_symbol", {"name": "JSONDecoder"}),
+    ("sai_read_chunk", {"path": "json/decoder.py", "start_line": 340, "neighbours": 2, "enclosing": True}),
 )
 
 
