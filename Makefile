@@ -38,6 +38,7 @@ test-py313: $(STAMP313)
 
 lint: $(STAMP)
 	$(BIN)/ruff check sai tests benchmarks
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do case $$b in */_*) continue;; esac; echo "== $$b"; $(BIN)/python $$b || exit 1; done

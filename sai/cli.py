@@ -137,12 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return _dispatch(args, opts)
-    except UsageError as exc:
-        print(f"error: {printable(exc)}", file=sys.stderr)
-        return 2
     except SaiError as exc:
         print(f"error: {printable(exc)}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:

@@ -1,8 +1,19 @@
-"""The vocabulary of failures SAI reports. Each message is one sentence with the fix."""
+"""The vocabulary of failures SAI reports. Each message is one sentence with the fix.
+
+Each class carries what the front ends answer with: `exit_code` for the CLI (1: an error the user
+can act on, 2: bad usage) and `rpc_code` for MCP (-32602: the caller's mistake, -32603: a
+failure while running).
+"""
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 
 
 class SaiError(Exception):
     """A problem the user can act on; front ends print it as one line."""
+
+    exit_code = 1
+    rpc_code = INTERNAL_ERROR
 
 
 class ConfigError(SaiError):
@@ -12,13 +23,20 @@ class ConfigError(SaiError):
 class UsageError(SaiError):
     """A call's arguments are wrong or missing (CLI exit 2, MCP -32602)."""
 
+    exit_code = 2
+    rpc_code = INVALID_PARAMS
+
 
 class OutsideRootError(SaiError):
-    """A path points outside the project root."""
+    """A path points outside the project root (the caller's mistake: MCP -32602)."""
+
+    rpc_code = INVALID_PARAMS
 
 
 class NotFoundError(SaiError):
-    """The requested chunk or location is not in the index."""
+    """The requested chunk or location is not in the index (MCP -32602)."""
+
+    rpc_code = INVALID_PARAMS
 
 
 class EmbedderError(SaiError):

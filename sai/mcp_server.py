@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 import sai
 from sai import indexer, render, search
-from sai.errors import NotFoundError, OutsideRootError, ReadOnlyError, SaiError, UsageError
+from sai.errors import ReadOnlyError, SaiError, UsageError
 from sai.globs import check_glob
 from sai.mcp_calls import clamp, inside_root, no_nul, tool_result
 from sai.mcp_lookup import LookupTools
@@ -411,12 +411,12 @@ def protocol_error(tool: str, exc: ToolError) -> MCPError:
         return MCPError(INVALID_PARAMS, escaped(_invalid_arguments(tool, cause)))
     if cause is None and tool not in TOOL_NAMES:
         return MCPError(INVALID_PARAMS, escaped(f"unknown tool '{tool}'; tools/list names the sai_ tools"))
-    if isinstance(cause, UsageError | NotFoundError | OutsideRootError):
-        log.info("%s refused: %s", tool, escaped(str(cause)))
-        return MCPError(INVALID_PARAMS, escaped(str(cause)))
-    if isinstance(cause, SaiError):
-        log.warning("%s failed: %s", tool, escaped(str(cause)))
-        return MCPError(INTERNAL_ERROR, escaped(str(cause)))
+    if isinstance(cause, SaiError):  # each error class carries its JSON-RPC code
+        if cause.rpc_code == INVALID_PARAMS:
+            log.info("%s refused: %s", tool, escaped(str(cause)))
+        else:
+            log.warning("%s failed: %s", tool, escaped(str(cause)))
+        return MCPError(cause.rpc_code, escaped(str(cause)))
     log.error("%s crashed", tool, exc_info=cause or exc)
     what = f"{type(cause).__name__}: {cause}" if cause else str(exc)
     return MCPError(INTERNAL_ERROR, escaped(f"{tool} failed unexpectedly ({what}); see the server log"))
