@@ -239,8 +239,20 @@ def clone(fn: Function, *, flavour: str, fid: int, thesaurus: dict[str, str],
         renames = _swap(fn, *pair, renames)
     elif flavour == "edited":
         renames = _edit(fn, fid, renames)
-    start = fn.source.rfind(b"\n", 0, fn.node.start_byte) + 1
+    first = _with_decorations(fn.node)
+    start = fn.source.rfind(b"\n", 0, first.start_byte) + 1
     return _apply(fn.source, start, fn.node.end_byte, renames)
+
+
+def _with_decorations(node: Node) -> Node:
+    """The first node of the function as copied: its decorators (Python) or attributes (Rust)
+    go with it, as they go with its chunk."""
+    if node.parent is not None and node.parent.type == "decorated_definition":
+        return node.parent
+    first = node
+    while first.prev_named_sibling is not None and first.prev_named_sibling.type == "attribute_item":
+        first = first.prev_named_sibling
+    return first
 
 
 def rename_edits(fn: Function, mapping: dict[str, str]) -> list[Edit]:
