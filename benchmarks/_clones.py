@@ -159,7 +159,7 @@ def owned_names(fn: Function) -> list[str]:
             for part in parts:
                 for ident in _pattern_identifiers(part, rules):
                     seen.setdefault(ident.text.decode(), None)
-    return [n for n in seen if n not in rules.keep and n != fn.name]
+    return [n for n in seen if n not in rules.keep and n != fn.name and n.strip("_")]
 
 
 def _pattern_identifiers(node: Node, rules: Rules) -> list[Node]:
@@ -189,9 +189,10 @@ def words(name: str) -> list[str]:
     return [w for w in spaced.lower().split("_") if w]
 
 
-def join(parts: list[str], *, like: str) -> str:
-    """Parts joined in the style of `like` (snake_case, camelCase or PascalCase)."""
-    if "_" in like.strip("_") or like.lower() == like:
+def join(parts: list[str], *, like: str, camel: bool = False) -> str:
+    """Parts joined in the style of `like` (snake_case, camelCase or PascalCase); a one-word
+    lower-case name takes the language's style."""
+    if "_" in like.strip("_") or (like.lower() == like and not camel):
         return "_".join(parts)
     head = parts[0].capitalize() if like[:1].isupper() else parts[0]
     return head + "".join(p.capitalize() for p in parts[1:])
@@ -210,9 +211,10 @@ def name_mapping(fn: Function, *, flavour: str, fid: int, thesaurus: dict[str, s
     mapping = {}
     for name in [fn.name, *fn.owned] if fn.name else fn.owned:
         parts = [thesaurus.get(w, w[:4] if flavour == "abbreviated" and len(w) > 5 else w) for w in words(name)]
-        new = join(parts or ["x"], like=name)
+        camel = RULES[fn.language].camel
+        new = join(parts or ["x"], like=name, camel=camel)
         if new.lower() == name.lower().strip("_") or new in taken_text:
-            new = join([*(parts or ["x"]), "alt"], like=name)
+            new = join([*(parts or ["x"]), "alt"], like=name, camel=camel)
         while new in taken_text:
             new += "2"
         mapping[name] = new
@@ -359,10 +361,12 @@ def _edit(fn: Function, fid: int, renames: list[Edit]) -> list[Edit]:
         indent = fn.source[line_start:first.start_byte].decode()
         indent = indent if not indent.strip() else " " * 4
         return sorted([*renames, (first.end_byte, first.end_byte, "\n" + indent + RULES[fn.language].debug)])
+    # a one-line statement: removing a loop or a branch would leave little of a short function
     choices = [(s.end_byte - s.start_byte, n, k, s) for n, block in enumerate(blocks) if len(block) >= 2
-               for k, s in enumerate(block) if not (n == 0 and k == len(block) - 1)]
+               for k, s in enumerate(block) if not (n == 0 and k == len(block) - 1)
+               and s.start_point[0] == s.end_point[0]]
     if not choices:
-        return renames
+        return _edit(fn, 1, renames) if kind != 1 else renames
     stmt = min(choices, key=lambda c: c[:3])[3]
     start = fn.source.rfind(b"\n", 0, stmt.start_byte)
     if fn.source[start + 1:stmt.start_byte].strip():
