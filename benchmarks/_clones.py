@@ -233,7 +233,7 @@ def clone(fn: Function, *, flavour: str, fid: int, thesaurus: dict[str, str],
     does not apply (reordered without an independent pair)."""
     base = "renamed" if flavour in ("edited", "reordered") else flavour
     mapping = name_mapping(fn, flavour=base, fid=fid, thesaurus=thesaurus, reserved=reserved)
-    renames = rename_edits(fn, mapping)
+    renames = sorted([*rename_edits(fn, mapping), *comment_edits(fn)])
     if flavour == "reordered":
         pair = independent_pair(fn)
         if pair is None:
@@ -275,6 +275,26 @@ def rename_edits(fn: Function, mapping: dict[str, str]) -> list[Edit]:
             continue
         edits.append((node.start_byte, node.end_byte, mapping[text]))
     return sorted(set(edits))
+
+
+def comment_edits(fn: Function) -> list[Edit]:
+    """Remove the function's comments and, in Python, its docstring: as the stdlib copies do, so
+    the model cannot match a copy by its prose alone."""
+    doomed = [n for n in _walk(fn.node) if "comment" in n.type]
+    body = fn.node.child_by_field_name("body")
+    if fn.language == "python" and body is not None and body.named_child_count > 1:
+        first = body.named_children[0]
+        if first.type == "expression_statement" and [c.type for c in first.named_children] == ["string"]:
+            doomed.append(first)
+    edits = []
+    for node in doomed:
+        start = fn.source.rfind(b"\n", 0, node.start_byte)
+        if fn.source[start + 1:node.start_byte].strip():  # code before it on its line
+            start = node.start_byte
+            while fn.source[start - 1:start] in (b" ", b"\t"):
+                start -= 1
+        edits.append((start, node.end_byte, ""))
+    return edits
 
 
 def _is_member(node: Node, rules: Rules) -> bool:
