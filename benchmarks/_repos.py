@@ -4,7 +4,7 @@ Each language's slice of a real repository (REPOS; cloned by hand under SAI_BENC
 /work/cache/repos, at the commits printed) is chunked with SAI's ast chunker, as the indexer
 would. From its functions, `--clones` (30) are drawn (fixed seed): one chunk each (the chunk holds
 the whole function), 6-40 lines, >= 2 names of their own, <= 1800 characters, and no textual twin
-in the slice (token-set Jaccard < 0.5 with every other chunk). Each is copied in every flavour of
+in the slice (token-set Jaccard < 0.5 and shape similarity < 0.6 with every other chunk). Each is copied in every flavour of
 _clones.py (renamed, abbreviated, opaque, edited, reordered); a copy is a chunk of its own in
 `zz_planted/<flavour>.<ext>`. The duplicate search then runs as find_duplicates runs it
 (sai.duplicates.duplicate_edges over the chunks that have a shape, nesting excluded, union-find),
@@ -42,6 +42,7 @@ REPOS: dict[str, tuple[str, tuple[str, ...], str]] = {
                               "src/main/java/org/apache/commons/lang3/text"), "java"),
 }
 TWIN = 0.5
+SHAPE_TWIN = 0.6  # shape similarity at which two chunks of the slice are twins
 _NOT_SOURCE = re.compile(r"(^|/)(tests?|testdata|__tests__|examples?|vendor|node_modules|dist)/"
                          r"|_test\.go$|\.d\.ts$|\.test\.")
 PLANTED = "zz_planted"
@@ -87,7 +88,8 @@ def corpus(language: str, *, clones: int, seed: int, thesaurus: dict[str, str]) 
             if at is not None and _plantable(fn):
                 picks.append((at, fn))
     tokens = [frozenset(re.findall(r"\w+", r.text)) for r in rows]
-    picks = [(at, fn) for at, fn in picks if not _has_twin(at, tokens)]
+    sigs = Shapes.of([shape.signature(r.text, language) for r in rows])
+    picks = [(at, fn) for at, fn in picks if not _has_twin(at, tokens) and not _has_shape_twin(at, sigs)]
     rng = random.Random(seed)
     chosen = sorted(rng.sample(picks, min(clones, len(picks))), key=lambda a: a[0])
     # reordering needs an independent pair, which few functions have: it draws its own functions
@@ -133,6 +135,17 @@ def _has_twin(at: int, tokens: list[frozenset[str]]) -> bool:
         if len(mine & other) >= TWIN * len(mine | other):
             return True
     return False
+
+
+def _has_shape_twin(at: int, shapes: Shapes) -> bool:
+    """A chunk sharing most of its token shape (a natural Type-2 clone: `equals` methods of sibling
+    classes) is a twin too, whatever its names: a copy of either may rightly cluster with both."""
+    if not shapes.known[at]:
+        return False
+    others = np.flatnonzero(shapes.known)
+    others = others[others != at]
+    sims = shape.similarity(shapes.sigs, np.full(len(others), at), others)
+    return bool((sims >= SHAPE_TWIN).any())
 
 
 @dataclass
