@@ -3,9 +3,10 @@
 Each language's slice of a real repository (REPOS; cloned by hand under SAI_BENCH_REPOS, default
 /work/cache/repos, at the commits printed) is chunked with SAI's ast chunker, as the indexer
 would. From its functions, `--clones` (30) are drawn (fixed seed): one chunk each (the chunk holds
-the whole function), 6-40 lines, >= 2 names of their own, <= 1800 characters, and no textual twin
-in the slice (token-set Jaccard < 0.5 and shape similarity < 0.6 with every other chunk). Each is copied in every flavour of
-_clones.py (renamed, abbreviated, opaque, edited, reordered); a copy is a chunk of its own in
+the whole function), 6-40 lines, >= 2 names of their own, <= 1800 characters, and no twin in the
+slice (token-set Jaccard < 0.5 and shape similarity < 0.6 with every other chunk). Each is copied
+in every flavour of _clones.py (renamed, abbreviated, opaque, edited, reordered); a copy is a
+chunk of its own in
 `zz_planted/<flavour>.<ext>`. The duplicate search then runs as find_duplicates runs it
 (sai.duplicates.duplicate_edges over the chunks that have a shape, nesting excluded, union-find),
 on MiniLM vectors cached on disk by content (a re-run embeds nothing) and shapes computed afresh

@@ -64,6 +64,7 @@ _MEMBER = frozenset({".", "->", "::"})
 # `->` reaches a member in C, C++ and PHP only; elsewhere it starts a lambda's body (Java,
 # Kotlin) or a return type (Rust), and the name after it is not a member
 _ARROW_MEMBER = frozenset({"c", "cpp", "php", None})
+_SHORTHAND = frozenset({"javascript", "typescript", "tsx", "rust"})  # languages with `{a}` for `{a: a}`
 _MASK32 = np.uint64(0xFFFFFFFF)
 # multiply-shift hashing: h(x) = (a * x + b) mod 2^64 >> 32, a odd (fixed seed: signatures persist)
 _A, _B = (np.random.default_rng(20261129).integers(1, 2**63, size=(2, SIGNATURE_SIZE), dtype=np.uint64)
@@ -93,7 +94,23 @@ def tokens(text: str, language: str | None) -> list[str]:
         else:
             out.append(token)
         previous = token
-    return out
+    return _fold_shorthand(out) if language in _SHORTHAND else out
+
+
+def _fold_shorthand(out: list[str]) -> list[str]:
+    """`{a: b}` as `{a}`: renaming the local of a shorthand field (`{a}`, Rust's `Foo { a }`)
+    writes its old name as the key, so an own name that maps to an own name is read as one."""
+    folded: list[str] = []
+    at = 0
+    while at < len(out):
+        if (out[at:at + 3] == ["$", ":", "$"] and folded and folded[-1] in ("{", ",")
+                and (at + 3 == len(out) or out[at + 3] in (",", "}"))):
+            folded.append("$")
+            at += 3
+            continue
+        folded.append(out[at])
+        at += 1
+    return folded
 
 
 def signature(text: str, language: str | None) -> bytes:

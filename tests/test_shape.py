@@ -177,3 +177,23 @@ def test_an_arrow_starts_a_lambda_outside_c_cpp_and_php_so_the_name_after_it_is_
 def test_an_arrow_reaches_a_member_in_c_cpp_and_php(language):
     tokens = shape.tokens("x = node->next;", language)
     assert tokens[tokens.index("->") + 1] == "next"
+
+
+@pytest.mark.parametrize(("language", "original", "renamed"), [
+    ("javascript", "function f(code, map) { g(code); return { code, map, n: 1 } }",
+     "function h(src, m) { g(src); return { code: src, map: m, n: 1 } }"),
+    ("typescript", "function f(code: string, map: M) { g(code); return { code, map } }",
+     "function h(src: string, m: M) { g(src); return { code: src, map: m } }"),
+    ("rust", "fn f(x: u32, y: u32) -> P { let z = x + y; P { x, y, z } }",
+     "fn g(a: u32, b: u32) -> P { let c = a + b; P { x: a, y: b, z: c } }"),
+])
+def test_a_shorthand_field_whose_local_a_copy_renamed_keeps_the_shape(language, original, renamed):
+    # renaming the local behind `{code}` writes `{code: src}`: an own name mapped to an own name
+    assert shape.tokens(original, language) == shape.tokens(renamed, language)
+    assert jaccard(original + "\n" + original, renamed + "\n" + renamed, language) == 1.0
+
+
+def test_a_field_set_to_a_literal_or_member_is_not_folded():
+    tokens = shape.tokens("const o = { n: 1, k: this.key }", "javascript")
+    assert tokens == ["const", "$", "=", "{", "$", ":", "1", ",", "$", ":", "this", ".", "key", "}"]
+    assert shape.tokens("d = {a: b}", "python") == ["$", "=", "{", "$", ":", "$", "}"]
