@@ -6,7 +6,11 @@ imports are gone, every name of its own becomes `$`, parentheses, semicolons and
 of strings (which formatting changes) are gone, and keywords, operators, literals and the names
 after `.`, `->` or `::` (attributes and members, which a copy keeps) stay as they are. Literals
 stay because they tell apart what boilerplate shares: forty command classes declaring their
-names and descriptions have one structure but not one shape. Its shape is the set of adjacent token pairs, and two
+names and descriptions have one structure but not one shape. A few rules keep a renamed copy's
+stream its original's in every language: `...` and Rust's `..` are operators (not member dots),
+`->` reaches a member only in C, C++ and PHP, a string's interpolations count as `{}`, and in
+JavaScript, TypeScript and Rust `{a: b}` with both names its own reads as the shorthand `{a}`.
+Its shape is the set of adjacent token pairs, and two
 shapes compare by Jaccard similarity, estimated from MinHash signatures stored with each chunk
 (SIGNATURE_SIZE 32-bit minima, one per hash function, computed at index time: no model involved).
 
