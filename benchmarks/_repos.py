@@ -1,7 +1,8 @@
 """The `--repos` mode of duplicates_recall.py: planted clones in real repositories, per language.
 
-Each language's slice of a real repository (REPOS; cloned by hand under SAI_BENCH_REPOS, default
-/work/cache/repos, at the commits printed) is chunked with SAI's ast chunker, as the indexer
+Each language's slice of a real repository (REPOS; cloned by hand into SAI_BENCH_REPOS, default
+<SAI_BENCH_CACHE>/repos, one directory per repository named as in REPOS, at the commits printed)
+is chunked with SAI's ast chunker, as the indexer
 would. From its functions, `--clones` (30) are drawn (fixed seed): one chunk each (the chunk holds
 the whole function), 6-40 lines, >= 2 names of their own, <= 1800 characters, and no twin in the
 slice (token-set Jaccard < 0.5 and shape similarity < 0.6 with every other chunk). Each is copied
@@ -23,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 from _clones import FLAVOURS, RULES, clone, functions_of, independent_pair
-from _common import cached_text_vectors
+from _common import CACHE_DIR, cached_text_vectors
 
 from sai import shape
 from sai.chunking.treesitter import TreeSitterChunker
 from sai.duplicates import Nesting, Shapes, duplicate_edges, union_find_groups
 from sai.keywords import keywords_of
 
-REPOS_DIR = Path(os.environ.get("SAI_BENCH_REPOS", "/work/cache/repos"))
+REPOS_DIR = Path(os.environ.get("SAI_BENCH_REPOS", str(CACHE_DIR / "repos")))
 # language -> (repository, its directories in the slice, extension)
 REPOS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "python": ("aiohttp", ("aiohttp",), "py"),

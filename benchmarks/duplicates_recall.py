@@ -4,8 +4,8 @@
     python benchmarks/duplicates_recall.py --repos all|python,go,... [--clones 30] [--seed 7]
 
 `--repos` plants language-aware clones (five flavours) in a slice of one real repository per
-language, each cloned by hand under /work/cache/repos (SAI_BENCH_REPOS): aiohttp, axios, vitest,
-gin, tokio, commons-lang (benchmarks/_repos.py says which directories; _clones.py how a copy is
+language, each cloned by hand into SAI_BENCH_REPOS (default /tmp/sai-bench/repos): aiohttp, axios,
+vitest, gin, tokio, commons-lang (benchmarks/_repos.py says which directories; _clones.py how a copy is
 made). Vectors are cached per text, so only new copies are embedded on a re-run. The rest of this
 docstring describes the default mode, the stdlib calibration.
 
