@@ -70,6 +70,9 @@ def slice_files(language: str) -> list[Path]:
             if _NOT_SOURCE.search(rel):
                 continue
             found.append(p)
+    if not found:
+        raise SystemExit(f"error: no .{ext} files under {REPOS_DIR / repo}; clone {repo} there "
+                         "(or set SAI_BENCH_REPOS to the directory holding it)")
     return found
 
 
