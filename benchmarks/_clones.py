@@ -206,8 +206,7 @@ def name_mapping(fn: Function, *, flavour: str, fid: int, thesaurus: dict[str, s
         if fn.name:
             mapping[fn.name] = f"func_{fid}" if not RULES[fn.language].camel else f"func{fid}"
         return mapping
-    taken = set(re.findall(rb"[A-Za-z_$][\w$]*", fn.node.text.decode().encode()))
-    taken_text = {t.decode() for t in taken} | set(reserved)
+    taken_text = set(re.findall(r"[A-Za-z_$][\w$]*", fn.node.text.decode())) | set(reserved)
     mapping = {}
     for name in [fn.name, *fn.owned] if fn.name else fn.owned:
         parts = [thesaurus.get(w, w[:4] if flavour == "abbreviated" and len(w) > 5 else w) for w in words(name)]
@@ -346,7 +345,7 @@ def _left(stmt: Node) -> Node:
     if node.type == "expression_statement" and node.named_child_count:
         node = node.named_children[0]
         if node.type not in ("assignment", "augmented_assignment"):
-            return stmt.child_by_field_name("none") or node  # not an assignment: all of it
+            return node  # not an assignment: all of it counts as written
     for name in ("left", "pattern", "name"):
         part = node.child_by_field_name(name)
         if part is not None:

@@ -232,8 +232,6 @@ def _pair_score(prep: Prepared, i: int, js: np.ndarray) -> np.ndarray:
 
 def report(languages: list[str], *, clones: int, seed: int, thresholds: list[float], default: float,
            top_k: int, thesaurus: dict[str, str]) -> None:
-    from _clones import RULES as _  # noqa: F401 (the languages the clones know)
-
     for language in languages:
         prep = prepare(language, clones=clones, seed=seed, thesaurus=thesaurus)
         repo, dirs, _ext = REPOS[language]
