@@ -80,6 +80,28 @@ def cached_vectors(texts: list[str], *, label: str) -> np.ndarray:
     return vectors
 
 
+def cached_text_vectors(texts: list[str], *, label: str) -> np.ndarray:
+    """MiniLM vectors of `texts`, each embedded once: kept under CACHE_DIR per text (keyed by its
+    hash), so a changed list embeds only the texts not seen before."""
+    path = CACHE_DIR / f"{label}-by-text.npz"
+    known: dict[str, np.ndarray] = {}
+    if path.is_file():
+        with np.load(path) as stored:
+            known = dict(zip(stored["keys"].tolist(), stored["vectors"], strict=True))
+    keys = [hashlib.sha256(t.encode()).hexdigest()[:24] for t in texts]
+    missing = list(dict.fromkeys(k for k in keys if k not in known))
+    if missing:
+        from sai.embedders.local import LocalEmbedder
+
+        by_key = dict(zip(keys, texts, strict=True))
+        log(f"embedding {len(missing)} chunks with all-MiniLM-L6-v2 (cached at {path}) ...")
+        vectors = LocalEmbedder().embed_documents([by_key[k] for k in missing])
+        known.update(zip(missing, vectors, strict=True))
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        np.savez(path, keys=np.array(list(known)), vectors=np.stack(list(known.values())))
+    return np.stack([known[k] for k in keys]).astype(np.float32)
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident set (ru_maxrss is in KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

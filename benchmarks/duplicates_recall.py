@@ -1,6 +1,13 @@
 """Planted-clone recall and cluster precision of find_duplicates, per threshold, with MiniLM.
 
     python benchmarks/duplicates_recall.py [--clones 120] [--thresholds 0.75,0.8,...]
+    python benchmarks/duplicates_recall.py --repos all|python,go,... [--clones 30] [--seed 7]
+
+`--repos` plants language-aware clones (five flavours) in a slice of one real repository per
+language, each cloned by hand into SAI_BENCH_REPOS (default /tmp/sai-bench/repos): aiohttp, axios,
+vitest, gin, tokio, commons-lang (benchmarks/_repos.py says which directories; _clones.py how a copy is
+made). Vectors are cached per text, so only new copies are embedded on a re-run. The rest of this
+docstring describes the default mode, the stdlib calibration.
 
 A slice of the Python stdlib (email, http, urllib, logging, json, concurrent) is copied into a
 scratch tree, and renamed copies of N of its functions are planted in `zz_planted/`, in four
@@ -46,6 +53,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import _repos
 import numpy as np
 from _common import CACHE_DIR, STDLIB, log
 
@@ -399,16 +407,43 @@ def similar_figures(sims: Similarities, threshold: float) -> tuple[float, float]
     return found / len(sims.top), float(np.mean(listed))
 
 
+def run_repos(args: argparse.Namespace) -> None:
+    """The --repos mode (benchmarks/_repos.py), with MiniLM's default threshold and top_k."""
+    config = load_config(cwd=Path.cwd(), env={}, flags={"embedder": "local"})
+    languages = list(_repos.REPOS) if args.repos == "all" else args.repos.split(",")
+    unknown = [lang for lang in languages if lang not in _repos.REPOS]
+    if unknown:
+        parser_error = f"unknown language(s) {', '.join(unknown)}; choose from {', '.join(_repos.REPOS)}"
+        raise SystemExit(f"error: {parser_error}")
+    thresholds = sorted({float(t) for t in args.thresholds.split(",")} | {config.duplicate_min_score})
+    print(f"planted clones in real repositories; model {config.model}; top_k {config.top_k}; "
+          f"default duplicate_min_score {config.duplicate_min_score:g}; shape version {shape.SHAPE_VERSION}")
+    _repos.report(languages, clones=args.clones or 30, seed=args.seed, thresholds=thresholds,
+                  default=config.duplicate_min_score, top_k=config.top_k, thesaurus=THESAURUS)
+    print("each flavour is scored on its own: the slice plus that flavour's copies only\n"
+          "recall: planted (original, copy) pairs of that flavour in one cluster / copies planted\n"
+          "purity: among clusters holding a copy of that flavour, the fraction whose members are all "
+          "one function's original and copies\n"
+          "score: the duplicate score (mean of cosine and shape similarity) of each copy with its "
+          "original, and of each original with its best match among the repository's other chunks")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clones", type=int, default=120)
+    parser.add_argument("--clones", type=int, default=None, help="120 (stdlib), 30 (--repos)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--thresholds", default="0.65,0.7,0.75,0.8,0.85,0.9")
     parser.add_argument("--embedder", default="local", help="local (default) or ollama")
     parser.add_argument("--model", default=None, help="default: the embedder's default model")
+    parser.add_argument("--repos", default=None, metavar="LANGS",
+                        help="planted clones in real repositories instead of the stdlib: a comma list "
+                             f"of languages or 'all' ({', '.join(_repos.REPOS)}); --clones defaults to 30")
     args = parser.parse_args()
+    if args.repos:
+        run_repos(args)
+        return
     root = CACHE_DIR / "recall" / "tree"
-    planted = write_tree(root, args.clones, args.seed)
+    planted = write_tree(root, args.clones or 120, args.seed)
     # outside the tree, which is rewritten each run; one index file per embedder and model
     label = "" if (args.embedder, args.model) == ("local", None) else f"-{args.embedder}-{args.model}"
     db = CACHE_DIR / "recall" / f"code{re.sub(r'[^A-Za-z0-9_.-]', '_', label)}.duckdb"

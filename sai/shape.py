@@ -6,7 +6,11 @@ imports are gone, every name of its own becomes `$`, parentheses, semicolons and
 of strings (which formatting changes) are gone, and keywords, operators, literals and the names
 after `.`, `->` or `::` (attributes and members, which a copy keeps) stay as they are. Literals
 stay because they tell apart what boilerplate shares: forty command classes declaring their
-names and descriptions have one structure but not one shape. Its shape is the set of adjacent token pairs, and two
+names and descriptions have one structure but not one shape. A few rules keep a renamed copy's
+stream its original's in every language: `...` and Rust's `..` are operators (not member dots),
+`->` reaches a member only in C, C++ and PHP, a string's interpolations count as `{}`, and in
+JavaScript, TypeScript and Rust `{a: b}` with both names its own reads as the shorthand `{a}`.
+Its shape is the set of adjacent token pairs, and two
 shapes compare by Jaccard similarity, estimated from MinHash signatures stored with each chunk
 (SIGNATURE_SIZE 32-bit minima, one per hash function, computed at index time: no model involved).
 
@@ -21,10 +25,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from sai import keywords
 from sai.keywords import keywords_of
 from sai.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
 
-SHAPE_VERSION = 1  # bump when signatures change: indexes then recompute them (no re-embedding)
+SHAPE_VERSION = 2  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625
 MIN_PAIRS = 8
 BANDS, BAND_ROWS = 16, 4  # LSH: pairs sharing any band of 4 minima are candidates
@@ -33,8 +38,13 @@ FOUND_FROM = 0.7
 
 _STRING = rf'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|{STRING_LITERAL}'  # Python's triple quotes first
 _QUOTES = "\"'`"
-_WORD = r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9][A-Za-z0-9_.]*"
-_OPERATOR = r"->|::|[^\sA-Za-z0-9_$]"
+_WORD = r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9](?:[A-Za-z0-9_]|\.(?=[0-9]))*"
+# `...` (spread, rest, varargs) and `..`/`..=` (Rust ranges) are one operator each: read as
+# dots, they made the name after them look like a member, which a renamed copy changes
+_OPERATOR = r"\.\.\.|\.\.=?|->|::|[^\sA-Za-z0-9_$]"
+# what a string interpolates (`f"{name}"`, `${name}`, Rust's `"{name}"`) is code, names and all:
+# a renamed copy changes it, so an interpolation counts as `{}` whatever it holds
+_INTERPOLATION = re.compile(r"\{[^{}\n]*\}")
 _COMMENTS = {"c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*"}
 _COMMENTS["both"] = f"{_COMMENTS['hash']}|{_COMMENTS['c']}"
 _TOKENS = {
@@ -55,6 +65,10 @@ _IMPORTS = re.compile(r"""^[ \t]*(?:
 )""", re.MULTILINE | re.VERBOSE)
 _DROPPED = frozenset("();")
 _MEMBER = frozenset({".", "->", "::"})
+# `->` reaches a member in C, C++ and PHP only; elsewhere it starts a lambda's body (Java,
+# Kotlin) or a return type (Rust), and the name after it is not a member
+_ARROW_MEMBER = frozenset({"c", "cpp", "php", None})
+_SHORTHAND = frozenset({"javascript", "typescript", "tsx", "rust"})  # languages with `{a}` for `{a: a}`
 _MASK32 = np.uint64(0xFFFFFFFF)
 # multiply-shift hashing: h(x) = (a * x + b) mod 2^64 >> 32, a odd (fixed seed: signatures persist)
 _A, _B = (np.random.default_rng(20261129).integers(1, 2**63, size=(2, SIGNATURE_SIZE), dtype=np.uint64)
@@ -66,6 +80,7 @@ def tokens(text: str, language: str | None) -> list[str]:
     out: list[str] = []
     previous = ""
     reserved = keywords_of(language)
+    member = _MEMBER if language in _ARROW_MEMBER or language not in keywords.KEYWORDS else _MEMBER - {"->"}
     source = _IMPORTS.sub("", text)
     for match in _pattern(language).finditer(source):
         token = match.group(0)
@@ -74,15 +89,32 @@ def tokens(text: str, language: str | None) -> list[str]:
         if match.lastgroup == "string":
             if _alone_on_line(source, match.start(), match.end()):
                 continue  # a docstring, or a string statement like one
-            out.append('"' + token.strip(_QUOTES))  # the quote style is formatting, the text is not
+            # the quote style is formatting, the text is not
+            out.append('"' + _INTERPOLATION.sub("{}", token.strip(_QUOTES)))
         elif token[0].isdigit():
             out.append(token)
         elif token[0].isalpha() or token[0] in "_$":
-            out.append(token if token in reserved or previous in _MEMBER else "$")
+            out.append(token if token in reserved or previous in member else "$")
         else:
             out.append(token)
         previous = token
-    return out
+    return _fold_shorthand(out) if language in _SHORTHAND else out
+
+
+def _fold_shorthand(out: list[str]) -> list[str]:
+    """`{a: b}` as `{a}`: renaming the local of a shorthand field (`{a}`, Rust's `Foo { a }`)
+    writes its old name as the key, so an own name that maps to an own name is read as one."""
+    folded: list[str] = []
+    at = 0
+    while at < len(out):
+        if (out[at:at + 3] == ["$", ":", "$"] and folded and folded[-1] in ("{", ",")
+                and (at + 3 == len(out) or out[at + 3] in (",", "}"))):
+            folded.append("$")
+            at += 3
+            continue
+        folded.append(out[at])
+        at += 1
+    return folded
 
 
 def signature(text: str, language: str | None) -> bytes:

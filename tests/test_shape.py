@@ -134,3 +134,66 @@ def test_a_docstring_after_imports_is_still_dropped():
     body = 'def f(x):\n    """Say what f does."""\n    return g(x) + 1\n'
     assert shape.tokens("import os\nimport sys\n" + body, "python") == shape.tokens(body, "python")
     assert '"Say what f does.' not in shape.tokens("import os\n" + body, "python")
+
+
+def test_spread_rest_and_varargs_dots_are_one_operator_and_leave_the_name_after_them_own():
+    # read as three `.`, the name after `...` looked like a member, which a renamed copy changes
+    js = shape.tokens("function f(...args) { return g(...args, ...rest) }", "javascript")
+    assert js == ["function", "$", "...", "$", "{", "return", "$", "...", "$", ",", "...", "$", "}"]
+    java = shape.tokens("void f(String... names) { g(names); }", "java")
+    assert java == ["void", "$", "$", "...", "$", "{", "$", "$", "}"]
+    assert jaccard("function f(a, ...items) { return g(...items).map(x => x + 1) }",
+                   "function h(b, ...rows) { return g(...rows).map(y => y + 1) }", "javascript") == 1.0
+
+
+def test_rust_ranges_are_operators_between_names_and_numbers_stop_before_them():
+    tokens = shape.tokens("fn f(v: &[u8], n: usize) { for i in 0..n { g(&v[1..=i], 2.5) } }", "rust")
+    assert tokens[tokens.index("for"):] == ["for", "$", "in", "0", "..", "$", "{", "$", "&", "$", "[",
+                                            "1", "..=", "$", "]", ",", "2.5", "}", "}"]
+    assert shape.tokens("x = 1.5e3", "python") == ["$", "=", "1.5e3"]
+
+
+def test_interpolated_names_in_strings_do_not_count_but_the_text_around_them_does():
+    py = shape.tokens('def f(path, n):\n    return f"Index of {path}: {n!r} items"\n', "python")
+    assert py[-1] == '"Index of {}: {} items'
+    ts = shape.tokens("const s = `GET ${url.pathname} -> ${status}`", "typescript")
+    assert ts[-1] == '"GET ${} -> ${}'
+    rust = shape.tokens('fn f(name: &str) { println!("hello {name}, {}", 1) }', "rust")
+    assert '"hello {}, {}' in rust
+    assert jaccard('def f(path, n):\n    x = g(path)\n    return f"Index of {path}: {n} in {x}"\n',
+                   'def h(loc, k):\n    y = g(loc)\n    return f"Index of {loc}: {k} in {y}"\n') == 1.0
+
+
+@pytest.mark.parametrize(("language", "code"), [
+    ("java", "list.forEach(name -> names[name] = 1);"),
+    ("kotlin", "list.forEach { name -> names[name] = 1 }"),
+])
+def test_an_arrow_starts_a_lambda_outside_c_cpp_and_php_so_the_name_after_it_is_own(language, code):
+    tokens = shape.tokens(code, language)
+    assert tokens[tokens.index("->") + 1] == "$"
+
+
+@pytest.mark.parametrize("language", ["c", "cpp", "php"])
+def test_an_arrow_reaches_a_member_in_c_cpp_and_php(language):
+    tokens = shape.tokens("x = node->next;", language)
+    assert tokens[tokens.index("->") + 1] == "next"
+
+
+@pytest.mark.parametrize(("language", "original", "renamed"), [
+    ("javascript", "function f(code, map) { g(code); return { code, map, n: 1 } }",
+     "function h(src, m) { g(src); return { code: src, map: m, n: 1 } }"),
+    ("typescript", "function f(code: string, map: M) { g(code); return { code, map } }",
+     "function h(src: string, m: M) { g(src); return { code: src, map: m } }"),
+    ("rust", "fn f(x: u32, y: u32) -> P { let z = x + y; P { x, y, z } }",
+     "fn g(a: u32, b: u32) -> P { let c = a + b; P { x: a, y: b, z: c } }"),
+])
+def test_a_shorthand_field_whose_local_a_copy_renamed_keeps_the_shape(language, original, renamed):
+    # renaming the local behind `{code}` writes `{code: src}`: an own name mapped to an own name
+    assert shape.tokens(original, language) == shape.tokens(renamed, language)
+    assert jaccard(original + "\n" + original, renamed + "\n" + renamed, language) == 1.0
+
+
+def test_a_field_set_to_a_literal_or_member_is_not_folded():
+    tokens = shape.tokens("const o = { n: 1, k: this.key }", "javascript")
+    assert tokens == ["const", "$", "=", "{", "$", ":", "1", ",", "$", ":", "this", ".", "key", "}"]
+    assert shape.tokens("d = {a: b}", "python") == ["$", "=", "{", "$", ":", "$", "}"]
