@@ -7,10 +7,11 @@ its own short write transaction, so an interrupted run keeps what it finished.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -47,6 +48,34 @@ class _Pending:
 
 
 @dataclass
+class StageTimes:
+    """Seconds a run spent in each stage (wall clock of the indexing process; cheap counters).
+
+    Logged at debug level at the end of index() with the record's `stage_times` attribute set,
+    for benchmarks/index_throughput.py.
+    """
+
+    walk: float = 0.0
+    read_chunk: float = 0.0  # reading files and cutting them into chunks
+    lexemes: float = 0.0
+    shapes: float = 0.0  # shape signatures and the rest of row building
+    embed_wait: float = 0.0  # waiting for the embedder
+    write: float = 0.0  # database writes
+    fts: float = 0.0  # the BM25 rebuild
+
+    @contextlib.contextmanager
+    def timing(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, stage, getattr(self, stage) + time.perf_counter() - started)
+
+    def summary(self) -> str:
+        return ", ".join(f"{k} {v:.2f}s" for k, v in asdict(self).items())
+
+
+@dataclass
 class _Counts:
     embedded: int = 0
     unchanged: int = 0
@@ -62,6 +91,7 @@ class _Run:
         self.chunker = make_chunker(self.config.chunker, max_chunk_chars=self.config.max_chunk_chars)
         self.progress = progress
         self.counts = _Counts()
+        self.stats = StageTimes()
         self.fresh: dict[str, np.ndarray] = {}  # vectors embedded during this run
         self.known: set[str] = set()  # content hashes stored when the run began
         self.stored: dict[str, FileRow] = {}
@@ -95,7 +125,8 @@ class _Run:
             pending.touched.append(FileRow(source.key, source.size, source.mtime_ns, file_hash, old.chunk_count))
             self.counts.unchanged += old.chunk_count
             return
-        chunks = self.chunk_file(source, text)
+        with self.stats.timing("read_chunk"):
+            chunks = self.chunk_file(source, text)
         for chunk in chunks:
             digest = chunk.content_hash
             if digest not in self.known and digest not in self.fresh:
@@ -106,7 +137,8 @@ class _Run:
         if not pending.texts:
             return
         hashes = list(pending.texts)
-        vectors = self.project.embedder.embed_documents([pending.texts[h] for h in hashes])
+        with self.stats.timing("embed_wait"):
+            vectors = self.project.embedder.embed_documents([pending.texts[h] for h in hashes])
         if vectors.ndim != 2 or vectors.shape[0] != len(hashes):
             raise EmbedderError("the embedder returned a wrong number of vectors; check the model")
         if self.dim is None:
@@ -125,7 +157,7 @@ class _Run:
             return
         self.wrote = True
         started = time.monotonic()
-        with self.project.store.write() as conn:
+        with self.stats.timing("write"), self.project.store.write() as conn:
             if pending.files:
                 self._ensure_collection(conn)
                 self._write_files(conn, pending.files)
@@ -175,10 +207,12 @@ class _Run:
 
     def _row(self, chunk: Chunk, file_hash: str) -> tuple:
         nodup = self.config.honor_noduplicate_marker and NODUP_MARKER in chunk.text
+        with self.stats.timing("lexemes"):
+            words = lexemes(chunk.text, path=chunk.path, symbol=chunk.symbol)
+        with self.stats.timing("shapes"):
+            shape = signature(chunk.text, chunk.language)
         return (chunk.path, chunk.language, chunk.start_line, chunk.end_line, chunk.symbol,
-                chunk.text, chunk.content_hash, file_hash, nodup,
-                lexemes(chunk.text, path=chunk.path, symbol=chunk.symbol),
-                signature(chunk.text, chunk.language))
+                chunk.text, chunk.content_hash, file_hash, nodup, words, shape)
 
     def remove(self, keys: list[str]) -> None:
         if not keys or not self.stored:
@@ -194,7 +228,8 @@ class _Run:
         pending, skipped, last = _Pending(), [], time.monotonic()
         for done, source in enumerate(sources, start=1):
             try:
-                text = files.read_source(source, self.config)
+                with self.stats.timing("read_chunk"):
+                    text = files.read_source(source, self.config)
             except files.SkipFileError as skip:
                 skipped.append((source.key, skip.reason))
             else:
@@ -214,7 +249,9 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     """Bring the collection up to date with the tree; returns what the index now holds."""
     config = project.config
     project.store.prepare_dir()  # fail before embedding anything when the index cannot be written
+    started = time.perf_counter()
     walked = files.walk(config)
+    walk_s = time.perf_counter() - started
     if recreate:
         try:
             flush(project)
@@ -223,6 +260,7 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     elif project.upgrade():
         log.info("upgraded the index to this version's format; every file is chunked again")
     run = _Run(project, progress=progress)
+    run.stats.walk = walk_s
     run.load_state()
     wanted = {s.key for s in walked.included}
     changed = [s for s in walked.included if run.rechunk or _changed(run.stored.get(s.key), s)]
@@ -234,10 +272,12 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     # files gone from the tree go last: until then their vectors serve renamed and moved code
     run.remove(sorted((set(run.stored) - wanted) | {key for key, _ in unreadable if key in run.stored}))
     chunking = project.expected_meta(0)
-    _finish(project, meta={
-        "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
-        "chunking": chunking.chunking,
-    } if changed or run.counts.removed else None)
+    with run.stats.timing("fts"):
+        _finish(project, meta={
+            "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
+            "chunking": chunking.chunking,
+        } if changed or run.counts.removed else None)
+    log.debug("stage times: %s", run.stats.summary(), extra={"stage_times": run.stats})
     keys = sorted(wanted - {key for key, _ in unreadable})
     chunks, nfiles = _held(project, keys)
     return IndexReport(
