@@ -45,8 +45,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -371,7 +371,8 @@ def fast_run(root: Path, url: str, args: argparse.Namespace) -> None:
         print(f"  wall {wall:.2f} s; embedder's own time {own:.2f} s ({inputs:.0f} texts at "
               f"{args.rate:g}/s, {after['requests'] - before['requests']:.0f} requests)")
         if own:
-            print(f"  ratio wall / embedder: {wall / own:.3f}   (target <= 1.3: {'PASS' if wall / own <= 1.3 else 'FAIL'})")
+            verdict = "PASS" if wall / own <= 1.3 else "FAIL"
+            print(f"  ratio wall / embedder: {wall / own:.3f}   (target <= 1.3: {verdict})")
         else:
             print(f"  no-op target < 1 s: {'PASS' if wall < 1 else 'FAIL'}")
         if capture.times:
