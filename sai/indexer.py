@@ -29,7 +29,7 @@ from sai.prepare import Prepared, PreparePool, prepare
 from sai.project import Project
 from sai.store.tables import Connection, FileRow
 
-FLUSH_CHUNKS = 1024  # chunks between two write transactions (each open+commit+close costs ~0.1-0.2 s)
+FLUSH_CHUNKS = 256  # chunks between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first
 IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one being written
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
@@ -210,7 +210,7 @@ class _Run:
 
     def _write_files(self, conn: Connection, batch: list[Prepared]) -> None:
         keys = [item.source.key for item in batch]
-        old_hashes = conn.hashes_by_path(keys)
+        old_hashes = conn.hashes_by_path([key for key in keys if key in self.stored])
         vectors = self._vectors(conn, batch)
         rows, file_rows = [], []
         for item in batch:
@@ -291,8 +291,9 @@ class _Run:
         return skipped
 
     def _submit(self, batch: _Batch, embedding: _Embedding, in_flight: deque[_Batch], *,
-                depth: int = IN_FLIGHT) -> None:
+                depth: int | None = None) -> None:
         """Send the batch's new text to the embedder; write the oldest batches beyond `depth`."""
+        depth = IN_FLIGHT if depth is None else depth
         if batch.texts:
             batch.vectors = embedding.submit(list(batch.texts.values()))
         in_flight.append(batch)

@@ -474,3 +474,94 @@ def test_strip_comments_and_the_noindex_marker_shape_what_is_stored(
     assert '"https://x.org/"' in js[0].text  # a `//` inside a string is not a comment
     assert [r.symbol for r in rows if r.path == "tools/secret.py"] == ["public"]
     assert not any("sai-noindexing" in r.text for r in rows)
+
+
+def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
+    root: Path, original: Snapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexer, "POOL_MIN_FILES", 1)
+    report = _index(root)
+    assert report.chunks == TREE_CHUNKS
+    assert _snapshot(root) == original
+
+
+# A CLI index run whose files are prepared by worker processes (every run uses the pool); it
+# writes each file's batch before reading the next, so it waits for the first batch's vectors
+# with the pool still open.
+POOLED_CLI_RUN = """
+import sys
+import sai.indexer
+from sai import cli
+sai.indexer.POOL_MIN_FILES = 1
+sai.indexer.FLUSH_CHUNKS = 1
+sai.indexer.IN_FLIGHT = 0
+sys.exit(cli.main(["--silent"]))
+"""
+
+
+def _children(pid: int) -> set[int]:
+    """Processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
+def _pooled_run_in_embedding(root: Path, server: OllamaStandIn) -> tuple[subprocess.Popen[str], set[int]]:
+    """A pooled CLI run, stalled in its first embed request; and its worker processes."""
+    server.stall_next(1, seconds=5)
+    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN], cwd=root, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    workers = {pid for pid in _alive(_children(proc.pid))
+               if b"spawn_main" in (Path("/proc") / str(pid) / "cmdline").read_bytes()}
+    assert workers, "the run has no worker process running"
+    return proc, workers
+
+
+def _gone_within(pids: set[int], seconds: float) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _alive(pids)
+
+
+def test_ctrl_c_of_a_pooled_run_exits_130_with_one_line_and_stops_its_workers(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    proc, workers = _pooled_run_in_embedding(root, ollama_server)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
+    assert not _gone_within(workers, 10)
+
+
+def test_a_killed_pooled_run_leaves_no_worker_behind(root: Path, ollama_server: OllamaStandIn) -> None:
+    proc, workers = _pooled_run_in_embedding(root, ollama_server)
+    proc.kill()  # SIGKILL to the parent alone: its workers must notice and leave
+    proc.communicate(timeout=30)
+    try:
+        assert not _gone_within(workers, 10)
+    finally:
+        for pid in _alive(workers):
+            os.kill(pid, signal.SIGKILL)
