@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from sai.config import load_config
-from sai.indexer import StageTimes, index
+from sai.indexer import index
 from sai.models import IndexReport
 from sai.project import Project
 from sai.store.tables import Connection
@@ -339,7 +339,7 @@ class StageCapture(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.times: StageTimes | None = None
+        self.times: Any = None  # sai.indexer.StageTimes (absent from older indexers)
 
     def emit(self, record: logging.LogRecord) -> None:
         if hasattr(record, "stage_times"):

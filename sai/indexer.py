@@ -31,6 +31,7 @@ from sai.store.tables import Connection, FileRow
 
 FLUSH_CHUNKS = 256  # chunks between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first
+WRITE_CHUNKS = 1024  # at most this many chunks in a transaction of merged batches
 IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one being written
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
 
@@ -53,6 +54,7 @@ class StageTimes:
     embed_wait: float = 0.0  # waiting for the embedder
     write: float = 0.0  # database writes
     fts: float = 0.0  # the BM25 rebuild
+    transactions: int = 0  # write transactions of chunk batches
 
     @contextlib.contextmanager
     def timing(self, stage: str) -> Iterator[None]:
@@ -63,7 +65,7 @@ class StageTimes:
             setattr(self, stage, getattr(self, stage) + time.perf_counter() - started)
 
     def summary(self) -> str:
-        return ", ".join(f"{k} {v:.2f}s" for k, v in asdict(self).items())
+        return ", ".join(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}" for k, v in asdict(self).items())
 
 
 @dataclass
@@ -135,6 +137,7 @@ class _Run:
         self.dim: int | None = None
         self.meta: dict[str, str] = {}
         self.wrote = False
+        self.merge = False  # write ready batches together (large runs)
         self.rechunk = False  # chunking settings changed since the index was built
 
     def load_state(self) -> None:
@@ -187,22 +190,27 @@ class _Run:
             vectors = self.project.embedder.embed_documents([texts[h] for h in hashes])
         self._take_vectors(hashes, vectors)
 
-    def write(self, batch: _Batch) -> None:
-        """Wait for the batch's vectors, then write it in one transaction."""
-        if batch.vectors is not None:
-            with self.stats.timing("embed_wait"):
-                vectors = batch.vectors.result()
-            self._take_vectors(list(batch.texts), vectors)
-        if not batch.files and not batch.touched:
+    def write(self, batches: list[_Batch]) -> None:
+        """Wait for the batches' vectors, then write them in one transaction."""
+        for batch in batches:
+            if batch.vectors is not None:
+                with self.stats.timing("embed_wait"):
+                    vectors = batch.vectors.result()
+                self._take_vectors(list(batch.texts), vectors)
+        written = [item for batch in batches for item in batch.files]
+        touched = [row for batch in batches for row in batch.touched]
+        if not written and not touched:
             return
         self.wrote = True
+        self.stats.transactions += 1
         with self.stats.timing("write"), self.project.store.write() as conn:
-            if batch.files:
+            if written:
                 self._ensure_collection(conn)
-                self._write_files(conn, batch.files)
-            conn.upsert_files(batch.touched)
-        for digest in batch.texts:
-            self.fresh.pop(digest, None)  # stored now: later batches read it from the index
+                self._write_files(conn, written)
+            conn.upsert_files(touched)
+        for batch in batches:
+            for digest in batch.texts:
+                self.fresh.pop(digest, None)  # stored now: later batches read it from the index
 
     def _ensure_collection(self, conn: Connection) -> None:
         if not conn.has_collection():
@@ -267,6 +275,7 @@ class _Run:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
         skipped: list[tuple[str, str]] = []
         embedding = _Embedding(self.project.embedder)
+        self.merge = len(sources) >= POOL_MIN_FILES
         in_flight: deque[_Batch] = deque()
         batch, last = _Batch(), time.monotonic()
         try:
@@ -298,7 +307,15 @@ class _Run:
             batch.vectors = embedding.submit(list(batch.texts.values()))
         in_flight.append(batch)
         while len(in_flight) > depth:
-            self.write(in_flight.popleft())
+            group = [in_flight.popleft()]
+            chunks = group[0].chunks
+            # Each transaction costs a checkpoint (~0.1-0.3 s): a large run writes the batches
+            # whose vectors are already in together, up to WRITE_CHUNKS chunks.
+            while (self.merge and in_flight and chunks + in_flight[0].chunks <= WRITE_CHUNKS
+                   and (in_flight[0].vectors is None or in_flight[0].vectors.done())):
+                chunks += in_flight[0].chunks
+                group.append(in_flight.popleft())
+            self.write(group)
 
 
 def index(project: Project, *, recreate: bool = False, progress: Progress | None = None) -> IndexReport:
