@@ -273,23 +273,12 @@ class _Run:
 
     def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
-        skipped: list[tuple[str, str]] = []
         embedding = _Embedding(self.project.embedder)
         self.merge = len(sources) >= POOL_MIN_FILES
         in_flight: deque[_Batch] = deque()
-        batch, last = _Batch(), time.monotonic()
         try:
-            for done, item in enumerate(self._prepared(sources), start=1):
-                if item.skip:
-                    skipped.append((item.source.key, item.skip))
-                else:
-                    self.add(batch, item)
-                if batch.chunks >= FLUSH_CHUNKS or time.monotonic() - last > FLUSH_SECONDS:
-                    self._submit(batch, embedding, in_flight)
-                    batch, last = _Batch(), time.monotonic()
-                if self.progress:
-                    self.progress(done, total, self.counts.embedded)
-            self._submit(batch, embedding, in_flight, depth=0)
+            with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
+                skipped = self._pump(prepared, embedding, in_flight, total)
         finally:
             embedding.close()
             for pending in in_flight:
@@ -297,6 +286,23 @@ class _Run:
                     pending.vectors.cancel()
         if self.progress and total:
             self.progress(total, total, self.counts.embedded)  # the last batch is in now
+        return skipped
+
+    def _pump(self, prepared: Iterator[Prepared], embedding: _Embedding, in_flight: deque[_Batch],
+              total: int) -> list[tuple[str, str]]:
+        skipped: list[tuple[str, str]] = []
+        batch, last = _Batch(), time.monotonic()
+        for done, item in enumerate(prepared, start=1):
+            if item.skip:
+                skipped.append((item.source.key, item.skip))
+            else:
+                self.add(batch, item)
+            if batch.chunks >= FLUSH_CHUNKS or time.monotonic() - last > FLUSH_SECONDS:
+                self._submit(batch, embedding, in_flight)
+                batch, last = _Batch(), time.monotonic()
+            if self.progress:
+                self.progress(done, total, self.counts.embedded)
+        self._submit(batch, embedding, in_flight, depth=0)
         return skipped
 
     def _submit(self, batch: _Batch, embedding: _Embedding, in_flight: deque[_Batch], *,

@@ -7,9 +7,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fixtures_tree import (
     JS_SOURCE,
@@ -30,6 +32,7 @@ from sai.errors import EmbedderError, IndexMismatchError, StoreError
 from sai.project import Project
 from sai.shape import signature
 from sai.store.rows import SCHEMA_VERSION
+from sai.store.tables import Connection
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
 TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
@@ -565,3 +568,47 @@ def test_a_killed_pooled_run_leaves_no_worker_behind(root: Path, ollama_server: 
     finally:
         for pid in _alive(workers):
             os.kill(pid, signal.SIGKILL)
+
+
+class _SignallingEmbedder:
+    """The real Ollama embedder, setting `second_call` when its second call starts."""
+
+    def __init__(self, inner: OllamaEmbedder) -> None:
+        self.inner, self.name, self.model = inner, inner.name, inner.model
+        self.calls = 0
+        self.second_call = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == 2:
+            self.second_call.set()
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(40, per_file=10))
+    write_config(root, ollama_server.url)
+    monkeypatch.setattr(indexer, "FLUSH_CHUNKS", 10)  # one file a batch
+    embedder = _SignallingEmbedder(OllamaEmbedder(model=STANDIN_MODEL, url=ollama_server.url, timeout_s=5,
+                                                  batch_size=32, prefix_style="nomic"))
+    overlapped: list[bool] = []
+    insert = Connection.insert_chunks
+
+    def first_insert_waits_for_the_second_embedding(self: Connection, *args: object) -> None:
+        if not overlapped:  # a serial indexer would embed batch 2 only after this returns
+            overlapped.append(embedder.second_call.wait(timeout=5))
+        insert(self, *args)
+
+    monkeypatch.setattr(Connection, "insert_chunks", first_insert_waits_for_the_second_embedding)
+    project = Project(load(root), embedder=embedder)
+    try:
+        report = indexer.index(project)
+    finally:
+        project.close()
+    assert overlapped == [True]
+    assert (report.chunks, embedder.calls) == (40, 4)
