@@ -45,10 +45,12 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StageTimes:
-    """Seconds a run spent in each stage (wall clock of the indexing process; cheap counters).
+    """Seconds a run spent in each stage (cheap perf_counter sums).
 
-    Logged at debug level at the end of index() with the record's `stage_times` attribute set,
-    for benchmarks/index_throughput.py.
+    read_chunk, lexemes and shapes are summed over files, so with worker processes they add up
+    the workers' time (more than the wall clock); embed_wait, write and fts are what the writing
+    thread waited. Logged at debug level at the end of index() with the record's `stage_times`
+    attribute set, for benchmarks/index_throughput.py.
     """
 
     walk: float = 0.0
