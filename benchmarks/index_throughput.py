@@ -24,7 +24,7 @@ the local all-MiniLM-L6-v2 embedder behind a timing proxy, and prints
 
 The model load (import + weights) is done once before any clock starts and reported apart.
 
-    /work/venv-probe/bin/python benchmarks/index_throughput.py [--lines N] [--keep DIR] [--profile]
+    python benchmarks/index_throughput.py [--lines N] [--keep DIR] [--profile]
 """
 
 from __future__ import annotations

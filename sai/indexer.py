@@ -1,8 +1,10 @@
 """Bring the index up to date: walk -> diff by size/mtime then hash -> chunk -> embed -> write.
 
 Unchanged files are not read; chunks whose text is already stored (anywhere in the collection)
-reuse their vector; only new text reaches the embedder. Work is committed in batches, each in
-its own short write transaction, so an interrupted run keeps what it finished.
+reuse their vector; only new text reaches the embedder. The stages overlap (docs/design.md,
+"Incremental indexing"): files are prepared (in worker processes for large runs) while earlier
+batches are embedded on a background thread, and batches are committed in order, each in its
+own short write transaction, so an interrupted run keeps what it finished.
 """
 
 from __future__ import annotations
