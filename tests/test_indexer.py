@@ -497,7 +497,7 @@ import sai.indexer
 from sai import cli
 sai.indexer.POOL_MIN_FILES = 1
 sai.indexer.FLUSH_CHUNKS = 1
-sai.indexer.IN_FLIGHT = 0
+sai.indexer.IN_FLIGHT = sai.indexer.IN_FLIGHT_LARGE = 0
 sys.exit(cli.main(["--silent"]))
 """
 
