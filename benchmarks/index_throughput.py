@@ -1,5 +1,17 @@
 """Indexing throughput on real code: how close does `sai.indexer.index()` run to the embedder?
 
+Two modes.
+
+`--embedder fast` (a GPU-served Ollama): indexes the Python standard library (every .py file
+under the stdlib directory but site-packages, sorted; `--limit-files N` takes the first N, `--tree
+DIR` indexes another tree) against a stand-in Ollama server in a child process that answers with
+cheap precomputed vectors and sleeps n/rate seconds per request, one request at a time (a device
+embedding `--rate` texts/s), so it costs no CPU. Prints wall, the embedder's own time (inputs /
+rate), their ratio (target <= 1.3), the indexer's stage times, peak memory, then a no-op run.
+
+    python benchmarks/index_throughput.py --embedder fast [--rate 2000] [--limit-files N]
+
+`--embedder local` (the default, the bundled CPU model):
 Copies a deterministic slice of the Python standard library (the sorted top-level .py files of
 `sysconfig.get_paths()["stdlib"]`, until at least --lines lines) into a temp dir, indexes it with
 the local all-MiniLM-L6-v2 embedder behind a timing proxy, and prints
@@ -20,14 +32,21 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
+import logging
 import os
 import pstats
+import resource
 import shutil
+import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
+import urllib.request
 from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -238,13 +257,174 @@ def profiled_run(root: Path, proxy: TimingEmbedder, top: int = 20) -> None:
         print(body[body.find("   ncalls"):].rstrip())
 
 
+# -- the fast embedder: a stand-in Ollama that costs no CPU ------------------------------------
+
+VECTOR_POOL = 4096  # distinct precomputed vectors; a text's hash picks one
+
+
+class FastServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, rate: float, dim: int) -> None:
+        super().__init__(("127.0.0.1", 0), FastHandler)
+        rng = np.random.default_rng(0)
+        pool = rng.standard_normal((VECTOR_POOL, dim)).astype(np.float32)
+        self.rows = [("[" + ",".join(f"{x:.6f}" for x in row) + "]").encode() for row in pool]
+        self.rate = rate
+        self.device = threading.Lock()  # one request on the device at a time
+        self.inputs = self.requests = 0
+        self.busy_s = 0.0
+
+
+class FastHandler(BaseHTTPRequestHandler):
+    server: FastServer
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        srv = self.server
+        self._send(json.dumps({"inputs": srv.inputs, "requests": srv.requests, "busy_s": srv.busy_s}).encode())
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        inputs = body.get("input") or []
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        srv = self.server
+        with srv.device:
+            time.sleep(len(inputs) / srv.rate)
+            srv.inputs += len(inputs)
+            srv.requests += 1
+            srv.busy_s += len(inputs) / srv.rate
+        rows = b",".join(srv.rows[hash(text) % VECTOR_POOL] for text in inputs)
+        self._send(b'{"model":"' + body["model"].encode() + b'","embeddings":[' + rows + b"]}")
+
+    def _send(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve(rate: float, dim: int) -> None:
+    """Run the fast stand-in until stdin closes; its url is the first line printed."""
+    server = FastServer(rate, dim)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"http://127.0.0.1:{server.server_address[1]}", flush=True)
+    sys.stdin.read()
+
+
+def server_counts(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/counts") as answer:
+        return json.loads(answer.read())
+
+
+def stdlib_tree(target: Path, limit: int | None) -> int:
+    """Copy the stdlib's .py files (site-packages left out, sorted, the first `limit`)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    chosen = sorted(p for p in stdlib.rglob("*.py") if "site-packages" not in p.relative_to(stdlib).parts)
+    chosen = chosen[:limit] if limit else chosen
+    for path in chosen:
+        dest = target / path.relative_to(stdlib)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+    print(f"corpus: {len(chosen)} .py files of {stdlib} -> {target}")
+    return len(chosen)
+
+
+class StageCapture(logging.Handler):
+    """Keeps the stage times index() logs at debug level."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.times: Any = None  # sai.indexer.StageTimes (absent from older indexers)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if hasattr(record, "stage_times"):
+            self.times = record.stage_times
+
+
+def fast_run(root: Path, url: str, args: argparse.Namespace) -> None:
+    config = f"embedder: ollama\nmodel: nomic-embed-text\next: py\nollama:\n  url: {url}\n"
+    if args.parallel:
+        config += f"  parallel: {args.parallel}\n"
+    (root / "sai-cfg.yml").write_text(config, encoding="utf-8")
+    capture = StageCapture()
+    logger = logging.getLogger("sai.indexer")
+    logger.addHandler(capture)
+    logger.setLevel(logging.DEBUG)
+    for run in ("full", "no-op"):
+        before = server_counts(url)
+        project = open_project(root, None)
+        try:
+            start = time.perf_counter()
+            report = index(project)
+            wall = time.perf_counter() - start
+        finally:
+            project.close()
+        after = server_counts(url)
+        inputs = after["inputs"] - before["inputs"]
+        own = inputs / args.rate
+        print(f"run ({run}): {report}")
+        print(f"  wall {wall:.2f} s; embedder's own time {own:.2f} s ({inputs:.0f} texts at "
+              f"{args.rate:g}/s, {after['requests'] - before['requests']:.0f} requests)")
+        if own:
+            verdict = "PASS" if wall / own <= 1.3 else "FAIL"
+            print(f"  ratio wall / embedder: {wall / own:.3f}   (target <= 1.3: {verdict})")
+        else:
+            print(f"  no-op target < 1 s: {'PASS' if wall < 1 else 'FAIL'}")
+        if capture.times:
+            print(f"  stages: {capture.times.summary()}")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f"  peak RSS: this process {peak:.0f} MB, largest finished child {kids:.0f} MB")
+
+
+def fast_main(args: argparse.Namespace) -> None:
+    server = subprocess.Popen([sys.executable, __file__, "--serve", "--rate", str(args.rate), "--dim", str(args.dim)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    tmp = None
+    try:
+        url = server.stdout.readline().strip()
+        if args.tree:
+            root = Path(args.tree).resolve()
+        else:
+            tmp = tempfile.TemporaryDirectory(prefix="sai-bench-")
+            root = Path(tmp.name)
+            stdlib_tree(root, args.limit_files)
+        fast_run(root, url, args)
+    finally:
+        server.stdin.close()
+        server.wait()
+        if tmp is not None:
+            tmp.cleanup()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lines", type=int, default=20000, help="corpus size in lines (20000)")
+    parser.add_argument("--embedder", choices=("local", "fast"), default="local",
+                        help="local: the bundled MiniLM; fast: a stand-in Ollama at --rate texts/s")
+    parser.add_argument("--rate", type=float, default=2000.0, help="fast: texts/s of the stand-in (2000)")
+    parser.add_argument("--dim", type=int, default=768, help="fast: vector length (768, nomic-embed-text)")
+    parser.add_argument("--limit-files", type=int, metavar="N", help="fast: the first N stdlib files")
+    parser.add_argument("--tree", metavar="DIR", help="fast: index this tree (its sai-cfg.yml is overwritten)")
+    parser.add_argument("--parallel", type=int, metavar="N", help="fast: ollama.parallel")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--lines", type=int, default=20000, help="local: corpus size in lines (20000)")
     parser.add_argument("--keep", metavar="DIR", help="build the tree and index here and keep it")
     parser.add_argument("--profile", action="store_true", help="cProfile top-20 of SAI's overhead")
     parser.add_argument("--torch-threads", type=int, metavar="N", help="torch.set_num_threads(N)")
     args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.rate, args.dim)
+        return 0
+    if args.embedder == "fast":
+        print(f"load average before: {os.getloadavg()}  (cores: {os.cpu_count()})")
+        fast_main(args)
+        print(f"load average after:  {os.getloadavg()}")
+        return 0
     set_torch_threads(args.torch_threads)
     print(f"load average before: {os.getloadavg()}  (cores: {os.cpu_count()})")
     if args.keep:

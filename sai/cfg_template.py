@@ -35,6 +35,7 @@ ollama:
   # model: nomic-embed-text       # accepted for compatibility; must not contradict `model`
   timeout_s: 60              # per request; transient failures are retried with backoff
   batch_size: 32
+  parallel: 4                # requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)
 
 similarity:
   # find_similar_min_score: 0.85   # default depends on the model (0.70 for all-MiniLM-L6-v2)

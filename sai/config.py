@@ -75,6 +75,7 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "ollama.model": ((str,), None),
     "ollama.timeout_s": ((int, float), 60.0),
     "ollama.batch_size": ((int,), 32),
+    "ollama.parallel": ((int,), 4),
     "similarity.find_similar_min_score": ((int, float), None),
     "similarity.duplicate_min_score": ((int, float), None),
     "similarity.duplicate_min_cluster_size": ((int,), 2),
@@ -119,6 +120,7 @@ class Config:
     ollama_url: str = "http://localhost:11434"
     ollama_timeout_s: float = 60.0
     ollama_batch_size: int = 32
+    ollama_parallel: int = 4
     find_similar_min_score: float = 0.85
     duplicate_min_score: float = 0.80
     duplicate_metric: str = "duplicate"
@@ -253,7 +255,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         raise ConfigError(
             f"{where('collection')}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
         )
-    for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "similarity.top_k",
+    for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "ollama.parallel", "similarity.top_k",
                 "ollama.timeout_s", "vector_dim"):
         if v[key] is not None and v[key] <= 0:
             raise ConfigError(f"{where(key)}: key '{key}' must be a positive number, got {v[key]}")
@@ -296,6 +298,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         ollama_url=v["ollama.url"] or "http://localhost:11434",
         ollama_timeout_s=float(v["ollama.timeout_s"]),
         ollama_batch_size=v["ollama.batch_size"],
+        ollama_parallel=v["ollama.parallel"],
         find_similar_min_score=float(
             _or(v["similarity.find_similar_min_score"], sims["find_similar_min_score"])
         ),

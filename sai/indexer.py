@@ -1,49 +1,79 @@
 """Bring the index up to date: walk -> diff by size/mtime then hash -> chunk -> embed -> write.
 
 Unchanged files are not read; chunks whose text is already stored (anywhere in the collection)
-reuse their vector; only new text reaches the embedder. Work is committed in batches, each in
-its own short write transaction, so an interrupted run keeps what it finished.
+reuse their vector; only new text reaches the embedder. The stages overlap (docs/design.md,
+"Incremental indexing"): files are prepared (in worker processes for large runs) while earlier
+batches are embedded on a background thread, and batches are committed in order, each in its
+own short write transaction, so an interrupted run keeps what it finished.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from sai import files
-from sai.chunking import make_chunker
-from sai.chunking.base import drop_noindex, strip_c_comments
+from sai.embedders.base import Embedder
 from sai.errors import EmbedderError, StoreCorruptError
 from sai.gitchanges import changed_files
-from sai.languages import C_STYLE_COMMENTS
-from sai.lexical import lexemes
-from sai.models import Chunk, IndexReport, PathResult, RefreshReport, SourceFile, sha256_hex
+from sai.models import IndexReport, PathResult, RefreshReport, SourceFile
+from sai.prepare import Prepared, PreparePool, prepare
 from sai.project import Project
-from sai.shape import signature
 from sai.store.tables import Connection, FileRow
 
-NODUP_MARKER = "sai-noduplicate"
-FLUSH_CHUNKS = 256  # chunks embedded between two write transactions
+FLUSH_CHUNKS = 256  # chunks between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first
+IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one being written
+# Large runs: each transaction ends in a checkpoint whose cost grows with the collection (~2 s at
+# 78k chunks on a busy 2-core machine), so batches whose vectors are in are written together,
+# up to WRITE_CHUNKS chunks, with more batches kept ahead to merge.
+WRITE_CHUNKS = 4096
+IN_FLIGHT_LARGE = 16
+POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
 
 Progress = Callable[[int, int, int], None]  # (files done, files to do, chunks embedded)
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class _Pending:
-    """Files chunked and (partly) embedded, waiting for the next write transaction."""
+class StageTimes:
+    """Seconds a run spent in each stage (cheap perf_counter sums).
 
-    files: list[tuple[SourceFile, str, list[Chunk]]] = field(default_factory=list)
-    touched: list[FileRow] = field(default_factory=list)
-    texts: dict[str, str] = field(default_factory=dict)  # content hash -> text to embed
+    read_chunk, lexemes and shapes are summed over files, so with worker processes they add up
+    the workers' time (more than the wall clock); embed_wait, write and fts are what the writing
+    thread waited. Logged at debug level at the end of index() with the record's `stage_times`
+    attribute set, for benchmarks/index_throughput.py.
+    """
 
-    def chunk_total(self) -> int:
-        return sum(len(chunks) for _, _, chunks in self.files)
+    walk: float = 0.0
+    read_chunk: float = 0.0  # reading files and cutting them into chunks
+    lexemes: float = 0.0
+    shapes: float = 0.0  # shape signatures and the rest of row building
+    embed_wait: float = 0.0  # waiting for the embedder
+    write: float = 0.0  # database writes
+    fts: float = 0.0  # the BM25 rebuild
+    transactions: int = 0  # write transactions of chunk batches
+
+    @contextlib.contextmanager
+    def timing(self, stage: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, stage, getattr(self, stage) + time.perf_counter() - started)
+
+    def summary(self) -> str:
+        return ", ".join(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}" for k, v in asdict(self).items())
 
 
 @dataclass
@@ -53,21 +83,70 @@ class _Counts:
     removed: int = 0
 
 
+@dataclass
+class _Batch:
+    """Files prepared for one write transaction, and the embedding of their new text."""
+
+    files: list[Prepared] = field(default_factory=list)
+    touched: list[FileRow] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # content hash -> text to embed
+    chunks: int = 0
+    vectors: Future[np.ndarray] | None = None
+
+
+class _Embedding:
+    """A daemon thread embedding batches in submission order (daemon: Ctrl-C never waits)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.queue: queue.Queue[tuple[list[str], Future[np.ndarray]] | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._serve, name="sai-embed", daemon=True)
+        self.thread.start()
+
+    def submit(self, texts: list[str]) -> Future[np.ndarray]:
+        future: Future[np.ndarray] = Future()
+        self.queue.put((texts, future))
+        return future
+
+    def _serve(self) -> None:
+        while (item := self.queue.get()) is not None:
+            texts, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(self.embedder.embed_documents(texts))
+            except BaseException as exc:  # handed to the writing thread, which raises it
+                future.set_exception(exc)
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+
 class _Run:
-    """One pass of writes against the store: embeds pending text, writes batches, counts."""
+    """One pass of writes against the store: prepares files, embeds new text, writes batches.
+
+    A pipeline: files are prepared (read, chunked, rows built; in worker processes for large
+    runs) while earlier batches are embedded on a background thread; batches are written in
+    order by this thread as their vectors arrive, each in its own transaction, so an
+    interrupted run keeps a prefix of its work and the next run finishes it.
+    """
 
     def __init__(self, project: Project, *, progress: Progress | None = None) -> None:
         self.project = project
         self.config = project.config
-        self.chunker = make_chunker(self.config.chunker, max_chunk_chars=self.config.max_chunk_chars)
         self.progress = progress
         self.counts = _Counts()
-        self.fresh: dict[str, np.ndarray] = {}  # vectors embedded during this run
+        self.stats = StageTimes()
+        self.fresh: dict[str, np.ndarray] = {}  # vectors embedded and not yet written
+        self.embedded: set[str] = set()  # content hashes embedded during this run
+        self.requested: set[str] = set()  # content hashes sent to the embedder this run
         self.known: set[str] = set()  # content hashes stored when the run began
         self.stored: dict[str, FileRow] = {}
+        self.had_rows: set[str] = set()  # files with rows when the run began
         self.dim: int | None = None
         self.meta: dict[str, str] = {}
         self.wrote = False
+        self.merge = False  # write ready batches together (large runs)
         self.rechunk = False  # chunking settings changed since the index was built
 
     def load_state(self) -> None:
@@ -79,34 +158,31 @@ class _Run:
                 self.project.check_meta(self.meta)
                 self.rechunk = self.meta.get("chunking") != self.project.chunking_signature()
                 self.stored = conn.files()
+                self.had_rows = set(self.stored)
                 self.known = conn.content_hashes()
                 self.dim = int(self.meta["vector_dim"])
 
-    def chunk_file(self, source: SourceFile, text: str) -> list[Chunk]:
-        if self.config.strip_comments and source.language in C_STYLE_COMMENTS:
-            text = strip_c_comments(text)
-        chunks = self.chunker.chunk(source.key, text, source.language)
-        return drop_noindex(chunks) if self.config.honor_noindex_marker else chunks
-
-    def add(self, pending: _Pending, source: SourceFile, text: str) -> None:
-        file_hash = sha256_hex(text)
+    def _stored_hash(self, source: SourceFile) -> str | None:
         old = self.stored.get(source.key)
-        if old is not None and old.file_hash == file_hash and not self.rechunk:
-            pending.touched.append(FileRow(source.key, source.size, source.mtime_ns, file_hash, old.chunk_count))
-            self.counts.unchanged += old.chunk_count
-            return
-        chunks = self.chunk_file(source, text)
-        for chunk in chunks:
-            digest = chunk.content_hash
-            if digest not in self.known and digest not in self.fresh:
-                pending.texts[digest] = chunk.text
-        pending.files.append((source, file_hash, chunks))
+        return None if old is None or self.rechunk else old.file_hash
 
-    def embed(self, pending: _Pending) -> None:
-        if not pending.texts:
+    def add(self, batch: _Batch, item: Prepared) -> None:
+        for stage, seconds in item.times.items():
+            setattr(self.stats, stage, getattr(self.stats, stage) + seconds)
+        source = item.source
+        if item.unchanged:
+            count = self.stored[source.key].chunk_count
+            batch.touched.append(FileRow(source.key, source.size, source.mtime_ns, item.file_hash, count))
+            self.counts.unchanged += count
             return
-        hashes = list(pending.texts)
-        vectors = self.project.embedder.embed_documents([pending.texts[h] for h in hashes])
+        for chunk, digest in zip(item.chunks, item.hashes, strict=True):
+            if digest not in self.known and digest not in self.requested:
+                batch.texts[digest] = chunk.text
+                self.requested.add(digest)
+        batch.files.append(item)
+        batch.chunks += len(item.chunks)
+
+    def _take_vectors(self, hashes: list[str], vectors: np.ndarray) -> None:
         if vectors.ndim != 2 or vectors.shape[0] != len(hashes):
             raise EmbedderError("the embedder returned a wrong number of vectors; check the model")
         if self.dim is None:
@@ -115,70 +191,75 @@ class _Run:
         elif vectors.shape[1] != self.dim:
             self.project.check_meta(self.meta or {"vector_dim": str(self.dim)}, vector_dim=int(vectors.shape[1]))
         self.fresh.update(zip(hashes, vectors, strict=True))
+        self.embedded.update(hashes)
         self.counts.embedded += len(hashes)
-        pending.texts.clear()
 
-    def flush(self, pending: _Pending) -> None:
-        """Embed what is pending, then write it in one transaction."""
-        self.embed(pending)
-        if not pending.files and not pending.touched:
+    def _embed_now(self, texts: dict[str, str]) -> None:
+        hashes = list(texts)
+        with self.stats.timing("embed_wait"):
+            vectors = self.project.embedder.embed_documents([texts[h] for h in hashes])
+        self._take_vectors(hashes, vectors)
+
+    def write(self, batches: list[_Batch]) -> None:
+        """Wait for the batches' vectors, then write them in one transaction."""
+        for batch in batches:
+            if batch.vectors is not None:
+                with self.stats.timing("embed_wait"):
+                    vectors = batch.vectors.result()
+                self._take_vectors(list(batch.texts), vectors)
+        written = [item for batch in batches for item in batch.files]
+        touched = [row for batch in batches for row in batch.touched]
+        if not written and not touched:
             return
         self.wrote = True
-        started = time.monotonic()
-        with self.project.store.write() as conn:
-            if pending.files:
+        self.stats.transactions += 1
+        with self.stats.timing("write"), self.project.store.write() as conn:
+            if written:
                 self._ensure_collection(conn)
-                self._write_files(conn, pending.files)
-            conn.upsert_files(pending.touched)
-        log.debug("wrote %d file(s), %d touched, in %.2fs", len(pending.files), len(pending.touched),
-                  time.monotonic() - started)
-        pending.files.clear()
-        pending.touched.clear()
+                self._write_files(conn, written)
+            conn.upsert_files(touched)
+        for batch in batches:
+            for digest in batch.texts:
+                self.fresh.pop(digest, None)  # stored now: later batches read it from the index
 
     def _ensure_collection(self, conn: Connection) -> None:
         if not conn.has_collection():
             conn.create_collection(self.project.expected_meta(self.dim or self.config.vector_dim or 0))
 
-    def _write_files(self, conn: Connection, batch: list[tuple[SourceFile, str, list[Chunk]]]) -> None:
-        keys = [source.key for source, _, _ in batch]
-        old_hashes = conn.hashes_by_path(keys)
+    def _write_files(self, conn: Connection, batch: list[Prepared]) -> None:
+        keys = [item.source.key for item in batch]
+        indexed = [key for key in keys if key in self.had_rows]  # new files have no rows to look up
+        old_hashes = conn.hashes_by_path(indexed) if indexed else {}
         vectors = self._vectors(conn, batch)
-        rows, matrix, file_rows = [], [], []
-        for source, file_hash, chunks in batch:
-            old = old_hashes.get(source.key, [])
-            kept = _count_kept(old, [c.content_hash for c in chunks])
+        rows, file_rows = [], []
+        for item in batch:
+            old = old_hashes.get(item.source.key, [])
+            kept = _count_kept(old, item.hashes)
             self.counts.removed += len(old) - kept
-            self.counts.unchanged += sum(1 for c in chunks if c.content_hash not in self.fresh)
-            for chunk in chunks:
-                rows.append(self._row(chunk, file_hash))
-                matrix.append(vectors[chunk.content_hash])
-            file_rows.append(FileRow(source.key, source.size, source.mtime_ns, file_hash, len(chunks)))
-        conn.delete_chunks(keys)
+            self.counts.unchanged += sum(1 for digest in item.hashes if digest not in self.embedded)
+            rows.extend(item.rows)
+            source = item.source
+            file_rows.append(FileRow(source.key, source.size, source.mtime_ns, item.file_hash, len(item.chunks)))
+        conn.delete_chunks(indexed)
         if rows:
-            conn.insert_chunks(rows, np.vstack(matrix))
+            conn.insert_chunks(rows, np.vstack([vectors[row[6]] for row in rows]))
         conn.upsert_files(file_rows)
 
-    def _vectors(self, conn: Connection, batch: list[tuple[SourceFile, str, list[Chunk]]]) -> dict[str, np.ndarray]:
+    def _vectors(self, conn: Connection, batch: list[Prepared]) -> dict[str, np.ndarray]:
         """A vector for every chunk of the batch: embedded this run, or stored under any path.
 
         Text stored when the run began but rewritten by an earlier batch of this run (a function
         moved between two changed files) is embedded here: rare, and never a missing vector.
         """
-        texts = {c.content_hash: c.text for _, _, chunks in batch for c in chunks if c.content_hash not in self.fresh}
+        texts = {digest: chunk.text for item in batch for chunk, digest in zip(item.chunks, item.hashes, strict=True)
+                 if digest not in self.fresh}
         vectors = {**conn.vectors_by_hash(list(texts)), **self.fresh}
         lost = {digest: text for digest, text in texts.items() if digest not in vectors}
         if lost:
             log.debug("embedding %d chunk(s) whose stored copy this run replaced", len(lost))
-            self.embed(_Pending(texts=lost))
+            self._embed_now(lost)
             vectors.update(self.fresh)
         return vectors
-
-    def _row(self, chunk: Chunk, file_hash: str) -> tuple:
-        nodup = self.config.honor_noduplicate_marker and NODUP_MARKER in chunk.text
-        return (chunk.path, chunk.language, chunk.start_line, chunk.end_line, chunk.symbol,
-                chunk.text, chunk.content_hash, file_hash, nodup,
-                lexemes(chunk.text, path=chunk.path, symbol=chunk.symbol),
-                signature(chunk.text, chunk.language), chunk.kind)
 
     def remove(self, keys: list[str]) -> None:
         if not keys or not self.stored:
@@ -189,32 +270,79 @@ class _Run:
         for key in keys:
             self.stored.pop(key, None)
 
-    def process(self, sources: Iterable[SourceFile], total: int) -> list[tuple[str, str]]:
+    def _prepared(self, sources: list[SourceFile]) -> Iterator[Prepared]:
+        tasks = ((source, self._stored_hash(source)) for source in sources)
+        if len(sources) < POOL_MIN_FILES or (os.cpu_count() or 1) < 2:
+            for source, stored in tasks:
+                yield prepare(source, self.config, stored)
+            return
+        pool = PreparePool(self.config, workers=os.cpu_count() or 2)
+        try:
+            yield from pool.map(tasks)
+        finally:
+            pool.close()
+
+    def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
-        pending, skipped, last = _Pending(), [], time.monotonic()
-        for done, source in enumerate(sources, start=1):
-            try:
-                text = files.read_source(source, self.config)
-            except files.SkipFileError as skip:
-                skipped.append((source.key, skip.reason))
-            else:
-                self.add(pending, source, text)
-            if pending.chunk_total() >= FLUSH_CHUNKS or time.monotonic() - last > FLUSH_SECONDS:
-                self.flush(pending)
-                last = time.monotonic()
-            if self.progress:
-                self.progress(done, total, self.counts.embedded)
-        self.flush(pending)
+        embedding = _Embedding(self.project.embedder)
+        self.merge = len(sources) >= POOL_MIN_FILES
+        in_flight: deque[_Batch] = deque()
+        try:
+            with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
+                skipped = self._pump(prepared, embedding, in_flight, total)
+        finally:
+            embedding.close()
+            for pending in in_flight:
+                if pending.vectors is not None:
+                    pending.vectors.cancel()
         if self.progress and total:
             self.progress(total, total, self.counts.embedded)  # the last batch is in now
         return skipped
+
+    def _pump(self, prepared: Iterator[Prepared], embedding: _Embedding, in_flight: deque[_Batch],
+              total: int) -> list[tuple[str, str]]:
+        skipped: list[tuple[str, str]] = []
+        batch, last = _Batch(), time.monotonic()
+        for done, item in enumerate(prepared, start=1):
+            if item.skip:
+                skipped.append((item.source.key, item.skip))
+            else:
+                self.add(batch, item)
+            if batch.chunks >= FLUSH_CHUNKS or time.monotonic() - last > FLUSH_SECONDS:
+                self._submit(batch, embedding, in_flight)
+                batch, last = _Batch(), time.monotonic()
+            if self.progress:
+                self.progress(done, total, self.counts.embedded)
+        self._submit(batch, embedding, in_flight, depth=0)
+        return skipped
+
+    def _submit(self, batch: _Batch, embedding: _Embedding, in_flight: deque[_Batch], *,
+                depth: int | None = None) -> None:
+        """Send the batch's new text to the embedder; write the oldest batches beyond `depth`."""
+        if depth is None:
+            depth = IN_FLIGHT_LARGE if self.merge else IN_FLIGHT
+        if batch.texts:
+            batch.vectors = embedding.submit(list(batch.texts.values()))
+        in_flight.append(batch)
+        while len(in_flight) > depth:
+            group = [in_flight.popleft()]
+            chunks = group[0].chunks
+            # Each transaction costs a checkpoint (~0.1-0.3 s): a large run writes the batches
+            # whose vectors are already in together, up to WRITE_CHUNKS chunks.
+            while (self.merge and in_flight and chunks + in_flight[0].chunks <= WRITE_CHUNKS
+                   and (in_flight[0].vectors is None or in_flight[0].vectors.done())):
+                chunks += in_flight[0].chunks
+                group.append(in_flight.popleft())
+            self.write(group)
 
 
 def index(project: Project, *, recreate: bool = False, progress: Progress | None = None) -> IndexReport:
     """Bring the collection up to date with the tree; returns what the index now holds."""
     config = project.config
     project.store.prepare_dir()  # fail before embedding anything when the index cannot be written
+    started = time.perf_counter()
     walked = files.walk(config)
+    walk_s = time.perf_counter() - started
     if recreate:
         try:
             flush(project)
@@ -223,6 +351,7 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     elif project.upgrade():
         log.info("upgraded the index to this version's format; every file is chunked again")
     run = _Run(project, progress=progress)
+    run.stats.walk = walk_s
     run.load_state()
     wanted = {s.key for s in walked.included}
     changed = [s for s in walked.included if run.rechunk or _changed(run.stored.get(s.key), s)]
@@ -234,10 +363,12 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     # files gone from the tree go last: until then their vectors serve renamed and moved code
     run.remove(sorted((set(run.stored) - wanted) | {key for key, _ in unreadable if key in run.stored}))
     chunking = project.expected_meta(0)
-    _finish(project, meta={
-        "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
-        "chunking": chunking.chunking,
-    } if changed or run.counts.removed else None)
+    with run.stats.timing("fts"):
+        _finish(project, meta={
+            "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
+            "chunking": chunking.chunking,
+        } if changed or run.counts.removed else None)
+    log.debug("stage times: %s", run.stats.summary(), extra={"stage_times": run.stats})
     keys = sorted(wanted - {key for key, _ in unreadable})
     chunks, nfiles = _held(project, keys)
     return IndexReport(

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from ollama_standin import OllamaStandIn
 
-from sai.embedders.base import PREFIXES
+from sai.config import load_config
+from sai.embedders.base import PREFIXES, make_embedder
 from sai.embedders.local import LocalEmbedder
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError
@@ -35,7 +36,42 @@ def test_documents_are_sent_in_batches_of_batch_size(ollama_server, count, batch
     assert vectors.shape == (count, 768)
     assert ollama_server.requests == math.ceil(count / batch_size)
     assert max(len(b["input"]) for b in ollama_server.bodies) == min(batch_size, count)
-    assert ollama_server.received_inputs == texts
+    assert sorted(ollama_server.received_inputs) == sorted(texts)  # requests run in parallel
+
+
+def test_up_to_parallel_requests_are_in_flight_at_once_and_vectors_keep_order(ollama_server):
+    texts = [f"def f{i}(): return {i}" for i in range(32)]
+    ollama_server.stall_next(8, seconds=0.4)
+    started = time.monotonic()
+    vectors = make_ollama(ollama_server, batch_size=4, parallel=4).embed_documents(texts)
+    elapsed = time.monotonic() - started
+    assert ollama_server.requests == 8
+    assert 0.8 <= elapsed < 2.0  # two rounds of four stalled requests, not eight in a row (3.2 s)
+    expected = np.asarray([ollama_server.vector(t) for t in texts], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_parallel_one_sends_one_request_at_a_time(ollama_server):
+    ollama_server.stall_next(4, seconds=0.2)
+    started = time.monotonic()
+    make_ollama(ollama_server, batch_size=1, parallel=1).embed_documents(["a", "b", "c", "d"])
+    assert time.monotonic() - started >= 0.8
+    assert ollama_server.received_inputs == ["a", "b", "c", "d"]
+
+
+def test_a_failed_request_among_parallel_ones_raises_one_embedder_error(ollama_server):
+    ollama_server.fail_next(1, status=400, error="bad input")
+    with pytest.raises(EmbedderError, match="status 400"):
+        make_ollama(ollama_server, batch_size=2, parallel=4).embed_documents([f"t{i}" for i in range(8)])
+
+
+def test_the_config_sets_how_many_requests_are_in_flight(tmp_path):
+    (tmp_path / "set").mkdir()
+    (tmp_path / "unset").mkdir()
+    (tmp_path / "set" / "sai-cfg.yml").write_text("ollama:\n  parallel: 2\n", encoding="utf-8")
+    assert make_embedder(load_config(cwd=tmp_path / "set", env={})).parallel == 2
+    assert make_embedder(load_config(cwd=tmp_path / "unset", env={})).parallel == 4
 
 
 def test_document_vectors_keep_input_order(ollama_server):

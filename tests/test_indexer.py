@@ -7,9 +7,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fixtures_tree import (
     JS_SOURCE,
@@ -30,6 +32,7 @@ from sai.errors import EmbedderError, IndexMismatchError, StoreError
 from sai.project import Project
 from sai.shape import signature
 from sai.store.rows import SCHEMA_VERSION
+from sai.store.tables import Connection
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
 TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
@@ -363,7 +366,8 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     tree = many_functions(functions, per_file=10)
     root = write_tree(tmp_path / "project", tree)
     write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 20})
-    # batch 1 is two requests of 20; the third request starts batch 2 and stalls until the kill
+    # batch 1 is two requests of 20; the third request starts batch 2 and stalls until the kill;
+    # batch 1 is written while it stalls (batches are embedded ahead of the one being written)
     ollama_server.stall_next(2, seconds=0)
     ollama_server.stall_next(1, seconds=3)
     proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch)],
@@ -371,11 +375,12 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     deadline = time.monotonic() + 60
     while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
+    time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     _, err = proc.communicate()
     assert proc.returncode == -signal.SIGKILL, err
-    assert ollama_server.requests == 3
-    while ollama_server.inputs_embedded < 3 * 20 and time.monotonic() < deadline:
+    assert ollama_server.requests in (3, 4)  # batch 2's two requests (sent together), no later one
+    while ollama_server.inputs_embedded < ollama_server.requests * 20 and time.monotonic() < deadline:
         time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
 
     project = open_project(root)
@@ -495,3 +500,138 @@ def test_strip_comments_and_the_noindex_marker_shape_what_is_stored(
     assert '"https://x.org/"' in js[0].text  # a `//` inside a string is not a comment
     assert [r.symbol for r in rows if r.path == "tools/secret.py"] == ["public"]
     assert not any("sai-noindexing" in r.text for r in rows)
+
+
+def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
+    root: Path, original: Snapshot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexer, "POOL_MIN_FILES", 1)
+    report = _index(root)
+    assert report.chunks == TREE_CHUNKS
+    assert _snapshot(root) == original
+
+
+# A CLI index run whose files are prepared by worker processes (every run uses the pool); it
+# writes each file's batch before reading the next, so it waits for the first batch's vectors
+# with the pool still open.
+POOLED_CLI_RUN = """
+import sys
+import sai.indexer
+from sai import cli
+sai.indexer.POOL_MIN_FILES = 1
+sai.indexer.FLUSH_CHUNKS = 1
+sai.indexer.IN_FLIGHT = sai.indexer.IN_FLIGHT_LARGE = 0
+sys.exit(cli.main(["--silent"]))
+"""
+
+
+def _children(pid: int) -> set[int]:
+    """Processes whose parent is `pid` (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(pid)
+    return alive
+
+
+def _pooled_run_in_embedding(root: Path, server: OllamaStandIn) -> tuple[subprocess.Popen[str], set[int]]:
+    """A pooled CLI run, stalled in its first embed request; and its worker processes."""
+    server.stall_next(1, seconds=5)
+    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN], cwd=root, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    workers = {pid for pid in _alive(_children(proc.pid))
+               if b"spawn_main" in (Path("/proc") / str(pid) / "cmdline").read_bytes()}
+    assert workers, "the run has no worker process running"
+    return proc, workers
+
+
+def _gone_within(pids: set[int], seconds: float) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _alive(pids)
+
+
+def test_ctrl_c_of_a_pooled_run_exits_130_with_one_line_and_stops_its_workers(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    proc, workers = _pooled_run_in_embedding(root, ollama_server)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
+    assert not _gone_within(workers, 10)
+
+
+def test_a_killed_pooled_run_leaves_no_worker_behind(root: Path, ollama_server: OllamaStandIn) -> None:
+    proc, workers = _pooled_run_in_embedding(root, ollama_server)
+    proc.kill()  # SIGKILL to the parent alone: its workers must notice and leave
+    proc.communicate(timeout=30)
+    try:
+        assert not _gone_within(workers, 10)
+    finally:
+        for pid in _alive(workers):
+            os.kill(pid, signal.SIGKILL)
+
+
+class _SignallingEmbedder:
+    """The real Ollama embedder, setting `second_call` when its second call starts."""
+
+    def __init__(self, inner: OllamaEmbedder) -> None:
+        self.inner, self.name, self.model = inner, inner.name, inner.model
+        self.calls = 0
+        self.second_call = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == 2:
+            self.second_call.set()
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(40, per_file=10))
+    write_config(root, ollama_server.url)
+    monkeypatch.setattr(indexer, "FLUSH_CHUNKS", 10)  # one file a batch
+    embedder = _SignallingEmbedder(OllamaEmbedder(model=STANDIN_MODEL, url=ollama_server.url, timeout_s=5,
+                                                  batch_size=32, prefix_style="nomic"))
+    overlapped: list[bool] = []
+    insert = Connection.insert_chunks
+
+    def first_insert_waits_for_the_second_embedding(self: Connection, *args: object) -> None:
+        if not overlapped:  # a serial indexer would embed batch 2 only after this returns
+            overlapped.append(embedder.second_call.wait(timeout=5))
+        insert(self, *args)
+
+    monkeypatch.setattr(Connection, "insert_chunks", first_insert_waits_for_the_second_embedding)
+    project = Project(load(root), embedder=embedder)
+    try:
+        report = indexer.index(project)
+    finally:
+        project.close()
+    assert overlapped == [True]
+    assert (report.chunks, embedder.calls) == (40, 4)

@@ -54,5 +54,6 @@ def make_embedder(config: Config) -> Embedder:
         url=config.ollama_url,
         timeout_s=config.ollama_timeout_s,
         batch_size=config.ollama_batch_size,
+        parallel=config.ollama_parallel,
         prefix_style=config.prefix_style,
     )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
@@ -36,21 +38,32 @@ class OllamaEmbedder:
         timeout_s: float,
         batch_size: int,
         prefix_style: str,
+        parallel: int = 4,
         retries: int = 3,
         backoff_s: float = 0.5,
     ) -> None:
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if batch_size <= 0 or parallel <= 0:
+            raise ValueError(f"batch_size and parallel must be positive, got {batch_size}, {parallel}")
         self.model = model
         self.url = url
         self.timeout_s = timeout_s
         self.batch_size = batch_size
+        self.parallel = parallel
         self.prefix_style = prefix_style
         self.retries = retries
         self.backoff_s = backoff_s
         self._passage_prefix, self._query_prefix = PREFIXES[prefix_style]
-        self._client = ollama.Client(host=url, timeout=timeout_s)
+        self._local = threading.local()  # one client (one connection pool) per thread
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
         self._dimension: int | None = None
+
+    @property
+    def _client(self) -> ollama.Client:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = ollama.Client(host=self.url, timeout=self.timeout_s)
+        return client
 
     @property
     def dimension(self) -> int | None:
@@ -62,11 +75,18 @@ class OllamaEmbedder:
         inputs = [self._passage_prefix + text for text in texts]
         if not inputs:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
-        batches = [
-            self._embed_batch(inputs[start : start + self.batch_size])
-            for start in range(0, len(inputs), self.batch_size)
-        ]
-        return np.concatenate(batches)
+        slices = [inputs[start : start + self.batch_size] for start in range(0, len(inputs), self.batch_size)]
+        if len(slices) == 1 or self.parallel == 1:
+            return np.concatenate([self._embed_batch(batch) for batch in slices])
+        # Up to `parallel` requests in flight: the server works on one while this side sends
+        # the next and parses the last answer (what Ollama's OLLAMA_NUM_PARALLEL slots serve).
+        return np.concatenate(list(self._executor().map(self._embed_batch, slices)))
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="sai-ollama")
+            return self._pool
 
     def embed_query(self, text: str) -> np.ndarray:
         """One vector (d,) for a search query (query prefix)."""
@@ -81,14 +101,15 @@ class OllamaEmbedder:
                 f"with model '{self.model}'; upgrade Ollama or choose another model"
             )
         dims = {len(vector) for vector in vectors}
-        if self._dimension is not None:
-            dims.add(self._dimension)
-        if len(dims) != 1 or 0 in dims:
-            raise EmbedderError(
-                f"Ollama model '{self.model}' returned vectors of inconsistent dimensions "
-                f"{sorted(dims)}; check that '{self.model}' is an embedding model"
-            )
-        self._dimension = dims.pop()
+        with self._lock:
+            if self._dimension is not None:
+                dims.add(self._dimension)
+            if len(dims) != 1 or 0 in dims:
+                raise EmbedderError(
+                    f"Ollama model '{self.model}' returned vectors of inconsistent dimensions "
+                    f"{sorted(dims)}; check that '{self.model}' is an embedding model"
+                )
+            self._dimension = dims.pop()
         return normalize(np.asarray(vectors, dtype=np.float32))
 
     def _request_with_retries(self, inputs: list[str]) -> ollama.EmbedResponse:

@@ -1,0 +1,138 @@
+"""The indexer's CPU stage: read a file, hash it, chunk it, build its rows (lexemes, shapes).
+
+`prepare` is a pure function of (file, config, stored hash), so it runs the same in this
+process or in a pool of worker processes (`PreparePool`): tree-sitter, the lexeme and shape
+code are pure Python under the GIL, and processes are what spreads them over the cores.
+Workers ignore Ctrl-C (the parent stops them) and leave when their parent is gone, so a killed
+indexer leaves no orphans.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from sai import files
+from sai.chunking import make_chunker
+from sai.chunking.base import Chunker, drop_noindex, strip_c_comments
+from sai.config import Config
+from sai.languages import C_STYLE_COMMENTS
+from sai.lexical import lexemes
+from sai.models import Chunk, SourceFile, sha256_hex
+from sai.shape import signature
+
+NODUP_MARKER = "sai-noduplicate"
+TASK_FILES = 8  # files per task sent to a worker
+PARENT_POLL_S = 0.5  # how often a worker checks that its parent lives
+
+Row = tuple  # (path, language, start, end, symbol, text, content_hash, file_hash, nodup, lexemes, shape)
+
+
+@dataclass
+class Prepared:
+    """One file after the CPU stage: unchanged (no chunks), skipped (a reason) or chunked."""
+
+    source: SourceFile
+    file_hash: str = ""
+    unchanged: bool = False
+    skip: str | None = None
+    chunks: list[Chunk] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)  # content hash of each chunk
+    times: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+
+
+_chunkers: dict[tuple[str, int], Chunker] = {}
+
+
+def _chunker(config: Config) -> Chunker:
+    key = (config.chunker, config.max_chunk_chars)
+    if key not in _chunkers:
+        _chunkers[key] = make_chunker(config.chunker, max_chunk_chars=config.max_chunk_chars)
+    return _chunkers[key]
+
+
+def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prepared:
+    """Read and (unless its text is the stored one) chunk a file and build its rows."""
+    out = Prepared(source)
+    clock = time.perf_counter()
+    try:
+        text = files.read_source(source, config)
+    except files.SkipFileError as skip:
+        out.skip = skip.reason
+        return out
+    out.file_hash = sha256_hex(text)
+    if out.file_hash == stored_hash:
+        out.unchanged = True
+        return out
+    if config.strip_comments and source.language in C_STYLE_COMMENTS:
+        text = strip_c_comments(text)
+    chunks = _chunker(config).chunk(source.key, text, source.language)
+    out.chunks = drop_noindex(chunks) if config.honor_noindex_marker else chunks
+    now = time.perf_counter()
+    out.times["read_chunk"], clock = now - clock, now
+    words = [lexemes(c.text, path=c.path, symbol=c.symbol) for c in out.chunks]
+    now = time.perf_counter()
+    out.times["lexemes"], clock = now - clock, now
+    out.hashes = [c.content_hash for c in out.chunks]
+    for chunk, digest, word in zip(out.chunks, out.hashes, words, strict=True):
+        nodup = config.honor_noduplicate_marker and NODUP_MARKER in chunk.text
+        out.rows.append((chunk.path, chunk.language, chunk.start_line, chunk.end_line, chunk.symbol,
+                         chunk.text, digest, out.file_hash, nodup, word, signature(chunk.text, chunk.language),
+                         chunk.kind))
+    out.times["shapes"] = time.perf_counter() - clock
+    return out
+
+
+def prepare_many(tasks: list[tuple[SourceFile, str | None]], config: Config) -> list[Prepared]:
+    return [prepare(source, config, stored) for source, stored in tasks]
+
+
+def _init_worker(parent: int) -> None:
+    """Ctrl-C reaches the whole process group: the parent alone answers it (exit 130)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(0)  # the parent died (SIGKILL): no one will read our results
+
+
+class PreparePool:
+    """Worker processes preparing files in order, a bounded number of tasks ahead."""
+
+    def __init__(self, config: Config, *, workers: int) -> None:
+        self.config = config
+        self.workers = workers
+        self._executor = ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker, initargs=(os.getpid(),),
+        )
+
+    def map(self, tasks: Iterable[tuple[SourceFile, str | None]]) -> Iterator[Prepared]:
+        """Prepared files in the order of `tasks`; at most 4 tasks per worker outstanding."""
+        pending: deque[Future[list[Prepared]]] = deque()
+        batch: list[tuple[SourceFile, str | None]] = []
+        for task in tasks:
+            batch.append(task)
+            if len(batch) == TASK_FILES:
+                pending.append(self._executor.submit(prepare_many, batch, self.config))
+                batch = []
+                while len(pending) > 4 * self.workers:
+                    yield from pending.popleft().result()
+        if batch:
+            pending.append(self._executor.submit(prepare_many, batch, self.config))
+        while pending:
+            yield from pending.popleft().result()
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
