@@ -300,6 +300,8 @@ def fmt(value: float | None) -> str:
 
 
 def print_row(label: str, cells: list[str], *extra: str) -> None:
+    if label == "semble" and not any(c.strip() != "-" for c in cells):
+        return  # no published figure covers the queries that ran
     print(f"  {label:<10} {cells[0]:>6}  " + "  ".join(f"{v:>12}" for v in cells[1:])
           + "".join(f"  {v:>11}" for v in extra))
 
