@@ -250,10 +250,10 @@ def _slug(url: str) -> str:
 # ---------------------------------------------------------------- running SAI
 
 def open_project(cache: Path, repo: Repo, root: Path, embedder: str, model: str | None):
-    from sai.config import load_config
+    from sai.config import DEFAULT_MODELS, load_config
     from sai.project import Project
 
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{embedder}-{model or 'default'}")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{embedder}-{model or DEFAULT_MODELS[embedder]}")
     index_dir = cache / "index" / repo.name / slug
     index_dir.mkdir(parents=True, exist_ok=True)
     flags = {"root": str(root), "duckdb.path": str(index_dir / "code.duckdb"), "embedder": embedder, "model": model}
@@ -389,6 +389,8 @@ def run(args: argparse.Namespace) -> int:
     published = load_published(args.published or semble_dir(cache) / "results" / PUBLISHED)
     plan = []
     for name in args.repos:  # check every repo's data before the slow part starts
+        if name not in specs:
+            raise MissingData(f"{name} is not in {semble_dir(cache) / 'repos.json'}; extract a newer semble snapshot")
         queries = [q for q in load_queries(cache, name) if q.category in args.categories]
         plan.append((specs[name], checkout(cache, specs[name]), queries))
     whole = args.max_queries is None and set(args.categories) == set(CATEGORIES)
