@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
@@ -138,8 +139,8 @@ def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path) ->
     chosen = explicit or env.get("SAI_CONFIG")
     if chosen:
         try:
-            path = (cwd / chosen).resolve()
-        except (ValueError, OSError, RuntimeError):  # a NUL byte; a symlink loop
+            path = resolve_path(cwd / chosen)
+        except (ValueError, OSError):  # a NUL byte; a symlink loop
             raise ConfigError(f"config file {chosen!r} cannot be resolved; pass an existing file") from None
         if not path.is_file():
             raise ConfigError(f"config file {chosen} not found; pass an existing file or run `sai init`")
@@ -317,10 +318,10 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
 def project_root(base: Path, root: str, where: str) -> Path:
     """`root` resolved against `base`: an existing directory this process can list."""
     try:
-        resolved = (base / root).resolve()
+        resolved = resolve_path(base / root)
     except ValueError:  # an embedded NUL byte
         raise ConfigError(f"project root {root!r} contains a NUL byte; fix `root` ({where})") from None
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop before Python 3.13
+    except OSError as exc:
         raise ConfigError(f"project root {root} cannot be resolved ({_reason(exc)}); "
                           f"fix `root` ({where})") from None
     if not resolved.is_dir():
@@ -333,8 +334,20 @@ def project_root(base: Path, root: str, where: str) -> Path:
     return resolved
 
 
-def _reason(exc: BaseException) -> str:
-    return "a symlink loop" if isinstance(exc, RuntimeError) else str(exc.strerror or exc)
+def _reason(exc: OSError) -> str:
+    return "a symlink loop" if exc.errno == errno.ELOOP else str(exc.strerror or exc)
+
+
+def resolve_path(path: Path) -> Path:
+    """`path` made absolute with its symlinks resolved, as Path.resolve() does, except that a
+    symlink loop raises OSError(ELOOP) on every Python (Python 3.13's resolve() hands a looping
+    path back unresolved, older ones raise RuntimeError); a NUL byte raises ValueError."""
+    try:
+        return path.resolve(strict=True)
+    except FileNotFoundError:
+        return path.resolve()  # a path that does not exist (yet) is fine
+    except RuntimeError as exc:
+        raise OSError(errno.ELOOP, "symlink loop", str(path)) from exc
 
 
 def _check_similarity(v: dict[str, Any], where: Callable[[str], str]) -> None:

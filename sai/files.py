@@ -23,7 +23,7 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sai.config import Config
+from sai.config import Config, resolve_path
 from sai.errors import OutsideRootError, SaiError, UsageError
 from sai.gitignore import IgnoreMatcher
 from sai.globs import compile_glob
@@ -354,11 +354,9 @@ def _key_inside(config: Config, path: str | Path, candidate: Path) -> str | None
 def _resolve(path: str | Path, candidate: Path) -> Path:
     """`candidate` resolved; a NUL byte or a symlink loop is a one-line error, not a traceback."""
     try:
-        return candidate.resolve()
+        return resolve_path(candidate)
     except ValueError:  # os functions refuse an embedded NUL byte
         raise UsageError(f"path {path} contains a NUL byte; give a real file path") from None
-    except RuntimeError:  # Python < 3.13 reports a symlink loop this way
-        raise SaiError(f"path {path} is a symlink loop; give a real file") from None
     except OSError as exc:
         what = "is a symlink loop" if exc.errno == errno.ELOOP else f"cannot be resolved ({exc.strerror})"
         raise SaiError(f"path {path} {what}; give a real file") from None
