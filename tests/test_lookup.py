@@ -16,12 +16,9 @@ import pytest
 from anyio.from_thread import BlockingPortal
 from fixtures_tree import run_cli
 from ollama_standin import OllamaStandIn
-from test_mcp_server import Session, _env, mcp_session
+from test_mcp_server import Session, _env, index_project, mcp_session
 
-from sai import indexer
-from sai.config import load_config
 from sai.models import chunk_id, sha256_hex
-from sai.project import Project
 from sai.ranking import TEST_PENALTY
 
 CART = """\
@@ -65,12 +62,7 @@ def _build(root: Path, standin: OllamaStandIn) -> Path:
         (root / key).parent.mkdir(parents=True, exist_ok=True)
         (root / key).write_text(text, encoding="utf-8")
     (root / "sai-cfg.yml").write_text("root: .\next: [ts, py]\n", encoding="utf-8")
-    project = Project(load_config(config_file=str(root / "sai-cfg.yml"), env=_env(standin)))
-    try:
-        indexer.index(project)
-    finally:
-        project.close()
-    return root
+    return index_project(root, standin)
 
 
 def _lines(root: Path, key: str, start: int, end: int) -> str:

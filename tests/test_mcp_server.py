@@ -83,6 +83,11 @@ def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn
     _write(root / "src" / "many.py", MANY)
     _write(root / ".gitignore", ".index/\n")
     _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    return index_project(root, standin)
+
+
+def index_project(root: Path, standin: OllamaStandIn) -> Path:
+    """Index `root` by its sai-cfg.yml with the stand-in, as `sai` would; returns `root`."""
     project = Project(load_config(config_file=str(root / "sai-cfg.yml"), env=_env(standin)))
     try:
         indexer.index(project)
