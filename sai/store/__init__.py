@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
-from sai.store.cache import VectorCache
+from sai.store.cache import TokenCache
 from sai.store.tables import Connection, extension_path
 
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
@@ -45,7 +45,7 @@ class Store:
         self._conn: Connection | None = None
         self._timer: threading.Timer | None = None
         self._readers = 0  # threads of this process reading through the lease right now
-        self.vectors = VectorCache()
+        self.derived = TokenCache()  # vector and symbol tables, kept across read leases
 
     @property
     def exists(self) -> bool:
@@ -148,7 +148,7 @@ class Store:
         delay = 0.02
         while True:
             try:
-                return Connection.open(self.path, self.collection, read_only=read_only, vectors=self.vectors)
+                return Connection.open(self.path, self.collection, read_only=read_only, derived=self.derived)
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise describe(exc, self.path) from exc

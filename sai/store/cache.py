@@ -31,5 +31,3 @@ class TokenCache:
         with self._lock:
             self._held.clear()
 
-
-VectorCache = TokenCache  # the name the store used when vectors were the only cached table

@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
-from sai.store.cache import VectorCache
+from sai.store.cache import TokenCache
 from sai.store.rows import (
     CHUNK_COLS,
     FTS_OPTIONS,
@@ -36,6 +38,7 @@ from sai.store.rows import (
 from sai.store.symbols import SYMBOL_COLS, SymbolTable
 from sai.store.vectors import VectorTable
 
+T = TypeVar("T")
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 
 __all__ = ["SCHEMA_VERSION", "ChunkRow", "Connection", "FileRow", "IndexMeta", "extension_path"]
@@ -46,12 +49,12 @@ class Connection:
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, collection: str, *, read_only: bool,
-        cache: dict[str, object] | None = None, vectors: VectorCache | None = None,
+        cache: dict[str, object] | None = None, derived: TokenCache | None = None,
     ) -> None:
         check_collection(collection)
         self.con = con
         self.read_only = read_only
-        self.vectors = vectors if vectors is not None else VectorCache()
+        self.derived = derived if derived is not None else TokenCache()  # vector and symbol tables
         self.dirty = False  # this write changed chunk rows: a new token at commit
         # A read-only attach never sees another process's writes, so what it learns about the
         # schema holds for the lease's life: cursors share their parent's cache.
@@ -61,7 +64,7 @@ class Connection:
 
     @classmethod
     def open(
-        cls, path: Path, collection: str, *, read_only: bool, vectors: VectorCache | None = None
+        cls, path: Path, collection: str, *, read_only: bool, derived: TokenCache | None = None
     ) -> Connection:
         """Load vss before attaching, so a WAL holding HNSW changes replays (IOException on lock)."""
         # Verifying the extensions' signatures hashes ~35 MB on every open (~0.4 s CPU, ~100x the
@@ -78,7 +81,7 @@ class Connection:
         except duckdb.Error:
             con.close()
             raise  # Store._connect retries a lock and translates the rest
-        return cls(con, collection, read_only=read_only, vectors=vectors)
+        return cls(con, collection, read_only=read_only, derived=derived)
 
     def close(self) -> None:
         self.con.close()
@@ -93,14 +96,14 @@ class Connection:
         cursor = self.con.cursor()
         cursor.execute("USE sai")
         return Connection(cursor, self.collection, read_only=self.read_only, cache=self.cache,
-                          vectors=self.vectors)
+                          derived=self.derived)
 
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
 
     def commit(self) -> None:
         if self.dirty and self.has_collection():
-            self.set_meta({"token": uuid.uuid4().hex})  # readers reload their vectors
+            self._next_token()  # readers reload their vector and symbol tables
         self.con.execute("COMMIT")
         self.dirty = False
 
@@ -206,17 +209,18 @@ class Connection:
 
     def vector_table(self) -> VectorTable:
         """Every chunk's vector, from this process's copy when it is current (store/vectors.py)."""
-        if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
-            return VectorTable.from_arrow("", self._vector_rows())
-        return self.vectors.get(self.token, lambda: VectorTable.from_arrow(self.token, self._vector_rows()))
+        return self._derived("vectors", VectorTable.from_arrow, self._vector_rows)
 
     def symbol_table(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
-        if self.dirty:
-            return SymbolTable.from_arrow("", self._symbol_rows())
-        return self.vectors.get(
-            self.token, lambda: SymbolTable.from_arrow(self.token, self._symbol_rows()), name="symbols"
-        )
+        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows)
+
+    def _derived(self, name: str, build: Callable[[str, pa.Table], T], rows: Callable[[], pa.Table]) -> T:
+        """A table derived from the chunk rows, shared by the process's threads until the token changes."""
+        if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
+            return build("", rows())
+        token = self.token
+        return self.derived.get(token, lambda: build(token, rows()), name=name)
 
     def _symbol_rows(self) -> pa.Table:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
