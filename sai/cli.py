@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--query", metavar="Q", help="search after indexing")
     parser.add_argument("--query-only", action="store_true", help="skip the index step")
     parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")
-    parser.add_argument("--mode", choices=["hybrid", "semantic", "lexical"], default="hybrid",
+    parser.add_argument("--mode", choices=search.MODES, default="hybrid",
                         help="ranking: hybrid (default), semantic or lexical (no embedder needed)")
     parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
     parser.add_argument("--path-glob", metavar="G", help="search only files whose key matches this glob")
@@ -95,7 +95,7 @@ def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, metavar="N")
     p.add_argument("--max-clusters", type=int, default=50, metavar="N")
     p.add_argument("--path-glob", metavar="G")
-    p.add_argument("--metric", choices=["duplicate", "cosine"],
+    p.add_argument("--metric", choices=search.METRICS,
                    help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
     _add_seed(p)
 

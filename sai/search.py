@@ -221,7 +221,7 @@ def find_duplicates(
         tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
         texts = conn.chunk_texts([rows[i].id for i in tiny])
     if params.metric == "cosine":
-        chosen, edges = _cosine_edges(rows, matrix, eligible, params, seed_paths)
+        chosen, edges = eligible, _cosine_edges(rows, matrix, eligible, params, seed_paths)
     else:
         shaped = [i for i in eligible if shapes.known[i]]
         chosen = shaped + tiny
@@ -271,11 +271,10 @@ def _seed_rows(rows: list[ChunkRow], chosen: list[int], seed_paths: list[str] | 
 
 def _cosine_edges(
     rows: list[ChunkRow], matrix: np.ndarray, chosen: list[int], params: DuplicateParams, seeds: list[str] | None
-) -> tuple[list[int], Edges]:
+) -> Edges:
     subset = matrix[chosen] if len(chosen) < len(rows) else matrix  # (a copy costs 150 MB at 100k)
-    edges = neighbour_edges(subset, top_k=params.top_k, min_score=params.min_score,
-                            queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
-    return chosen, edges
+    return neighbour_edges(subset, top_k=params.top_k, min_score=params.min_score,
+                           queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
 
 
 def _shape_edges(
