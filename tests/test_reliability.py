@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fixtures_tree import many_functions, open_project, write_config, write_tree
 from ollama_standin import OllamaStandIn
+from test_indexer import _snapshot
 
 from sai import indexer, search
 
@@ -28,15 +29,10 @@ def _index(root: Path) -> indexer.IndexReport:
 
 
 def _chunks(root: Path) -> dict[str, set[str]]:
-    project = open_project(root)
-    try:
-        with project.store.read() as conn:
-            rows, _ = conn.all_chunks()
-    finally:
-        project.close()
+    """Each stored file's chunk texts (from test_indexer's snapshot of the index)."""
     found: dict[str, set[str]] = {}
-    for row in rows:
-        found.setdefault(row.path, set()).add(row.text)
+    for path, _, _, text in _snapshot(root):
+        found.setdefault(path, set()).add(text)
     return found
 
 
