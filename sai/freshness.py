@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from sai.models import sha256_hex
-from sai.store.tables import FileRow
+from sai.models import FileRow, sha256_hex
 
 
 def stale_keys(root: Path, stored: dict[str, FileRow], keys: Iterable[str]) -> set[str]:

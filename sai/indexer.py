@@ -26,10 +26,10 @@ from sai import files
 from sai.embedders.base import Embedder
 from sai.errors import EmbedderError, StoreCorruptError
 from sai.gitchanges import changed_files
-from sai.models import IndexReport, PathResult, RefreshReport, SourceFile
+from sai.models import FileRow, IndexReport, PathResult, RefreshReport, SourceFile
 from sai.prepare import Prepared, PreparePool, prepare
 from sai.project import Project
-from sai.store.tables import Connection, FileRow
+from sai.store.tables import Connection
 
 FLUSH_CHUNKS = 256  # chunks between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first

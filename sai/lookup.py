@@ -13,9 +13,9 @@ from sai import files
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.freshness import stale_keys
 from sai.languages import canonical_language
-from sai.models import ChunkContext, Definition, StoredChunk
+from sai.models import ChunkContext, ChunkRow, Definition, StoredChunk
 from sai.project import Project
-from sai.store.tables import ChunkRow, Connection
+from sai.store.tables import Connection
 
 MAX_NEIGHBOURS = 5
 _CHUNK_ID = re.compile(r"^[0-9a-f]{16}$")

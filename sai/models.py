@@ -20,6 +20,71 @@ def chunk_id(key: str, start_line: int, end_line: int, content_hash: str) -> str
     return sha256_hex(f"{key}\0{start_line}\0{end_line}\0{content_hash}")[:16]
 
 
+# The index format: 3: chunks carry a token-shape signature (sai/shape.py); 4: no HNSW index; 5: chunks carry a kind
+SCHEMA_VERSION = 5
+
+
+@dataclass(frozen=True)
+class IndexMeta:
+    """What an index was built with; a mismatch means the index must be rebuilt."""
+
+    backend: str
+    embedder: str
+    model: str
+    prefix_style: str
+    vector_dim: int
+    chunker: str
+    chunker_version: int
+    schema_version: int = SCHEMA_VERSION
+    chunking: str = ""
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    size: int
+    mtime_ns: int
+    file_hash: str
+    chunk_count: int = 0
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    path: str
+    language: str | None
+    start_line: int
+    end_line: int
+    symbol: str | None
+    text: str
+    no_duplicate: bool = False
+    content_hash: str = ""
+    kind: str | None = None
+    score: float = 0.0
+
+    @property
+    def chunk_id(self) -> str:
+        return chunk_id(self.path, self.start_line, self.end_line, self.content_hash)
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    """A chunk as an index run writes it (store/base.py replace_files), row-aligned with its vector."""
+
+    path: str
+    language: str | None
+    start_line: int
+    end_line: int
+    symbol: str | None
+    text: str
+    content_hash: str
+    file_hash: str
+    no_duplicate: bool
+    lexemes: str  # sai.lexical: the code-aware terms BM25 indexes
+    shape: bytes | None  # sai.shape: the token-shape signature (None: too small)
+    kind: str | None = None
+
+
 @dataclass(frozen=True)
 class SourceFile:
     """A file the walker accepted: its key (root-relative, '/'-separated) and facts."""

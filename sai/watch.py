@@ -23,9 +23,8 @@ import watchfiles
 
 from sai import files, indexer
 from sai.errors import SaiError
-from sai.models import IndexReport, PathResult, SourceFile
+from sai.models import FileRow, IndexReport, PathResult, SourceFile
 from sai.project import Project
-from sai.store.tables import FileRow
 
 QUIET_MS = 300  # a batch starts once the tree has been quiet this long
 MAX_WAIT_MS = 5000  # ... or this long after its first change, when changes keep coming

@@ -29,9 +29,9 @@ from ollama_standin import OllamaStandIn
 from sai import cli, indexer, lookup, search
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError, IndexMismatchError, StoreError
+from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.shape import signature
-from sai.store.rows import SCHEMA_VERSION
 from sai.store.tables import Connection
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes

@@ -13,9 +13,9 @@ from fixtures_tree import load, write_config, write_tree
 
 from sai import indexer, ranking, search
 from sai.errors import EmbedderError
+from sai.models import ChunkRow
 from sai.project import Project
 from sai.ranking import fuse, merge
-from sai.store.tables import ChunkRow
 
 HTTP = '''"""Small HTTP helpers."""
 

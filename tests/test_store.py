@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
+from sai.models import SCHEMA_VERSION, IndexMeta
 from sai.store import READ_LEASE_S, Store, describe
-from sai.store.tables import SCHEMA_VERSION, IndexMeta
 
 DIM = 16
 COLLECTION = "code"

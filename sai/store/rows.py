@@ -6,17 +6,14 @@ from __future__ import annotations
 import glob
 import os
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
 
 from sai.errors import StoreError
-from sai.models import chunk_id
+from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta  # noqa: F401 (the store's row types)
 
-# 3: chunks carry a token-shape signature (sai/shape.py); 4: no HNSW index; 5: chunks carry a kind
-SCHEMA_VERSION = 5
 FTS_OPTIONS = (
     "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
     "strip_accents = 0, lower = 1, overwrite = 1"
@@ -38,49 +35,6 @@ def check_collection(collection: str) -> None:
     """The collection is the one identifier SQL is built with: refuse anything but a name."""
     if not _IDENT.match(collection) or collection.endswith("__files"):
         raise StoreError(f"invalid collection name {collection!r}")
-
-
-@dataclass(frozen=True)
-class IndexMeta:
-    """What an index was built with; a mismatch means the index must be rebuilt."""
-
-    backend: str
-    embedder: str
-    model: str
-    prefix_style: str
-    vector_dim: int
-    chunker: str
-    chunker_version: int
-    schema_version: int = SCHEMA_VERSION
-    chunking: str = ""
-
-
-@dataclass(frozen=True)
-class FileRow:
-    path: str
-    size: int
-    mtime_ns: int
-    file_hash: str
-    chunk_count: int = 0
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    id: int
-    path: str
-    language: str | None
-    start_line: int
-    end_line: int
-    symbol: str | None
-    text: str
-    no_duplicate: bool = False
-    content_hash: str = ""
-    kind: str | None = None
-    score: float = 0.0
-
-    @property
-    def chunk_id(self) -> str:
-        return chunk_id(self.path, self.start_line, self.end_line, self.content_hash)
 
 
 CHUNK_COLS = "id, path, language, start_line, end_line, symbol, text, no_duplicate, content_hash, kind"
