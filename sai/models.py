@@ -20,7 +20,8 @@ def chunk_id(key: str, start_line: int, end_line: int, content_hash: str) -> str
     return sha256_hex(f"{key}\0{start_line}\0{end_line}\0{content_hash}")[:16]
 
 
-# The index format: 3: chunks carry a token-shape signature (sai/shape.py); 4: no HNSW index; 5: chunks carry a kind
+# The index format. 3: chunks carry a token-shape signature (sai/shape.py);
+# 4: no HNSW index; 5: chunks carry a kind
 SCHEMA_VERSION = 5
 
 
