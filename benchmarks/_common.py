@@ -11,12 +11,13 @@ import json
 import os
 import resource
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB", "/root/.pyenv/versions/3.11.7/lib/python3.11"))
+STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB") or sysconfig.get_paths()["stdlib"])  # this Python's
 CACHE_DIR = Path(os.environ.get("SAI_BENCH_CACHE", "/tmp/sai-bench"))
 PRUNED = {"test", "tests", "idlelib", "site-packages", "__pycache__", "lib2to3", "turtledemo"}
 

@@ -18,6 +18,7 @@ import os
 import shutil
 import statistics
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ from sai import indexer, search  # noqa: E402
 from sai.config import load_config  # noqa: E402
 from sai.project import Project  # noqa: E402
 
-STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB", "/root/.pyenv/versions/3.11.7/lib/python3.11"))
+STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB") or sysconfig.get_paths()["stdlib"])  # this Python's
 QUERIES = ("parse a header line", "encode the message body", "open a socket connection", "read the config file",
            "format a date", "split words", "compress data", "handle an error", "quote a string", "iterate lines")
 

@@ -26,6 +26,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -41,7 +42,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from mcp_load import build_index, free_port, server_argv, wait_for_port  # noqa: E402
 from ollama_standin import OllamaStandIn  # noqa: E402
 
-STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB", "/root/.pyenv/versions/3.11.7/lib/python3.11"))
+STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB") or sysconfig.get_paths()["stdlib"])  # this Python's
 PACKAGES = ("asyncio", "concurrent", "distutils", "email", "http", "importlib", "json", "lib2to3",
             "logging", "multiprocessing", "unittest", "urllib", "xml")
 MODULES = ("argparse", "bisect", "csv", "difflib", "heapq", "pprint", "shutil", "tarfile",

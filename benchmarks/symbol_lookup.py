@@ -6,7 +6,7 @@ times lookups of names that exist (a method's last name, a qualified name, a cla
 another case, prefixes and misses, interleaved. Prints the build time and p50/p95/max per kind
 in ms (target: p50 < 20 ms). No index file and no embedder are involved.
 
-    /work/main/.venv/bin/python benchmarks/symbol_lookup.py [--chunks 100000] [--lookups 2000]
+    .venv/bin/python benchmarks/symbol_lookup.py [--chunks 100000] [--lookups 2000]
 """
 
 from __future__ import annotations

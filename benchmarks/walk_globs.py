@@ -12,6 +12,8 @@ not answer one 100-character key in two minutes).
 from __future__ import annotations
 
 import argparse
+import os
+import sysconfig
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +22,7 @@ from sai.config import load_config
 from sai.files import glob_match, walk
 from sai.gitignore import IgnoreMatcher
 
-STDLIB = Path("/root/.pyenv/versions/3.11.7/lib/python3.11")
+STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB") or sysconfig.get_paths()["stdlib"])  # this Python's
 TARGET_MS = 50.0
 GLOBS = (
     "*.py", "src/**/*.py", "**/tests/**", "{lib,src}/**/*.{py,pyi}",
