@@ -73,6 +73,11 @@ class IndexReader(ABC):
     def known_hashes(self) -> set[str]:
         """Content hashes of every stored chunk: texts an index run need not embed again."""
 
+    @abstractmethod
+    def lexical_current(self) -> bool:
+        """True when the lexical index holds exactly the committed chunks (a reader asks first,
+        so that a run with nothing to repair takes no writer)."""
+
     # -- search
     @abstractmethod
     def nearest(
@@ -151,10 +156,6 @@ class IndexWriter(IndexReader):
     @abstractmethod
     def remove_files(self, keys: list[str]) -> int:
         """Forget these files and their chunks; returns the number of chunks removed."""
-
-    @abstractmethod
-    def lexical_current(self) -> bool:
-        """True when the lexical index holds exactly the committed chunks."""
 
     @abstractmethod
     def finish_run(self) -> None:
