@@ -59,8 +59,9 @@ def project(tmp_path, ollama_server, monkeypatch):
 
 
 def rows_by_location(project: Project) -> dict[tuple[str, int, int], tuple[int, str, np.ndarray]]:
-    with project.store.read() as conn:
-        rows, matrix = conn.all_chunks()
+    with project.store.read() as reader:
+        rows, matrix, _ = reader.all_chunks()
+        rows = reader.chunks([r.id for r in rows])
     return {(r.path, r.start_line, r.end_line): (r.id, r.text, matrix[n]) for n, r in enumerate(rows)}
 
 
@@ -113,8 +114,8 @@ def test_refresh_of_a_deleted_file_removes_its_rows(project, tmp_path, capsys):
     assert report.refreshed == ()
     assert report.removed == (PathResult("src/c.py", removed_reason="missing"),)
     assert not [key for key in rows_by_location(project) if key[0] == "src/c.py"]
-    with project.store.read() as conn:
-        assert "src/c.py" not in conn.files()
+    with project.store.read() as reader:
+        assert "src/c.py" not in reader.files()
 
 
 def test_refresh_of_a_now_excluded_file_removes_it_with_the_reason(project, tmp_path, capsys):
@@ -181,8 +182,8 @@ def test_refresh_rebuilds_no_vector_index_and_leaves_bm25_current(project, tmp_p
     indexer.refresh(project, ["src/a.py", "src/c.py"])
     assert any(s.startswith("INSERT INTO") for s in statements)  # the recorder did see writes
     assert [s for s in statements if re.search(r"CREATE INDEX|DROP INDEX|hnsw_compact", s)] == []
-    with project.store.read() as conn:
-        assert conn.fts_current()
+    with project.store.read() as reader:
+        assert reader.lexical_current()
     # searches follow the refreshed rows: the edited chunk is its own nearest neighbour
     from sai import search
 
