@@ -273,3 +273,9 @@ def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
     error = describe(duckdb.IOException("IO Error: Could not write file: No space left on device"), tmp_path)
     assert isinstance(error, StoreError) and "free some space" in str(error)
     assert "\n" not in str(error)
+
+
+def test_migrations_are_numbered_up_to_this_schema_version() -> None:
+    from sai.store.migrations import MIGRATIONS
+
+    assert sorted(MIGRATIONS) == list(range(min(MIGRATIONS), SCHEMA_VERSION + 1))

@@ -43,7 +43,8 @@ class Scope:
 
 
 class IndexReader(ABC):
-    """What a reader sees: one consistent state of the index while the session lasts."""
+    """What a reader sees: one consistent state of the index while the session lasts. Without an
+    index (never created, or dropped) every verb answers as an empty index does."""
 
     # -- the index and its files
     @abstractmethod
@@ -99,7 +100,8 @@ class IndexReader(ABC):
     # -- chunks
     @abstractmethod
     def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
-        """The chunks with these ids, in the order given (unknown ids left out)."""
+        """The chunks with these ids, in the order given (unknown ids left out); without `text`
+        their text is '' (the costly column: ranking needs only paths and symbols)."""
 
     @abstractmethod
     def texts(self, ids: list[int]) -> dict[int, str]: ...
