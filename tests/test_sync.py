@@ -108,6 +108,21 @@ def test_refresh_cli_prints_one_line_per_path_and_a_summary(project, tmp_path, c
     )
 
 
+def test_the_core_takes_keys_whatever_the_process_cwd(project, tmp_path, monkeypatch):
+    from sai import lookup, search
+
+    elsewhere = tmp_path.parent / "elsewhere"
+    (elsewhere / "src").mkdir(parents=True)
+    (elsewhere / "src/a.py").write_text(NEW_FILE)  # the same key resolved against the cwd: a decoy
+    monkeypatch.chdir(elsewhere)
+    (tmp_path / "src/a.py").write_text(PRICE + "\n\n" + EDITED_TAX)
+    report = indexer.refresh(project, ["src/a.py"])
+    assert report.refreshed == (PathResult("src/a.py", chunks=2),)
+    assert lookup.read_chunk(project, path="src/a.py", start_line=5).chunk.text == EDITED_TAX.rstrip("\n")
+    hits = search.find_similar(project, path="src/a.py", line=5, min_score=-1.0)
+    assert hits and ("src/a.py", 5) not in [(h.path, h.start_line) for h in hits]
+
+
 def test_refresh_of_a_deleted_file_removes_its_rows(project, tmp_path, capsys):
     (tmp_path / "src/c.py").unlink()
     report = indexer.refresh(project, ["src/c.py"])
