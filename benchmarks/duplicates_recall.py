@@ -365,9 +365,9 @@ def pair_similarities(project: Project, planted: list[Planted]) -> Similarities:
     """Cosine and shape similarity of each copy to its original and of each original to its best
     unrelated match (by cosine), and what `similar --path <original>` would list (its nearest
     chunks but itself)."""
-    with project.store.read() as conn:
-        rows, matrix = conn.all_chunks()
-        shapes = Shapes.of(conn.all_shapes())
+    with project.store.read() as reader:
+        rows, matrix, signatures = reader.all_chunks()
+    shapes = Shapes.of(signatures)
     where = {(r.path, r.start_line, r.end_line): n for n, r in enumerate(rows)}
     pairs: dict[str, list[tuple[int, int]]] = {f: [] for f in (*FLAVOURS, "unrelated")}
     planted_rows: set[int] = set()

@@ -41,7 +41,7 @@ from _common import (
 
 from sai.config import load_config
 from sai.lexical import lexemes
-from sai.models import sha256_hex
+from sai.models import NewChunk, sha256_hex
 from sai.project import Project
 from sai.shape import signature
 
@@ -72,12 +72,14 @@ def synthetic(size: int, vectors: np.ndarray, seed: int = 11) -> np.ndarray:
     return np.vstack(parts)[:size]
 
 
-def row(chunk, copy: int) -> tuple:
+def row(chunk, copy: int) -> NewChunk:
     path = chunk.path if copy == 0 else f"copy{copy:02d}/{chunk.path}"
-    digest = sha256_hex(f"{copy}\0{chunk.text}")
-    return (path, "python", chunk.start_line, chunk.end_line, chunk.symbol, chunk.text, digest,
-            sha256_hex(path), False, lexemes(chunk.text, path=path, symbol=chunk.symbol),
-            salted(signature(chunk.text, "python"), copy))
+    return NewChunk(
+        path=path, language="python", start_line=chunk.start_line, end_line=chunk.end_line, symbol=chunk.symbol,
+        text=chunk.text, content_hash=sha256_hex(f"{copy}\0{chunk.text}"), file_hash=sha256_hex(path),
+        no_duplicate=False, lexemes=lexemes(chunk.text, path=path, symbol=chunk.symbol),
+        shape=salted(signature(chunk.text, "python"), copy),
+    )
 
 
 def salted(shape: bytes, copy: int) -> bytes:
@@ -95,21 +97,21 @@ def build(root: Path, size: int, chunks, vectors: np.ndarray) -> float:
     project = project_at(root)
     try:
         if project.store.exists:
-            with project.store.read() as conn:
-                meta = conn.meta()
-                if (conn.has_collection() and conn.chunk_count() == size
+            with project.store.read() as reader:
+                meta = reader.meta()
+                if (reader.has_index() and reader.chunk_count() == size
                         and meta.get("chunking") == project.chunking_signature()):
                     return 0.0
-            project.store.path.unlink()
+            Path(project.store.location).unlink()
         started = time.perf_counter()
         matrix = synthetic(size, vectors)
-        with project.store.write() as conn:
-            conn.create_collection(project.expected_meta(matrix.shape[1]))
+        with project.store.write() as writer:
+            writer.create(project.expected_meta(matrix.shape[1]))
         for start in range(0, size, BATCH):
             stop = min(size, start + BATCH)
             rows = [row(chunks[i % BASE], i // BASE) for i in range(start, stop)]
-            with project.store.write() as conn:
-                conn.insert_chunks(rows, matrix[start:stop])
+            with project.store.write() as writer:  # no file rows: duplicates read chunks only
+                writer.replace_files([], rows, matrix[start:stop])
         return time.perf_counter() - started
     finally:
         project.close()
@@ -127,8 +129,8 @@ def child(root: Path, top_k: int, min_score: float | None) -> None:
     seconds = time.perf_counter() - started
     peak = peak_rss_mb()
     started = time.perf_counter()
-    with project.store.read() as conn:
-        rows, _ = conn.all_chunks()
+    with project.store.read() as reader:
+        rows, _, _ = reader.all_chunks()
     load = time.perf_counter() - started
     project.close()
     emit_json({

@@ -293,8 +293,7 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     min_score = project.config.find_similar_min_score if args.min_score is None else args.min_score
     path = args.path
     if path is not None:
-        key = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
-        path = str(project.config.root / key)
+        path = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
     hits = search.find_similar(project, code=args.code, path=path, line=args.line,
                                limit=max(1, args.limit), min_score=min_score)
     return _emit(as_json, hits_json(hits), render.similar_results(hits, min_score=min_score))
@@ -306,13 +305,13 @@ def _status(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _sync(project: Project, args: argparse.Namespace, as_json: bool) -> int:
-    paths = _absolute(project, _file_keys(project, args.files)) if args.files else None
+    paths = _file_keys(project, args.files) if args.files else None
     report = indexer.sync(project, since=args.since, staged=args.staged, paths=paths)
     return _emit(as_json, refresh_json(report, note_when_empty=True), render.sync_report(report))
 
 
 def _refresh(project: Project, args: argparse.Namespace, as_json: bool) -> int:
-    report = indexer.refresh(project, _absolute(project, _file_keys(project, args.paths)))
+    report = indexer.refresh(project, _file_keys(project, args.paths))
     return _emit(as_json, refresh_json(report), render.sync_report(report))
 
 
@@ -328,11 +327,6 @@ def _file_keys(project: Project, paths: list[str]) -> list[str]:
     return keys
 
 
-def _absolute(project: Project, keys: list[str]) -> list[str]:
-    """Keys as absolute paths: the core reads a relative path against the cwd."""
-    return [str(project.config.root / key) for key in keys]
-
-
 class _IndexedKeys:
     """The keys of the indexed files, read on first use: a path present on disk never needs them."""
 
@@ -345,8 +339,8 @@ class _IndexedKeys:
             store = self.project.store
             self.keys = set()
             if store.exists:
-                with store.read() as conn:
-                    self.keys = set(conn.files()) if conn.has_collection() else set()
+                with store.read() as reader:
+                    self.keys = set(reader.files())
         return key in self.keys
 
 

@@ -26,10 +26,10 @@ from sai import files
 from sai.embedders.base import Embedder
 from sai.errors import EmbedderError, StoreCorruptError
 from sai.gitchanges import changed_files
-from sai.models import FileRow, IndexReport, PathResult, RefreshReport, SourceFile
+from sai.models import FileRow, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
 from sai.prepare import Prepared, PreparePool, prepare
 from sai.project import Project
-from sai.store.tables import Connection
+from sai.store import IndexWriter
 
 FLUSH_CHUNKS = 256  # chunks between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first
@@ -152,14 +152,14 @@ class _Run:
     def load_state(self) -> None:
         if not self.project.store.exists:
             return
-        with self.project.store.read() as conn:
-            self.meta = conn.meta()
-            if conn.has_collection():
+        with self.project.store.read() as reader:
+            self.meta = reader.meta()
+            if reader.has_index():
                 self.project.check_meta(self.meta)
                 self.rechunk = self.meta.get("chunking") != self.project.chunking_signature()
-                self.stored = conn.files()
+                self.stored = reader.files()
                 self.had_rows = set(self.stored)
-                self.known = conn.content_hashes()
+                self.known = reader.known_hashes()
                 self.dim = int(self.meta["vector_dim"])
 
     def _stored_hash(self, source: SourceFile) -> str | None:
@@ -213,39 +213,39 @@ class _Run:
             return
         self.wrote = True
         self.stats.transactions += 1
-        with self.stats.timing("write"), self.project.store.write() as conn:
+        with self.stats.timing("write"), self.project.store.write() as writer:
             if written:
-                self._ensure_collection(conn)
-                self._write_files(conn, written)
-            conn.upsert_files(touched)
+                self._ensure_index(writer)
+                self._write_files(writer, written)
+            writer.touch_files(touched)
         for batch in batches:
             for digest in batch.texts:
                 self.fresh.pop(digest, None)  # stored now: later batches read it from the index
 
-    def _ensure_collection(self, conn: Connection) -> None:
-        if not conn.has_collection():
-            conn.create_collection(self.project.expected_meta(self.dim or self.config.vector_dim or 0))
+    def _ensure_index(self, writer: IndexWriter) -> None:
+        if not writer.has_index():
+            writer.create(self.project.expected_meta(self.dim or self.config.vector_dim or 0))
 
-    def _write_files(self, conn: Connection, batch: list[Prepared]) -> None:
+    def _write_files(self, writer: IndexWriter, batch: list[Prepared]) -> None:
         keys = [item.source.key for item in batch]
         indexed = [key for key in keys if key in self.had_rows]  # new files have no rows to look up
-        old_hashes = conn.hashes_by_path(indexed) if indexed else {}
-        vectors = self._vectors(conn, batch)
-        rows, file_rows = [], []
+        old_hashes = writer.chunk_hashes(indexed) if indexed else {}
+        vectors = self._vectors(writer, batch)
+        chunks: list[NewChunk] = []
+        file_rows = []
         for item in batch:
             old = old_hashes.get(item.source.key, [])
             kept = _count_kept(old, item.hashes)
             self.counts.removed += len(old) - kept
             self.counts.unchanged += sum(1 for digest in item.hashes if digest not in self.embedded)
-            rows.extend(item.rows)
+            chunks.extend(item.rows)
             source = item.source
             file_rows.append(FileRow(source.key, source.size, source.mtime_ns, item.file_hash, len(item.chunks)))
-        conn.delete_chunks(indexed)
-        if rows:
-            conn.insert_chunks(rows, np.vstack([vectors[row[6]] for row in rows]))
-        conn.upsert_files(file_rows)
+        matrix = (np.vstack([vectors[c.content_hash] for c in chunks]) if chunks
+                  else np.zeros((0, self.dim or 0), dtype=np.float32))
+        writer.replace_files(file_rows, chunks, matrix)
 
-    def _vectors(self, conn: Connection, batch: list[Prepared]) -> dict[str, np.ndarray]:
+    def _vectors(self, writer: IndexWriter, batch: list[Prepared]) -> dict[str, np.ndarray]:
         """A vector for every chunk of the batch: embedded this run, or stored under any path.
 
         Text stored when the run began but rewritten by an earlier batch of this run (a function
@@ -253,7 +253,7 @@ class _Run:
         """
         texts = {digest: chunk.text for item in batch for chunk, digest in zip(item.chunks, item.hashes, strict=True)
                  if digest not in self.fresh}
-        vectors = {**conn.vectors_by_hash(list(texts)), **self.fresh}
+        vectors = {**writer.vectors_by_hash(list(texts)), **self.fresh}
         lost = {digest: text for digest, text in texts.items() if digest not in vectors}
         if lost:
             log.debug("embedding %d chunk(s) whose stored copy this run replaced", len(lost))
@@ -264,9 +264,8 @@ class _Run:
     def remove(self, keys: list[str]) -> None:
         if not keys or not self.stored:
             return
-        with self.project.store.write() as conn:
-            self.counts.removed += conn.delete_chunks(keys)
-            conn.delete_file_rows(keys)
+        with self.project.store.write() as writer:
+            self.counts.removed += writer.remove_files(keys)
         for key in keys:
             self.stored.pop(key, None)
 
@@ -339,7 +338,7 @@ class _Run:
 def index(project: Project, *, recreate: bool = False, progress: Progress | None = None) -> IndexReport:
     """Bring the collection up to date with the tree; returns what the index now holds."""
     config = project.config
-    project.store.prepare_dir()  # fail before embedding anything when the index cannot be written
+    project.store.prepare()  # fail before embedding anything when the index cannot be written
     started = time.perf_counter()
     walked = files.walk(config)
     walk_s = time.perf_counter() - started
@@ -377,9 +376,9 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     )
 
 
-def refresh(project: Project, paths: list[str]) -> RefreshReport:
-    """Re-index these files in place; gone or excluded ones lose their chunks."""
-    keys = list(dict.fromkeys(files.key_for(project.config, p) for p in paths))
+def refresh(project: Project, keys: list[str]) -> RefreshReport:
+    """Re-index these files (keys) in place; gone or excluded ones lose their chunks."""
+    keys = list(dict.fromkeys(keys))
     run = _Run(project)
     run.load_state()
     sources, gone, not_found = [], [], []
@@ -410,9 +409,9 @@ def flush(project: Project) -> bool:
     """Drop the collection; True when there was one."""
     if not project.store.exists:
         return False
-    with project.store.write() as conn:
-        existed = conn.has_collection()
-        conn.drop_collection()
+    with project.store.write() as writer:
+        existed = writer.has_index()
+        writer.drop()
     return existed
 
 
@@ -435,23 +434,22 @@ def _finish(project: Project, *, meta: dict[str, str] | None = None) -> None:
     this step left it behind: the next run repairs it), and record the chunking settings."""
     if not project.store.exists:
         return
-    with project.store.read() as conn:
-        if not conn.has_collection() or (conn.fts_current() and not meta):
+    with project.store.read() as reader:  # a current index needs no writer, which shuts readers out
+        if not reader.has_index() or (reader.lexical_current() and not meta):
             return
-    with project.store.write() as conn:
-        if not conn.has_collection():
+    with project.store.write() as writer:
+        if not writer.has_index():
             return
-        if not conn.fts_current():
-            conn.rebuild_fts()
+        writer.finish_run()
         if meta:
-            conn.set_meta(meta)
+            writer.set_meta(meta)
 
 
 def _stored_files(project: Project) -> dict[str, FileRow]:
     if not project.store.exists:
         return {}
-    with project.store.read() as conn:
-        return conn.files() if conn.has_collection() else {}
+    with project.store.read() as reader:
+        return reader.files()
 
 
 def _held(project: Project, keys: list[str]) -> tuple[int, int]:
@@ -463,14 +461,13 @@ def _held(project: Project, keys: list[str]) -> tuple[int, int]:
 def sync(
     project: Project, *, since: str | None = None, staged: bool = False, paths: list[str] | None = None
 ) -> RefreshReport:
-    """Refresh the files git reports changed (or the given ones); untracked-and-unwanted are ignored."""
+    """Refresh the files git reports changed (or the given keys); untracked-and-unwanted are ignored."""
     if paths:
         return refresh(project, paths)
     changed = changed_files(project.config.root, since=since, staged=staged)
     if not changed:
         return RefreshReport()
     before = set(_stored_files(project))
-    # git names root-relative keys; make them absolute so the caller's cwd does not matter
-    report = refresh(project, [str(project.config.root / key) for key in changed])
+    report = refresh(project, changed)  # git names files by root-relative keys
     removed = tuple(r for r in report.removed if r.path in before)
     return RefreshReport(refreshed=report.refreshed, removed=removed)

@@ -15,7 +15,7 @@ from sai.freshness import stale_keys
 from sai.languages import canonical_language
 from sai.models import ChunkContext, ChunkRow, Definition, StoredChunk
 from sai.project import Project
-from sai.store.tables import Connection
+from sai.store import IndexReader
 
 MAX_NEIGHBOURS = 5
 _CHUNK_ID = re.compile(r"^[0-9a-f]{16}$")
@@ -35,18 +35,17 @@ def read_chunk(
     before and after it in its file and, with `enclosing`, the unit it belongs to.
 
     By path: the smallest chunk holding all of start_line..end_line (end_line defaults to
-    start_line), else the smallest holding start_line. `path` is a key or an absolute path.
+    start_line), else the smallest holding start_line. `path` is a key.
     """
     _check_target(chunk_id, path, start_line, end_line)
-    with project.store.read() as conn:
-        _check_index(project, conn)
+    with project.store.read() as reader:
+        _check_index(project, reader)
         if chunk_id is not None:
-            rows, target = _by_chunk_id(conn, chunk_id.strip().lower())
+            rows, target = _by_chunk_id(reader, chunk_id.strip().lower())
         else:
-            key = files.key_for(project.config, project.config.root / str(path))
-            rows = conn.chunks_of_file(key)
-            target = _at_lines(rows, key, int(start_line or 0), int(end_line or start_line or 0))
-        stored = conn.files([target.path])
+            rows = reader.chunks_of_file(str(path))
+            target = _at_lines(rows, str(path), int(start_line or 0), int(end_line or start_line or 0))
+        stored = reader.files([target.path])
     count = max(0, min(MAX_NEIGHBOURS, int(neighbours)))
     before, after = _neighbours(rows, target, count)
     around = _enclosing(rows, target) if enclosing else None
@@ -76,13 +75,13 @@ def _check_target(chunk_id: str | None, path: str | None, start: int | None, end
                          "1 <= start_line <= end_line")
 
 
-def _by_chunk_id(conn: Connection, wanted: str) -> tuple[list[ChunkRow], ChunkRow]:
-    row_id = conn.symbol_table().row_id(wanted)
-    found, _ = conn.chunks_by_ids([row_id], vectors=False, text=False) if row_id is not None else ([], None)
+def _by_chunk_id(reader: IndexReader, wanted: str) -> tuple[list[ChunkRow], ChunkRow]:
+    row_id = reader.symbols().row_id(wanted)
+    found = reader.chunks([row_id], text=False) if row_id is not None else []
     if not found:
         raise NotFoundError(f"chunk {wanted} is not in the index (the code changed or was re-indexed); "
                             "search again to get a current chunk_id")
-    rows = conn.chunks_of_file(found[0].path)
+    rows = reader.chunks_of_file(found[0].path)
     return rows, next(r for r in rows if r.id == row_id)
 
 
@@ -144,9 +143,9 @@ def find_symbol(
         raise UsageError("the symbol name is empty; give a name such as computeTotal or Cart.computeTotal")
     wanted = canonical_language(language) if language else None
     path_ok = _path_filter(path_glob) if path_glob else None
-    with project.store.read() as conn:
-        _check_index(project, conn)
-        table = conn.symbol_table()
+    with project.store.read() as reader:
+        _check_index(project, reader)
+        table = reader.symbols()
     return table.lookup(name, limit=max(1, int(limit)), language=wanted, path_ok=path_ok)
 
 
@@ -164,7 +163,7 @@ def _path_filter(path_glob: str) -> Callable[[str], bool]:
     return passes
 
 
-def _check_index(project: Project, conn: Connection) -> None:
-    if not conn.has_collection():
+def _check_index(project: Project, reader: IndexReader) -> None:
+    if not reader.has_index():
         raise StoreError(f"the index has no collection '{project.config.collection}'; run `sai` to build it")
-    project.check_meta(conn.meta())
+    project.check_meta(reader.meta())

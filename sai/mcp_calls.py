@@ -24,14 +24,13 @@ def clamp(value: int) -> int:
     return max(1, min(MAX_LIMIT, int(value)))
 
 
-def inside_root(project: Project, path: str) -> str:
-    """The absolute form of a root-relative (or absolute) path; refused when outside the root.
+def key_of(project: Project, path: str) -> str:
+    """The key of a root-relative (or absolute) path; refused when outside the root.
 
-    The core resolves relative paths against the process cwd, right for the CLI; agents send
-    paths relative to the project root, whatever directory the server was started in.
+    Agents send paths relative to the project root, whatever directory the server was started
+    in; the core takes keys.
     """
-    root = project.config.root
-    return str(root / files.key_for(project.config, no_nul("path", path), cwd=root))
+    return files.key_for(project.config, no_nul("path", path), cwd=project.config.root)
 
 
 def no_nul(what: str, path: str) -> str:

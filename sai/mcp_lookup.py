@@ -8,7 +8,7 @@ from typing import Annotated
 from mcp_types import CallToolResult
 
 from sai import lookup
-from sai.mcp_calls import clamp, inside_root, tool_result
+from sai.mcp_calls import clamp, key_of, tool_result
 from sai.mcp_schemas import (
     ChunkId,
     Enclosing,
@@ -47,7 +47,7 @@ class LookupTools:
         again. Use it to read a hit and its context without opening the whole file.
         """
         if path is not None:
-            path = inside_root(self.project, path)
+            path = key_of(self.project, path)
         context = lookup.read_chunk(
             self.project, chunk_id=chunk_id, path=path, start_line=start_line, end_line=end_line,
             neighbours=neighbours, enclosing=enclosing,

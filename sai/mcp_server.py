@@ -34,7 +34,7 @@ import sai
 from sai import indexer, render, search
 from sai.errors import ReadOnlyError, SaiError, UsageError
 from sai.globs import check_glob
-from sai.mcp_calls import clamp, inside_root, no_nul, tool_result
+from sai.mcp_calls import clamp, key_of, no_nul, tool_result
 from sai.mcp_lookup import LookupTools
 from sai.mcp_schemas import (
     MAX_PATHS,
@@ -133,7 +133,7 @@ class SaiTools(LookupTools):
         if code is not None:  # as in the original tool: a snippet overrides a location
             path = line = None
         if path is not None:
-            path = inside_root(self.project, path)
+            path = key_of(self.project, path)
         hits = search.find_similar(
             self.project, code=code, path=path, line=line, limit=clamp(limit), min_score=min_score,
             language=language, path_glob=path_glob,
@@ -252,7 +252,7 @@ class SaiTools(LookupTools):
     def _paths(self, paths: list[str]) -> list[str]:
         if len(paths) > MAX_PATHS:
             raise UsageError(f"too many paths (max {MAX_PATHS})")
-        return [inside_root(self.project, p) for p in paths]
+        return [key_of(self.project, p) for p in paths]
 
 
 # ---------------------------------------------------------------- sai_prepare_mcp_setup

@@ -25,15 +25,12 @@ from sai.chunking.base import Chunker, drop_noindex, strip_c_comments
 from sai.config import Config
 from sai.languages import C_STYLE_COMMENTS
 from sai.lexical import lexemes
-from sai.models import Chunk, SourceFile, sha256_hex
+from sai.models import Chunk, NewChunk, SourceFile, sha256_hex
 from sai.shape import signature
 
 NODUP_MARKER = "sai-noduplicate"
 TASK_FILES = 8  # files per task sent to a worker
 PARENT_POLL_S = 0.5  # how often a worker checks that its parent lives
-
-Row = tuple  # (path, language, start, end, symbol, text, content_hash, file_hash, nodup, lexemes, shape)
-
 
 @dataclass
 class Prepared:
@@ -44,7 +41,7 @@ class Prepared:
     unchanged: bool = False
     skip: str | None = None
     chunks: list[Chunk] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)
+    rows: list[NewChunk] = field(default_factory=list)
     hashes: list[str] = field(default_factory=list)  # content hash of each chunk
     times: dict[str, float] = field(default_factory=dict)  # stage -> seconds
 
@@ -84,9 +81,11 @@ def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prep
     out.hashes = [c.content_hash for c in out.chunks]
     for chunk, digest, word in zip(out.chunks, out.hashes, words, strict=True):
         nodup = config.honor_noduplicate_marker and NODUP_MARKER in chunk.text
-        out.rows.append((chunk.path, chunk.language, chunk.start_line, chunk.end_line, chunk.symbol,
-                         chunk.text, digest, out.file_hash, nodup, word, signature(chunk.text, chunk.language),
-                         chunk.kind))
+        out.rows.append(NewChunk(
+            path=chunk.path, language=chunk.language, start_line=chunk.start_line, end_line=chunk.end_line,
+            symbol=chunk.symbol, text=chunk.text, content_hash=digest, file_hash=out.file_hash,
+            no_duplicate=nodup, lexemes=word, shape=signature(chunk.text, chunk.language), kind=chunk.kind,
+        ))
     out.times["shapes"] = time.perf_counter() - clock
     return out
 

@@ -11,12 +11,12 @@ from sai.errors import IndexMismatchError
 from sai.lexical import LEXEMES_VERSION
 from sai.models import SCHEMA_VERSION, IndexMeta
 from sai.shape import SHAPE_VERSION
-from sai.store import Store
+from sai.store import open_store
 
 # meta keys that must match between an index and the config that opens it
 # Chunking settings are not checked: a change re-chunks every file on the next index run.
 _CHECKED = ("schema_version", "embedder", "model", "prefix_style")
-UPGRADABLE_FROM = 2  # index formats an index run upgrades in place (store/tables.py upgrade())
+UPGRADABLE_FROM = 2  # index formats an index run upgrades in place (the store's upgrade())
 
 
 class Project:
@@ -24,9 +24,7 @@ class Project:
 
     def __init__(self, config: Config, *, embedder: Embedder | None = None) -> None:
         self.config = config
-        self.store = Store(
-            config.db_path, collection=config.collection, lock_timeout_s=config.lock_timeout_s
-        )
+        self.store = open_store(config)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
 
@@ -78,12 +76,11 @@ class Project:
         """
         if not self.store.exists:
             return False
-        with self.store.read() as conn:
-            stored = _schema_number(conn.meta().get("schema_version")) if conn.has_collection() else SCHEMA_VERSION
+        with self.store.read() as reader:
+            stored = _schema_number(reader.meta().get("schema_version")) if reader.has_index() else SCHEMA_VERSION
         if not UPGRADABLE_FROM <= stored < SCHEMA_VERSION:
             return False
-        with self.store.write() as conn:
-            conn.upgrade(stored)
+        self.store.upgrade(stored)
         return True
 
     def _mismatch(self, key: str, stored: object, wanted: object) -> str:

@@ -6,42 +6,31 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sai import files
 from sai.config import DUPLICATE_METRICS, Config
 from sai.duplicates import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.freshness import stale_keys
-from sai.globs import compile_glob
+from sai.globs import compile_glob, literal_prefix
 from sai.languages import canonical_language
 from sai.lexical import query_lexemes
 from sai.models import ChunkRow, Cluster, ClusterMember, Explain, Hit, IndexStatus
 from sai.project import Project
 from sai.ranking import Candidate, fuse, merge
-from sai.store.tables import Connection
-from sai.store.vectors import VectorTable
+from sai.store import IndexReader, Scope
 
 MODES = ("hybrid", "semantic", "lexical")
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 
 
-@dataclass(frozen=True)
-class _Scope:
-    """Which chunks a question is about: a language and the keys a glob passes (None: all)."""
+def _scope(reader: IndexReader, *, language: str | None, path_glob: str | None) -> Scope:
+    """The chunks a filtered question is about: a language and the indexed keys a glob passes."""
+    name = canonical_language(language) if language else None
+    if not path_glob:
+        return Scope(name)
+    matches = compile_glob(path_glob)
+    return Scope(name, frozenset(key for key in reader.files() if matches(key)), literal_prefix(path_glob))
 
-    language: str | None = None
-    paths: frozenset[str] | None = None
-
-    @staticmethod
-    def of(conn: Connection, *, language: str | None, path_glob: str | None) -> _Scope:
-        name = canonical_language(language) if language else None
-        if not path_glob:
-            return _Scope(name)
-        matches = compile_glob(path_glob)
-        return _Scope(name, frozenset(key for key in conn.files() if matches(key)))
-
-    def mask(self, table: VectorTable) -> np.ndarray | None:
-        return table.mask(language=self.language, paths=self.paths)
 
 
 def search(
@@ -66,16 +55,15 @@ def search(
     if not query.strip():
         raise UsageError("query is empty; give a few words describing the code you want")
     wanted = limit if mode == "semantic" else max(CANDIDATES, 4 * limit)
-    with project.store.read() as conn:
-        meta = _check(project, conn, None)  # before the embedder: a missing index is the error
-        scope = _Scope.of(conn, language=language, path_glob=path_glob)
+    with project.store.read() as reader:
+        meta = _check(project, reader, None)  # before the embedder: a missing index is the error
+        scope = _scope(reader, language=language, path_glob=path_glob)
         vector = None if mode == "lexical" else project.embedder.embed_query(query)
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
-        table = conn.vector_table()
-        semantic, lexical = _candidates(conn, table, query, vector, wanted, mode=mode, mask=scope.mask(table))
-        chosen = _with_bodies(conn, table, _order(mode, semantic, lexical, query)[:limit], vector)
-        stored = conn.files([c.row.path for c in chosen])
+        semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
+        chosen = _with_bodies(reader, _order(mode, semantic, lexical, query)[:limit], vector)
+        stored = reader.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
     return [replace(h, explain=_explain(c, mode)) for h, c in zip(hits, chosen, strict=True)] if explain else hits
@@ -92,19 +80,17 @@ def _explain(c: Candidate, mode: str) -> Explain:
 
 
 def _candidates(
-    conn: Connection, table: VectorTable, query: str, vector: np.ndarray | None, wanted: int,
-    *, mode: str, mask: np.ndarray | None,
+    reader: IndexReader, query: str, vector: np.ndarray | None, wanted: int, *, mode: str, scope: Scope,
 ) -> tuple[list[ChunkRow], list[tuple[ChunkRow, float]]]:
     """The semantic list (rows scored by cosine) and the lexical list (rows with BM25).
 
     Rows come without text: ranking needs only paths and symbols, and reading the text and
     vector columns costs ~15x more than the ids (measured at 20k chunks, docs/design.md).
     """
-    near = table.nearest(vector, wanted, mask=mask) if vector is not None else []
-    among = None if mask is None or mask.all() else table.ids[mask]
-    lex = conn.bm25(query_lexemes(query), wanted, among=among) if mode != "semantic" else []
+    near = reader.nearest(vector, wanted, scope=scope) if vector is not None else []
+    lex = reader.lexical(query_lexemes(query), wanted, scope=scope) if mode != "semantic" else []
     ids = list(dict.fromkeys([i for i, _ in near] + [i for i, _ in lex]))
-    rows, _ = conn.chunks_by_ids(ids, vectors=False, text=False)
+    rows = reader.chunks(ids, text=False)
     cosine = dict(near)
     scored = {r.id: replace(r, score=float(cosine.get(r.id, 0.0))) for r in rows}
     semantic = [scored[i] for i, _ in near if i in scored]
@@ -112,13 +98,11 @@ def _candidates(
     return semantic, lexical
 
 
-def _with_bodies(
-    conn: Connection, table: VectorTable, chosen: list[Candidate], vector: np.ndarray | None
-) -> list[Candidate]:
+def _with_bodies(reader: IndexReader, chosen: list[Candidate], vector: np.ndarray | None) -> list[Candidate]:
     """The chosen candidates with their text, and their cosine to the query when there is one."""
     ids = [c.row.id for c in chosen]
-    texts = conn.chunk_texts(ids)
-    cosines = table.cosines(ids, vector) if vector is not None else {}
+    texts = reader.texts(ids)
+    cosines = reader.cosines(ids, vector) if vector is not None else {}
     return [replace(c, row=replace(c.row, text=texts.get(c.row.id, ""),
                                    score=cosines.get(c.row.id, c.row.score))) for c in chosen]
 
@@ -151,8 +135,8 @@ def find_similar(
     language: str | None = None,
     path_glob: str | None = None,
 ) -> list[Hit]:
-    """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded),
-    among the chunks passing the language and glob filters."""
+    """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded;
+    `path` is a key), among the chunks passing the language and glob filters."""
     threshold = project.config.find_similar_min_score if min_score is None else min_score
     if code is not None:
         if path is not None or line is not None:
@@ -164,28 +148,26 @@ def find_similar(
             raise UsageError("path and line go together; give both")
         raise UsageError("give code, or path and line of an indexed chunk")
     source_id = None
-    with project.store.read() as conn:
-        meta = _check(project, conn, None)  # before the embedder: a missing index is the error
-        scope = _Scope.of(conn, language=language, path_glob=path_glob)
-        table = conn.vector_table()
+    with project.store.read() as reader:
+        meta = _check(project, reader, None)  # before the embedder: a missing index is the error
+        scope = _scope(reader, language=language, path_glob=path_glob)
         if code is not None:
             vector = project.embedder.embed_documents([code])[0]
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         else:
-            source_id, vector = _chunk_vector(conn, table, files.key_for(project.config, path), int(line))
-        near = [(i, s) for i, s in table.nearest(vector, limit, mask=scope.mask(table), exclude=source_id)
-                if s >= threshold]
-        rows, _ = conn.chunks_by_ids([i for i, _ in near], vectors=False)
+            source_id, vector = _chunk_vector(reader, str(path), int(line))
+        near = [(i, s) for i, s in reader.nearest(vector, limit, scope=scope, exclude=source_id) if s >= threshold]
+        rows = reader.chunks([i for i, _ in near])
         score = dict(near)
         rows = [replace(r, score=score[r.id]) for r in rows]
-        stored = conn.files([r.path for r in rows])
+        stored = reader.files([r.path for r in rows])
     stale = stale_keys(project.config.root, stored, [r.path for r in rows])
     return [_hit(r, stale=r.path in stale) for r in rows]
 
 
-def _chunk_vector(conn: Connection, table: VectorTable, key: str, line: int) -> tuple[int, np.ndarray]:
-    found = conn.chunks_containing(key, line)
-    vector = table.vector_of(found[0].id) if found else None
+def _chunk_vector(reader: IndexReader, key: str, line: int) -> tuple[int, np.ndarray]:
+    found = reader.chunks_at(key, line)
+    vector = reader.vector_of(found[0].id) if found else None
     if vector is None:
         raise NotFoundError(f"no indexed chunk at {key}:{line}")
     return found[0].id, vector
@@ -212,14 +194,14 @@ def find_duplicates(
                               top_k=top_k, metric=metric)
     _check_duplicate_args(params, max_clusters)
     matches = compile_glob(path_glob) if path_glob else None  # a bad glob fails first
-    with project.store.read() as conn:
-        _check(project, conn, None)
-        rows, matrix = conn.all_chunks(text=False)
-        shapes = Shapes.of(conn.all_shapes())
+    with project.store.read() as reader:
+        _check(project, reader, None)
+        rows, matrix, signatures = reader.all_chunks()
+        shapes = Shapes.of(signatures)
         # marked chunks and those outside the glob go before the search: they take no place in a top k
         eligible = [i for i, r in enumerate(rows) if not r.no_duplicate and (matches is None or matches(r.path))]
         tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
-        texts = conn.chunk_texts([rows[i].id for i in tiny])
+        texts = reader.texts([rows[i].id for i in tiny])
     if params.metric == "cosine":
         chosen, edges = eligible, _cosine_edges(rows, matrix, eligible, params, seed_paths)
     else:
@@ -348,11 +330,11 @@ def status(project: Project) -> IndexStatus:
     stored: dict = {}
     languages: dict[str, int] = {}
     if project.store.exists:
-        with project.store.read() as conn:
-            meta = conn.meta()
-            if conn.has_collection():
-                chunks, stored, languages = conn.chunk_count(), conn.files(), conn.language_counts()
-                indexed_at = conn.last_indexed_at()
+        with project.store.read() as reader:
+            meta = reader.meta()
+            if reader.has_index():
+                chunks, stored, languages = reader.chunk_count(), reader.files(), reader.language_counts()
+                indexed_at = reader.last_indexed_at()
     dim = meta.get("vector_dim")
     return IndexStatus(
         backend=meta.get("backend", config.backend),
@@ -369,12 +351,12 @@ def status(project: Project) -> IndexStatus:
     )
 
 
-def _check(project: Project, conn: Connection, vector: np.ndarray | None) -> dict[str, str]:
-    if not conn.has_collection():
+def _check(project: Project, reader: IndexReader, vector: np.ndarray | None) -> dict[str, str]:
+    if not reader.has_index():
         raise StoreError(
             f"the index has no collection '{project.config.collection}'; run `sai` to build it"
         )
-    meta = conn.meta()
+    meta = reader.meta()
     project.check_meta(meta, vector_dim=None if vector is None else int(vector.shape[0]))
     return meta
 

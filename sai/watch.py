@@ -172,7 +172,7 @@ class Watcher:
         if not wanted:
             return None
         self._retry.update(wanted)
-        result = indexer.refresh(self.project, [str(self.root / key) for key in wanted])
+        result = indexer.refresh(self.project, wanted)
         self._retry.clear()
         removed = tuple(r.path for r in result.removed if r.path in stored)
         if not result.refreshed and not removed:
@@ -220,8 +220,8 @@ class Watcher:
         store = self.project.store
         if not store.exists:
             return {}
-        with store.read() as conn:  # a copy: the lease's cached dict is shared with the indexer
-            return dict(conn.files()) if conn.has_collection() else {}
+        with store.read() as reader:  # a copy: the lease's cached dict is shared with the indexer
+            return dict(reader.files())
 
 
 def _now() -> str:

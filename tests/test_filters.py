@@ -91,7 +91,7 @@ def test_an_unknown_language_is_a_usage_error_listing_the_names(indexed: Path, o
 def test_similar_with_a_filter_searches_the_subset(indexed: Path, ollama_server: OllamaStandIn) -> None:
     write_config(indexed, ollama_server.url)
     project = open_project(indexed)
-    hits = search.find_similar(project, path=str(indexed / "gen/mod_000.py"), line=1, limit=5, min_score=-1.0,
+    hits = search.find_similar(project, path="gen/mod_000.py", line=1, limit=5, min_score=-1.0,
                                path_glob="gen/mod_02*.py")
     project.close()
     assert len(hits) == 5 and all(h.path.startswith("gen/mod_02") for h in hits)
@@ -117,22 +117,22 @@ def test_after_fifty_refreshes_searches_stay_exact(
     root = Path(shutil.copytree(indexed, tmp_path / "copy"))
     write_config(root, ollama_server.url)
     project = open_project(root)
-    targets = [root / f"gen/mod_00{n}.py" for n in range(3)]
+    targets = [f"gen/mod_00{n}.py" for n in range(3)]
     for n in range(50):
-        target = targets[n % 3]
+        target = root / targets[n % 3]
         target.write_text(target.read_text() + f"\n\ndef added_{n}(value):\n    return value * {n}\n")
-        indexer.refresh(project, [str(target)])
-    with project.store.read() as conn:
-        rows, matrix = conn.all_chunks(text=False)
+        indexer.refresh(project, [targets[n % 3]])
+    with project.store.read() as reader:
+        rows, matrix, _ = reader.all_chunks()
     recalls = []
     for query in QUERIES:
         vector = project.embedder.embed_query(query)
         exact = [rows[i].id for i in np.argsort(-(matrix @ vector), kind="stable")[:10]]
         hits = search.search(project, query, limit=10, mode="semantic")
-        with project.store.read() as conn:
-            found = [conn.chunks_containing(h.path, h.start_line)[0].id for h in hits]
+        with project.store.read() as reader:
+            found = [reader.chunks_at(h.path, h.start_line)[0].id for h in hits]
         recalls.append(len(set(found) & set(exact)) / 10)
-    similar = search.find_similar(project, path=str(root / "gen/mod_001.py"), line=1, limit=5, min_score=-1.0)
+    similar = search.find_similar(project, path="gen/mod_001.py", line=1, limit=5, min_score=-1.0)
     project.close()
     assert recalls == [1.0] * len(QUERIES)
     assert len(similar) == 5

@@ -32,7 +32,7 @@ from sai.errors import EmbedderError, IndexMismatchError, StoreError
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.shape import signature
-from sai.store.tables import Connection
+from sai.store.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
 TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
@@ -74,8 +74,9 @@ def _snapshot(root: Path) -> Snapshot:
     """Every stored chunk (path, start, end, text) -> its vector's bytes."""
     project = open_project(root)
     try:
-        with project.store.read() as conn:
-            rows, matrix = conn.all_chunks()
+        with project.store.read() as reader:
+            rows, matrix, _ = reader.all_chunks()
+            rows = reader.chunks([r.id for r in rows])
     finally:
         project.close()
     return {(r.path, r.start_line, r.end_line, r.text): matrix[i].tobytes() for i, r in enumerate(rows)}
@@ -117,8 +118,8 @@ def test_touching_a_file_without_changing_it_makes_no_embed_requests(
     assert ollama_server.requests == 0
     assert (report.embedded, report.unchanged, report.chunks) == (0, TREE_CHUNKS, TREE_CHUNKS)
     project = open_project(indexed)
-    with project.store.read() as conn:
-        assert conn.files()["billing.py"].mtime_ns == later  # so the next run does not re-read it
+    with project.store.read() as reader:
+        assert reader.files()["billing.py"].mtime_ns == later  # so the next run does not re-read it
     project.close()
 
 
@@ -146,8 +147,8 @@ def test_deleting_a_file_removes_its_rows_and_counts_them(indexed: Path, ollama_
     assert (report.chunks, report.files) == (TREE_CHUNKS - 2, 2)
     assert not any(key[0] == "web/dates.js" for key in _snapshot(indexed))
     project = open_project(indexed)
-    with project.store.read() as conn:
-        assert "web/dates.js" not in conn.files()
+    with project.store.read() as reader:
+        assert "web/dates.js" not in reader.files()
     project.close()
     assert ollama_server.requests == 0
 
@@ -162,16 +163,16 @@ def test_file_newly_excluded_by_config_loses_its_rows(indexed: Path, ollama_serv
 
 def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_server: OllamaStandIn) -> None:
     project = open_project(indexed)
-    with project.store.write() as conn:
-        conn.set_meta({"leftover": "from the old collection"})
+    with project.store.write() as writer:
+        writer.set_meta({"leftover": "from the old collection"})
     project.close()
     report = _index(indexed, recreate=True)
     assert report.embedded == TREE_CHUNKS == ollama_server.inputs_embedded
     assert len(_snapshot(indexed)) == TREE_CHUNKS
     project = open_project(indexed)
-    with project.store.read() as conn:
-        assert "leftover" not in conn.meta()
-        assert conn.fts_current()
+    with project.store.read() as reader:
+        assert "leftover" not in reader.meta()
+        assert reader.lexical_current()
     project.close()
 
 
@@ -214,8 +215,8 @@ def test_vectors_of_another_dimension_raise_mismatch(
 
 def test_index_of_another_schema_version_raises_mismatch(indexed: Path, ollama_server: OllamaStandIn) -> None:
     project = open_project(indexed)
-    with project.store.write() as conn:
-        conn.set_meta({"schema_version": "0"})
+    with project.store.write() as writer:
+        writer.set_meta({"schema_version": "0"})
     project.close()
     with pytest.raises(IndexMismatchError, match="--recreate") as caught:
         _index(indexed)
@@ -227,10 +228,10 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
     indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
 ) -> None:
     project = open_project(indexed)
-    with project.store.write() as conn:  # what SAI 2 left: no shape column, its chunking meta
-        conn.drop_hnsw()
-        conn.con.execute("ALTER TABLE source_code DROP COLUMN shape")
-        conn.set_meta({"schema_version": "2", "chunking": "ast/3/2000/strip=False/lexemes=2"})
+    with project.store.write() as writer:  # what SAI 2 left: no shape column, its chunking meta
+        writer.conn.drop_hnsw()
+        writer.conn.con.execute("ALTER TABLE source_code DROP COLUMN shape")
+        writer.set_meta({"schema_version": "2", "chunking": "ast/3/2000/strip=False/lexemes=2"})
     with pytest.raises(IndexMismatchError, match="older SAI") as caught:
         search.find_duplicates(project)
     assert "run `sai` in the project to upgrade it in place" in str(caught.value)
@@ -240,10 +241,10 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
     assert ollama_server.requests == 0
     assert _snapshot(indexed) == original  # every vector kept, bit for bit
     project = open_project(indexed)
-    with project.store.read() as conn:
-        assert conn.meta()["schema_version"] == str(SCHEMA_VERSION) and conn.fts_current()
-        rows, _ = conn.all_chunks()
-        shapes = conn.all_shapes()
+    with project.store.read() as reader:
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.lexical_current()
+        rows, _, shapes = reader.all_chunks()
+        rows = reader.chunks([r.id for r in rows])
     assert shapes == [signature(r.text, r.language) for r in rows] and any(shapes)
     assert {r.symbol: r.kind for r in rows}["Cart.add"] == "method"  # format 5's kind, filled in
     search.find_duplicates(project, min_score=0.5)  # readable again
@@ -307,7 +308,7 @@ def test_refresh_reembeds_only_new_text_of_the_named_file(
         JS_SOURCE + "\nexport function today() {\n  return new Date();\n}\n", encoding="utf-8"
     )
     project = open_project(indexed)
-    report = indexer.refresh(project, [str(indexed / "web" / "dates.js")])
+    report = indexer.refresh(project, ["web/dates.js"])
     project.close()
     assert [(r.path, r.chunks) for r in report.refreshed] == [("web/dates.js", 3)]
     assert ollama_server.inputs_embedded == 1
@@ -319,7 +320,7 @@ def test_refresh_reembeds_only_new_text_of_the_named_file(
 def test_refresh_of_a_deleted_file_removes_its_rows(indexed: Path, ollama_server: OllamaStandIn) -> None:
     (indexed / "pkg" / "store" / "names.go").unlink()
     project = open_project(indexed)
-    report = indexer.refresh(project, [str(indexed / "pkg" / "store" / "names.go")])
+    report = indexer.refresh(project, ["pkg/store/names.go"])
     project.close()
     assert [(r.path, r.removed_reason) for r in report.removed] == [("pkg/store/names.go", "missing")]
     assert not any(key[0] == "pkg/store/names.go" for key in _snapshot(indexed))
@@ -398,8 +399,8 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     assert _index(clean).chunks == functions
     assert _snapshot(root) == _snapshot(clean)
     project = open_project(root)
-    with project.store.read() as conn:
-        assert conn.fts_current()  # rebuilt at the end of the completed run
+    with project.store.read() as reader:
+        assert reader.lexical_current()  # rebuilt at the end of the completed run
     project.close()
 
 
@@ -423,18 +424,19 @@ def test_index_of_format_3_drops_its_hnsw_index_without_embedding(
     indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
 ) -> None:
     project = open_project(indexed)
-    with project.store.write() as conn:  # what SAI 3 left: an HNSW index in the file
-        conn.con.execute("CREATE INDEX source_code_hnsw ON source_code USING HNSW (embedding) "
+    with project.store.write() as writer:  # what SAI 3 left: an HNSW index in the file
+        writer.conn.con.execute("CREATE INDEX source_code_hnsw ON source_code USING HNSW (embedding) "
                          "WITH (metric = 'cosine')")
-        conn.set_meta({"schema_version": "3"})
+        writer.set_meta({"schema_version": "3"})
     project.close()
     report = _index(indexed)
     assert (report.embedded, ollama_server.requests) == (0, 0)
     assert _snapshot(indexed) == original
     project = open_project(indexed)
-    with project.store.read() as conn:
-        indexes = conn.con.execute("SELECT count(*) FROM duckdb_indexes() WHERE database_name = 'sai'").fetchone()
-        assert indexes == (0,) and conn.meta()["schema_version"] == str(SCHEMA_VERSION)
+    with project.store.read() as reader:
+        sql = "SELECT count(*) FROM duckdb_indexes() WHERE database_name = 'sai'"
+        indexes = reader.conn.con.execute(sql).fetchone()
+        assert indexes == (0,) and reader.meta()["schema_version"] == str(SCHEMA_VERSION)
     assert search.search(project, "total price")
     project.close()
 
@@ -443,9 +445,9 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
     indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
 ) -> None:
     project = open_project(indexed)
-    with project.store.write() as conn:  # what SAI 4 left: no kind column, chunker version 2
-        conn.con.execute("ALTER TABLE source_code DROP COLUMN kind")
-        conn.set_meta({"schema_version": "4", "chunking": conn.meta()["chunking"].replace("ast/3/", "ast/2/", 1)})
+    with project.store.write() as writer:  # what SAI 4 left: no kind column, chunker version 2
+        writer.conn.con.execute("ALTER TABLE source_code DROP COLUMN kind")
+        writer.set_meta({"schema_version": "4", "chunking": writer.meta()["chunking"].replace("ast/3/", "ast/2/", 1)})
     with pytest.raises(IndexMismatchError, match="older SAI"):
         lookup.find_symbol(project, "add")
     project.close()
@@ -453,8 +455,8 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
     assert (report.chunks, report.embedded, report.unchanged) == (TREE_CHUNKS, 0, TREE_CHUNKS)
     assert ollama_server.requests == 0 and _snapshot(indexed) == original
     project = open_project(indexed)
-    with project.store.read() as conn:
-        assert conn.meta()["schema_version"] == str(SCHEMA_VERSION) == "5" and conn.fts_current()
+    with project.store.read() as reader:
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) == "5" and reader.lexical_current()
     (found,) = lookup.find_symbol(project, "add")
     assert (found.symbol, found.kind, found.path) == ("Cart.add", "method", "billing.py")
     assert [d.kind for d in lookup.find_symbol(project, "Normalize")] == ["function"]
@@ -472,8 +474,8 @@ def test_changed_chunking_settings_rechunk_every_file_reusing_unchanged_text(
     assert report.embedded == ollama_server.inputs_embedded  # only new texts were embedded
     assert report.unchanged + report.embedded == report.chunks == len(after)
     project = open_project(indexed)
-    with project.store.read() as conn:
-        assert conn.meta()["chunker"] == "lines"
+    with project.store.read() as reader:
+        assert reader.meta()["chunker"] == "lines"
     project.close()
     ollama_server.reset_counts()
     assert _index(indexed).embedded == 0 == ollama_server.inputs_embedded  # settled again
@@ -491,8 +493,8 @@ def test_strip_comments_and_the_noindex_marker_shape_what_is_stored(
     write_config(root, ollama_server.url, strip_comments=True)
     _index(root)
     project = open_project(root)
-    with project.store.read() as conn:
-        rows, _ = conn.all_chunks()
+    with project.store.read() as reader:
+        rows = reader.chunks([r.id for r in reader.all_chunks()[0]])
     project.close()
     js = [r for r in rows if r.path == "web/api.js"]
     assert [(r.start_line, r.end_line, r.symbol) for r in js] == [(2, 4, "endpoint")]  # lines kept

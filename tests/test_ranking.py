@@ -203,7 +203,7 @@ def test_bm25_index_follows_refresh(project, tmp_path):
     path = tmp_path / "src/http_util.py"
     path.write_text(HTTP + "\n\ndef adler_crc(blob):\n    return zlib.adler32(blob)\n")
     assert not search.search(project, "adler_crc", mode="lexical")
-    indexer.refresh(project, [str(path)])
+    indexer.refresh(project, ["src/http_util.py"])
     hits = search.search(project, "adler_crc", mode="lexical")
     assert (hits[0].symbol, hits[0].stale) == ("adler_crc", False)
 

@@ -126,16 +126,16 @@ def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
         assert proc.returncode == 130 and "Traceback" not in err, err
         assert err.splitlines()[-1].startswith("error: interrupted")  # above it: progress lines
     project = open_project(root)
-    with project.store.read() as conn:
-        assert not conn.fts_current()  # the chunks are in, the BM25 index is behind them
+    with project.store.read() as reader:
+        assert not reader.lexical_current()  # the chunks are in, the BM25 index is behind them
     project.close()
     ollama_server.reset_counts()
     report = _index(root)
     assert report.embedded == 0 and report.chunks == 21
     project = open_project(root)
     hits = search.search(project, "freshly_written_helper", mode="lexical")
-    with project.store.read() as conn:
-        assert conn.fts_current()
+    with project.store.read() as reader:
+        assert reader.lexical_current()
     project.close()
     assert hits and hits[0].path == "gen/new.py"
 
@@ -159,7 +159,7 @@ def test_many_small_writes_keep_the_index_file_near_its_fresh_size(
         if n % 4 == 3:
             indexer.index(project)
         else:
-            indexer.refresh(project, [str(target)])
+            indexer.refresh(project, [target.relative_to(root).as_posix()])
     project.close()
     assert size() <= 1.5 * fresh, (size(), fresh)
 

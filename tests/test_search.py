@@ -270,8 +270,7 @@ def test_noduplicate_marked_chunk_never_joins_a_cluster(project):
     assert "src/marked.py" in [h.path for h in similar]
 
 
-def test_chunk_is_never_paired_with_the_chunk_that_contains_it(tmp_path, ollama_server, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_chunk_is_never_paired_with_the_chunk_that_contains_it(tmp_path, ollama_server):
     project = index_tree(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
     neighbours = search.find_similar(project, path="src/totals.py", line=8, min_score=0.0)
     outer = [h for h in neighbours if (h.start_line, h.end_line) == (1, 12)]
@@ -362,9 +361,8 @@ def test_neighbour_edges_match_brute_force(monkeypatch, settings):
 
 
 def test_similar_by_location_uses_the_innermost_chunk_and_excludes_it(
-    tmp_path, ollama_server, monkeypatch
+    tmp_path, ollama_server
 ):
-    monkeypatch.chdir(tmp_path)
     project = index_tree(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
     hits = search.find_similar(project, path="src/totals.py", line=8, min_score=0.0)
     spans = [(h.start_line, h.end_line, h.symbol) for h in hits]
@@ -483,8 +481,7 @@ def test_local_model_has_its_own_calibrated_defaults(local_project):
     assert config.find_similar_min_score == row["find_similar_min_score"] < 0.85
 
 
-def test_renamed_copy_clusters_with_its_original_and_unrelated_code_does_not(local_project, monkeypatch):
-    monkeypatch.chdir(local_project.config.root)
+def test_renamed_copy_clusters_with_its_original_and_unrelated_code_does_not(local_project):
     clusters = search.find_duplicates(local_project)
     assert [[m.path for m in c.members] for c in clusters] == [["a/intervals.py", "b/ranges.py"]]
     # MiniLM gives the pair a cosine of about 0.83; their token shapes are the same, which lifts
@@ -493,8 +490,7 @@ def test_renamed_copy_clusters_with_its_original_and_unrelated_code_does_not(loc
     assert cosine < 0.9 < clusters[0].min_sim
 
 
-def test_renamed_copy_is_the_nearest_similar_chunk(local_project, monkeypatch):
-    monkeypatch.chdir(local_project.config.root)
+def test_renamed_copy_is_the_nearest_similar_chunk(local_project):
     hits = search.find_similar(local_project, path="a/intervals.py", line=5)
     assert [h.path for h in hits] == ["b/ranges.py"]
     everything = search.find_similar(local_project, path="a/intervals.py", line=5, min_score=-1)
@@ -523,8 +519,8 @@ def test_metric_cosine_gives_the_original_plain_cosine_edges(tmp_path, ollama_se
     monkeypatch.chdir(tmp_path)
     files = {"a.py": TOTAL, "b.py": COMMENTED, "c.py": TINY, "d.py": TINY, "e.py": SLUG}
     project = index_tree(tmp_path, ollama_server.url, files)
-    with project.store.read() as conn:
-        rows, matrix = conn.all_chunks(text=False)
+    with project.store.read() as reader:
+        rows, matrix, _ = reader.all_chunks()
     project.close()
     code, out, _ = run_cli(capsys, "duplicates", "--metric", "cosine", "--min-score", "0.9", "--json")
     payload = json.loads(out)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
-from sai.models import SCHEMA_VERSION, IndexMeta
-from sai.store import READ_LEASE_S, Store, describe
+from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
+from sai.store import READ_LEASE_S, DuckDBStore, describe
 
 DIM = 16
 COLLECTION = "code"
@@ -28,10 +28,10 @@ META = IndexMeta(
 HOLD_WRITER = """
 import sys, time
 from pathlib import Path
-from sai.store import Store
-store = Store(Path(sys.argv[1]), collection="code", lock_timeout_s=10)
-with store.write() as conn:
-    conn.set_meta({"holder": "done"})
+from sai.store import DuckDBStore
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=10)
+with store.write() as writer:
+    writer.set_meta({"holder": "done"})
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
 """
@@ -40,16 +40,17 @@ with store.write() as conn:
 WRITE_ONCE = """
 import sys
 from pathlib import Path
-from sai.store import Store
-with Store(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2])).write() as conn:
-    conn.set_meta({"other_process": "wrote"})
+from sai.store import DuckDBStore
+with DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2])).write() as writer:
+    writer.set_meta({"other_process": "wrote"})
 """
 
 
-def _rows(n: int) -> list[tuple]:
+def _rows(n: int) -> list[NewChunk]:
     return [
-        (f"src/f{i}.py", "python", 1 + 10 * i, 9 + 10 * i, f"f{i}", f"def f{i}(): pass",
-         f"hash{i}", f"file{i}", False, f"f{i} pass", bytes([i]) * 8 if i % 2 else b"")
+        NewChunk(path=f"src/f{i}.py", language="python", start_line=1 + 10 * i, end_line=9 + 10 * i,
+                 symbol=f"f{i}", text=f"def f{i}(): pass", content_hash=f"hash{i}", file_hash=f"file{i}",
+                 no_duplicate=False, lexemes=f"f{i} pass", shape=bytes([i]) * 8 if i % 2 else b"")
         for i in range(n)
     ]
 
@@ -59,11 +60,12 @@ def _vectors(n: int, seed: int = 7) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def _build(path: Path, vectors: np.ndarray) -> Store:
-    store = Store(path, collection=COLLECTION, lock_timeout_s=10)
-    with store.write() as conn:
-        conn.create_collection(META)
-        conn.insert_chunks(_rows(len(vectors)), vectors)
+def _build(path: Path, vectors: np.ndarray) -> DuckDBStore:
+    store = DuckDBStore(path, collection=COLLECTION, lock_timeout_s=10)
+    chunks = _rows(len(vectors))
+    with store.write() as writer:
+        writer.create(META)
+        writer.replace_files([FileRow(c.path, 1, 1, c.file_hash, 1) for c in chunks], chunks, vectors)
     return store
 
 
@@ -73,7 +75,7 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def built(db: Path) -> Iterator[Store]:
+def built(db: Path) -> Iterator[DuckDBStore]:
     store = _build(db, _vectors(40))
     yield store
     store.close()
@@ -91,19 +93,19 @@ def _start_holder(db: Path, seconds: float) -> subprocess.Popen[str]:
     return proc
 
 
-def test_nearest_returns_the_closest_chunks_first_exactly(built: Store) -> None:
+def test_nearest_returns_the_closest_chunks_first_exactly(built: DuckDBStore) -> None:
     vectors = _vectors(40)
-    with built.read() as conn:
-        hits = conn.vector_table().nearest(vectors[5], 40)
+    with built.read() as reader:
+        hits = reader.nearest(vectors[5], 40)
     scores = vectors @ vectors[5]
     assert [i for i, _ in hits] == [int(k) + 1 for k in np.argsort(-scores, kind="stable")]  # ids from 1
     assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
 
 
-def test_nearest_within_a_mask_answers_as_if_only_those_chunks_were_stored(built: Store) -> None:
+def test_nearest_within_a_mask_answers_as_if_only_those_chunks_were_stored(built: DuckDBStore) -> None:
     vectors = _vectors(40)
-    with built.read() as conn:
-        table = conn.vector_table()
+    with built.read() as reader:
+        table = reader.conn.vector_table()
     mask = table.mask(paths=["src/f3.py", "src/f17.py", "src/f30.py"])
     hits = table.nearest(vectors[0], 8, mask=mask)
     assert sorted(i for i, _ in hits) == [4, 18, 31]
@@ -111,23 +113,23 @@ def test_nearest_within_a_mask_answers_as_if_only_those_chunks_were_stored(built
     assert len(table.nearest(vectors[0], 8, mask=table.mask(language="python"), exclude=1)) == 8
 
 
-def test_a_write_of_chunks_gives_readers_a_new_vector_table(built: Store) -> None:
-    with built.read() as conn:
-        before = conn.vector_table()
-    with built.write() as conn:
-        conn.set_meta({"unrelated": "x"})  # no chunk changed: the copy stays valid
-    with built.read() as conn:
-        assert conn.vector_table() is before
-    with built.write() as conn:
-        conn.delete_chunks(["src/f0.py"])
-    with built.read() as conn:
-        after = conn.vector_table()
+def test_a_write_of_chunks_gives_readers_a_new_vector_table(built: DuckDBStore) -> None:
+    with built.read() as reader:
+        before = reader.conn.vector_table()
+    with built.write() as writer:
+        writer.set_meta({"unrelated": "x"})  # no chunk changed: the copy stays valid
+    with built.read() as reader:
+        assert reader.conn.vector_table() is before
+    with built.write() as writer:
+        writer.remove_files(["src/f0.py"])
+    with built.read() as reader:
+        after = reader.conn.vector_table()
     assert after.token != before.token and len(after) == 39
 
 
-def test_collection_records_what_the_index_was_built_with(built: Store) -> None:
-    with built.read() as conn:
-        meta = conn.meta()
+def test_collection_records_what_the_index_was_built_with(built: DuckDBStore) -> None:
+    with built.read() as reader:
+        meta = reader.meta()
     assert meta["model"] == "nomic-embed-text"
     assert meta["embedder"] == "ollama"
     assert meta["vector_dim"] == str(DIM)
@@ -138,15 +140,15 @@ def test_collection_records_what_the_index_was_built_with(built: Store) -> None:
     assert meta["backend"] == "duckdb"
 
 
-def test_stored_vectors_read_back_bit_for_bit(built: Store) -> None:
+def test_stored_vectors_read_back_bit_for_bit(built: DuckDBStore) -> None:
     vectors = _vectors(40)
-    with built.read() as conn:
-        rows, matrix = conn.all_chunks()
-        shapes = conn.all_shapes()
-        by_hash = conn.vectors_by_hash(["hash3", "hash39", "absent"])
-        one = conn.vector_table().vector_of(rows[0].id)
+    with built.read() as reader:
+        rows, matrix, shapes = reader.all_chunks()
+        one = reader.vector_of(rows[0].id)
+    with built.write() as writer:
+        by_hash = writer.vectors_by_hash(["hash3", "hash39", "absent"])
     order = [int(r.symbol[1:]) for r in rows]
-    assert shapes == [_rows(40)[i][-1] for i in order]  # row-aligned with all_chunks()
+    assert shapes == [_rows(40)[i].shape for i in order]  # row-aligned with all_chunks()
     assert matrix.dtype == np.float32
     assert matrix.tobytes() == vectors[order].tobytes()
     assert by_hash["hash3"].tobytes() == vectors[3].tobytes()
@@ -154,29 +156,29 @@ def test_stored_vectors_read_back_bit_for_bit(built: Store) -> None:
     assert one.tobytes() == vectors[order[0]].tobytes()
 
 
-def test_dropping_a_collection_removes_its_tables_and_meta(built: Store) -> None:
-    with built.write() as conn:
-        conn.drop_collection()
-    with built.read() as conn:
-        assert not conn.has_collection()
-        assert conn.meta() == {}
+def test_dropping_a_collection_removes_its_tables_and_meta(built: DuckDBStore) -> None:
+    with built.write() as writer:
+        writer.drop()
+    with built.read() as reader:
+        assert not reader.has_index()
+        assert reader.meta() == {}
 
 
-def test_idle_read_lease_is_released_after_it_expires(built: Store, db: Path) -> None:
-    with built.read() as conn:
-        assert conn.chunk_count() == 40
+def test_idle_read_lease_is_released_after_it_expires(built: DuckDBStore, db: Path) -> None:
+    with built.read() as reader:
+        assert reader.chunk_count() == 40
     time.sleep(READ_LEASE_S + 0.5)
     done = subprocess.run(
         [sys.executable, "-c", WRITE_ONCE, str(db), "0"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr  # lock_timeout 0: the file had to be free already
-    with built.read() as conn:
-        assert conn.meta()["other_process"] == "wrote"
+    with built.read() as reader:
+        assert reader.meta()["other_process"] == "wrote"
 
 
-def test_idle_read_lease_yields_to_a_waiting_writer_before_it_expires(built: Store, db: Path) -> None:
-    with built.read() as conn:
-        assert conn.chunk_count() == 40
+def test_idle_read_lease_yields_to_a_waiting_writer_before_it_expires(built: DuckDBStore, db: Path) -> None:
+    with built.read() as reader:
+        assert reader.chunk_count() == 40
     # the writer gives up after half the lease: it gets in only because the idle reader saw its
     # intent file and let go early
     done = subprocess.run(
@@ -184,32 +186,32 @@ def test_idle_read_lease_yields_to_a_waiting_writer_before_it_expires(built: Sto
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    with built.read() as conn:
-        assert conn.meta()["other_process"] == "wrote"
+    with built.read() as reader:
+        assert reader.meta()["other_process"] == "wrote"
 
 
-def test_write_waits_for_another_process_writer_then_proceeds(built: Store, db: Path) -> None:
+def test_write_waits_for_another_process_writer_then_proceeds(built: DuckDBStore, db: Path) -> None:
     built.close()
     holder = _start_holder(db, 1.0)
     started = time.monotonic()
     try:
-        with built.write() as conn:
-            conn.set_meta({"ours": "written"})
+        with built.write() as writer:
+            writer.set_meta({"ours": "written"})
     finally:
         holder.wait(timeout=30)
     assert time.monotonic() - started >= 0.5
-    with built.read() as conn:
-        meta = conn.meta()
+    with built.read() as reader:
+        meta = reader.meta()
     assert meta["ours"] == "written"
     assert meta["holder"] == "done"
 
 
-def test_read_waits_for_another_process_writer_then_sees_its_commit(built: Store, db: Path) -> None:
+def test_read_waits_for_another_process_writer_then_sees_its_commit(built: DuckDBStore, db: Path) -> None:
     built.close()
     holder = _start_holder(db, 1.0)
     try:
-        with built.read() as conn:
-            meta = conn.meta()
+        with built.read() as reader:
+            meta = reader.meta()
     finally:
         holder.wait(timeout=30)
     assert meta["holder"] == "done"
@@ -218,7 +220,7 @@ def test_read_waits_for_another_process_writer_then_sees_its_commit(built: Store
 def test_write_gives_up_with_store_locked_error_after_lock_timeout(db: Path) -> None:
     _build(db, _vectors(4)).close()
     holder = _start_holder(db, 30.0)
-    store = Store(db, collection=COLLECTION, lock_timeout_s=0.5)
+    store = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=0.5)
     started = time.monotonic()
     try:
         with pytest.raises(StoreLockedError) as caught, store.write():
@@ -233,24 +235,24 @@ def test_write_gives_up_with_store_locked_error_after_lock_timeout(db: Path) -> 
 
 
 def test_reading_a_missing_index_raises_store_error_naming_sai(tmp_path: Path) -> None:
-    store = Store(tmp_path / "nothing.duckdb", collection=COLLECTION)
+    store = DuckDBStore(tmp_path / "nothing.duckdb", collection=COLLECTION)
     with pytest.raises(StoreError, match="`sai`"), store.read():
         pass
     assert not (tmp_path / "nothing.duckdb").exists()
 
 
 def test_invalid_collection_name_is_refused(db: Path) -> None:
-    store = Store(db, collection="code; DROP TABLE x")
+    store = DuckDBStore(db, collection="code; DROP TABLE x")
     with pytest.raises(StoreError, match="invalid collection name"), store.write():
         pass
 
 
-def test_a_stale_writer_file_holding_a_live_pid_does_not_stall_readers(built: Store, db: Path) -> None:
+def test_a_stale_writer_file_holding_a_live_pid_does_not_stall_readers(built: DuckDBStore, db: Path) -> None:
     built.close()
     Path(f"{db}.writer").write_text(str(os.getppid()))  # a live process that is no writer
     started = time.monotonic()
-    with built.read() as conn:
-        assert conn.chunk_count() == 40
+    with built.read() as reader:
+        assert reader.chunk_count() == 40
     assert time.monotonic() - started < 2
 
 
@@ -259,9 +261,9 @@ def test_a_damaged_index_file_is_one_line_naming_recreate(db: Path) -> None:
     data = bytearray(db.read_bytes())
     data[4096:12288] = b"\x5a" * 8192  # clobber the database header blocks
     db.write_bytes(bytes(data))
-    store = Store(db, collection=COLLECTION, lock_timeout_s=1)
-    with pytest.raises(StoreCorruptError) as caught, store.read() as conn:
-        conn.chunk_count()
+    store = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=1)
+    with pytest.raises(StoreCorruptError) as caught, store.read() as reader:
+        reader.chunk_count()
     assert "\n" not in str(caught.value) and "--recreate" in str(caught.value)
     store.recreate()
     assert not db.exists() and Path(f"{db}.damaged").exists()
@@ -271,3 +273,9 @@ def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
     error = describe(duckdb.IOException("IO Error: Could not write file: No space left on device"), tmp_path)
     assert isinstance(error, StoreError) and "free some space" in str(error)
     assert "\n" not in str(error)
+
+
+def test_migrations_are_numbered_up_to_this_schema_version() -> None:
+    from sai.store.migrations import MIGRATIONS
+
+    assert sorted(MIGRATIONS) == list(range(min(MIGRATIONS), SCHEMA_VERSION + 1))

@@ -59,8 +59,9 @@ def project(tmp_path, ollama_server, monkeypatch):
 
 
 def rows_by_location(project: Project) -> dict[tuple[str, int, int], tuple[int, str, np.ndarray]]:
-    with project.store.read() as conn:
-        rows, matrix = conn.all_chunks()
+    with project.store.read() as reader:
+        rows, matrix, _ = reader.all_chunks()
+        rows = reader.chunks([r.id for r in rows])
     return {(r.path, r.start_line, r.end_line): (r.id, r.text, matrix[n]) for n, r in enumerate(rows)}
 
 
@@ -107,14 +108,29 @@ def test_refresh_cli_prints_one_line_per_path_and_a_summary(project, tmp_path, c
     )
 
 
+def test_the_core_takes_keys_whatever_the_process_cwd(project, tmp_path, monkeypatch):
+    from sai import lookup, search
+
+    elsewhere = tmp_path.parent / "elsewhere"
+    (elsewhere / "src").mkdir(parents=True)
+    (elsewhere / "src/a.py").write_text(NEW_FILE)  # the same key resolved against the cwd: a decoy
+    monkeypatch.chdir(elsewhere)
+    (tmp_path / "src/a.py").write_text(PRICE + "\n\n" + EDITED_TAX)
+    report = indexer.refresh(project, ["src/a.py"])
+    assert report.refreshed == (PathResult("src/a.py", chunks=2),)
+    assert lookup.read_chunk(project, path="src/a.py", start_line=5).chunk.text == EDITED_TAX.rstrip("\n")
+    hits = search.find_similar(project, path="src/a.py", line=5, min_score=-1.0)
+    assert hits and ("src/a.py", 5) not in [(h.path, h.start_line) for h in hits]
+
+
 def test_refresh_of_a_deleted_file_removes_its_rows(project, tmp_path, capsys):
     (tmp_path / "src/c.py").unlink()
     report = indexer.refresh(project, ["src/c.py"])
     assert report.refreshed == ()
     assert report.removed == (PathResult("src/c.py", removed_reason="missing"),)
     assert not [key for key in rows_by_location(project) if key[0] == "src/c.py"]
-    with project.store.read() as conn:
-        assert "src/c.py" not in conn.files()
+    with project.store.read() as reader:
+        assert "src/c.py" not in reader.files()
 
 
 def test_refresh_of_a_now_excluded_file_removes_it_with_the_reason(project, tmp_path, capsys):
@@ -181,8 +197,8 @@ def test_refresh_rebuilds_no_vector_index_and_leaves_bm25_current(project, tmp_p
     indexer.refresh(project, ["src/a.py", "src/c.py"])
     assert any(s.startswith("INSERT INTO") for s in statements)  # the recorder did see writes
     assert [s for s in statements if re.search(r"CREATE INDEX|DROP INDEX|hnsw_compact", s)] == []
-    with project.store.read() as conn:
-        assert conn.fts_current()
+    with project.store.read() as reader:
+        assert reader.lexical_current()
     # searches follow the refreshed rows: the edited chunk is its own nearest neighbour
     from sai import search
 

@@ -43,8 +43,8 @@ def _wait(check: Callable[[], object], what: str, timeout: float = TIMEOUT) -> o
 def _indexed_keys(root: Path) -> dict[str, int]:
     project = open_project(root)
     try:
-        with project.store.read() as conn:
-            return {key: row.chunk_count for key, row in conn.files().items()}
+        with project.store.read() as reader:
+            return {key: row.chunk_count for key, row in reader.files().items()}
     finally:
         project.close()
 

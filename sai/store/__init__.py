@@ -1,7 +1,9 @@
-"""The index file: the only module that imports duckdb.
+"""The index: `open_store` chooses the backend (store/base.py, the contract); the DuckDB file here.
 
-One DuckDB file holds, per collection, a chunk table `<collection>` (with a cosine HNSW index on
-`embedding`), a file table `<collection>__files`, and rows in the shared `sai_meta` table.
+The DuckDB backend (this module, its sessions in sessions.py, its SQL in tables.py, its
+migrations in migrations.py) is the only code that imports duckdb. One DuckDB file holds, per
+collection, a chunk table `<collection>`, a file table `<collection>__files`, and rows in the
+shared `sai_meta` table; vectors are searched in memory (vectors.py).
 
 Connections are short-lived because DuckDB lets one writing process hold a file and shuts out
 every other process, readers included. A writer holds an OS lock (flock) on `<db>.writer` for
@@ -26,16 +28,29 @@ from pathlib import Path
 
 import duckdb
 
-from sai.errors import StoreCorruptError, StoreError, StoreLockedError
+from sai.config import Config
+from sai.errors import ConfigError, StoreCorruptError, StoreError, StoreLockedError
+from sai.store import base, migrations
+from sai.store.base import IndexReader, IndexWriter, Scope
 from sai.store.cache import TokenCache
-from sai.store.tables import Connection, extension_path
+from sai.store.sessions import DuckDBReader, DuckDBWriter
+from sai.store.tables import Connection
 
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
 
 
-class Store:
+def open_store(config: Config) -> base.Store:
+    """The store the config names (`backend`), not opened yet: sessions open it."""
+    if config.backend == "duckdb":
+        return DuckDBStore(config.db_path, collection=config.collection, lock_timeout_s=config.lock_timeout_s)
+    raise ConfigError(f"unknown backend '{config.backend}'; choose one of: duckdb")
+
+
+class DuckDBStore(base.Store):
     """An index file and the one connection this process holds on it at a time."""
+
+    backend = "duckdb"
 
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
@@ -46,6 +61,7 @@ class Store:
         self._timer: threading.Timer | None = None
         self._readers = 0  # threads of this process reading through the lease right now
         self.derived = TokenCache()  # vector and symbol tables, kept across read leases
+        self.location = str(self.path)
 
     @property
     def exists(self) -> bool:
@@ -56,17 +72,17 @@ class Store:
         return self.path.with_name(self.path.name + ".writer")
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Connection]:
+    def read(self) -> Iterator[IndexReader]:
         """A cursor on the read-only lease (threads read in parallel), or this thread's writer."""
         with self._lock:
             if self._conn is not None and not self._conn.read_only:
                 with translate(self.path):
-                    yield self._conn  # only the writing thread gets here: it holds the lock
+                    yield DuckDBReader(self._conn)  # only the writing thread gets here: it holds the lock
                 return
             cursor = self._lease_cursor()
         try:
             with translate(self.path):
-                yield cursor
+                yield DuckDBReader(cursor)
         finally:
             cursor.close()
             with self._lock:
@@ -92,19 +108,19 @@ class Store:
         return cursor
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self) -> Iterator[IndexWriter]:
         """A read-write connection inside one transaction, released when the block ends."""
         with self._lock:
             self._lock.wait_for(lambda: self._readers == 0)  # this process's readers finish first
             self._cancel_timer()
             self._close()
-            self.prepare_dir()
+            self.prepare()
             with self._writer_lock(), translate(self.path):
                 conn = self._connect(read_only=False)
                 self._conn = conn
                 try:
                     conn.begin()
-                    yield conn
+                    yield DuckDBWriter(conn)
                     conn.commit()
                 except BaseException:
                     conn.rollback()
@@ -132,6 +148,12 @@ class Store:
         finally:
             os.close(fd)  # closing releases the lock
 
+    def upgrade(self, from_version: int) -> None:
+        """Bring a collection of an older format to this one in place (store/migrations.py)."""
+        with self.write() as writer:
+            assert isinstance(writer, DuckDBWriter)
+            migrations.upgrade(writer.conn, from_version)
+
     def recreate(self) -> None:
         """Move a damaged index file aside (kept as `<db>.damaged`), so a new one can be built."""
         for path in (self.path, self.path.with_name(self.path.name + ".wal")):
@@ -157,7 +179,7 @@ class Store:
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
-    def prepare_dir(self) -> None:
+    def prepare(self) -> None:
         """Create the index directory, or fail with one line before any work is done."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -263,4 +285,4 @@ def describe(exc: duckdb.Error, path: Path) -> StoreError:
                       "`sai --recreate` if it keeps failing")
 
 
-__all__ = ["Store", "Connection", "extension_path"]
+__all__ = ["DuckDBStore", "IndexReader", "IndexWriter", "Scope", "open_store"]

@@ -43,7 +43,8 @@ class Scope:
 
 
 class IndexReader(ABC):
-    """What a reader sees: one consistent state of the index while the session lasts."""
+    """What a reader sees: one consistent state of the index while the session lasts. Without an
+    index (never created, or dropped) every verb answers as an empty index does."""
 
     # -- the index and its files
     @abstractmethod
@@ -73,6 +74,11 @@ class IndexReader(ABC):
     def known_hashes(self) -> set[str]:
         """Content hashes of every stored chunk: texts an index run need not embed again."""
 
+    @abstractmethod
+    def lexical_current(self) -> bool:
+        """True when the lexical index holds exactly the committed chunks (a reader asks first,
+        so that a run with nothing to repair takes no writer)."""
+
     # -- search
     @abstractmethod
     def nearest(
@@ -94,7 +100,8 @@ class IndexReader(ABC):
     # -- chunks
     @abstractmethod
     def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
-        """The chunks with these ids, in the order given (unknown ids left out)."""
+        """The chunks with these ids, in the order given (unknown ids left out); without `text`
+        their text is '' (the costly column: ranking needs only paths and symbols)."""
 
     @abstractmethod
     def texts(self, ids: list[int]) -> dict[int, str]: ...
@@ -151,10 +158,6 @@ class IndexWriter(IndexReader):
     @abstractmethod
     def remove_files(self, keys: list[str]) -> int:
         """Forget these files and their chunks; returns the number of chunks removed."""
-
-    @abstractmethod
-    def lexical_current(self) -> bool:
-        """True when the lexical index holds exactly the committed chunks."""
 
     @abstractmethod
     def finish_run(self) -> None:

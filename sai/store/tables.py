@@ -19,11 +19,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from sai.models import NewChunk
 from sai.store.cache import TokenCache
 from sai.store.rows import (
     CHUNK_COLS,
     FTS_OPTIONS,
-    SCHEMA_VERSION,
     ChunkRow,
     FileRow,
     IndexMeta,
@@ -41,7 +41,7 @@ from sai.store.vectors import VectorTable
 T = TypeVar("T")
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 
-__all__ = ["SCHEMA_VERSION", "ChunkRow", "Connection", "FileRow", "IndexMeta", "extension_path"]
+__all__ = ["Connection", "extension_path"]
 
 
 class Connection:
@@ -175,20 +175,6 @@ class Connection:
             "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
         )
         self.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
-        self.dirty = True
-
-    def upgrade(self, from_version: int) -> None:
-        """Bring a collection written by an older SAI to SCHEMA_VERSION, keeping every vector.
-
-        Columns added here start empty; the chunking signature changed with them, so the next
-        index run chunks every file again and fills them (vectors reused, nothing embedded).
-        """
-        self.drop_hnsw()  # format 4 keeps no HNSW index (store/vectors.py)
-        if from_version < 3:
-            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN IF NOT EXISTS shape BLOB")
-        if from_version < 5:
-            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN IF NOT EXISTS kind VARCHAR")
-        self.set_meta({"schema_version": str(SCHEMA_VERSION)})
         self.dirty = True
 
     def drop_collection(self) -> None:
@@ -457,36 +443,36 @@ class Connection:
         matrix = matrix_of(table.column("embedding"))
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
-    def insert_chunks(
-        self, rows: list[tuple], vectors: np.ndarray
-    ) -> None:
-        """Insert (path, language, start, end, symbol, text, hash, file_hash, no_dup, lexemes,
-        shape[, kind]) rows."""
-        if not rows:
+    def insert_chunks(self, chunks: list[NewChunk], vectors: np.ndarray) -> None:
+        """Insert these chunks, row-aligned with their vectors, under new ids."""
+        if not chunks:
             return
         self.dirty = True
         first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
         start_id = int(first[0]) if first else 1
-        cols = list(zip(*rows, strict=True))
         dim = vectors.shape[1]
+
+        def column(name: str, kind: pa.DataType) -> pa.Array:
+            return pa.array([getattr(c, name) for c in chunks], kind)
+
         batch = pa.table({
-            "id": pa.array(range(start_id, start_id + len(rows)), pa.int64()),
-            "path": pa.array(cols[0], pa.string()),
-            "language": pa.array(cols[1], pa.string()),
-            "start_line": pa.array(cols[2], pa.int32()),
-            "end_line": pa.array(cols[3], pa.int32()),
-            "symbol": pa.array(cols[4], pa.string()),
-            "text": pa.array(cols[5], pa.string()),
-            "content_hash": pa.array(cols[6], pa.string()),
-            "file_hash": pa.array(cols[7], pa.string()),
+            "id": pa.array(range(start_id, start_id + len(chunks)), pa.int64()),
+            "path": column("path", pa.string()),
+            "language": column("language", pa.string()),
+            "start_line": column("start_line", pa.int32()),
+            "end_line": column("end_line", pa.int32()),
+            "symbol": column("symbol", pa.string()),
+            "text": column("text", pa.string()),
+            "content_hash": column("content_hash", pa.string()),
+            "file_hash": column("file_hash", pa.string()),
             "embedding": pa.FixedSizeListArray.from_arrays(
                 pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()), dim
             ),
-            "no_duplicate": pa.array(cols[8], pa.bool_()),
-            "indexed_at": pa.array([utc_now()] * len(rows), pa.timestamp("us")),
-            "lexemes": pa.array(cols[9], pa.string()),
-            "shape": pa.array(cols[10], pa.binary()),
-            "kind": pa.array(cols[11] if len(cols) > 11 else [None] * len(rows), pa.string()),
+            "no_duplicate": column("no_duplicate", pa.bool_()),
+            "indexed_at": pa.array([utc_now()] * len(chunks), pa.timestamp("us")),
+            "lexemes": column("lexemes", pa.string()),
+            "shape": column("shape", pa.binary()),
+            "kind": column("kind", pa.string()),
         })
         self.con.register("sai_batch", batch)
         try:

@@ -1,0 +1,41 @@
+"""Numbered schema migrations: what turns an index file of an older format into this one.
+
+Each step brings a collection from format `n - 1` to `n` and keeps every vector. Columns added
+here start empty; the chunking signature changed with them, so the next index run chunks every
+file again and fills them (vectors reused, nothing embedded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sai.models import SCHEMA_VERSION
+from sai.store.tables import Connection
+
+
+def _add_shape(conn: Connection) -> None:
+    """3: chunks carry a token-shape signature (sai/shape.py)."""
+    conn.con.execute(f"ALTER TABLE {conn.collection} ADD COLUMN IF NOT EXISTS shape BLOB")
+
+
+def _drop_hnsw(conn: Connection) -> None:
+    """4: no HNSW index; vectors are searched in memory (store/vectors.py)."""
+    conn.drop_hnsw()
+
+
+def _add_kind(conn: Connection) -> None:
+    """5: chunks carry the kind of unit they hold (function, method, class, ...)."""
+    conn.con.execute(f"ALTER TABLE {conn.collection} ADD COLUMN IF NOT EXISTS kind VARCHAR")
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {3: _add_shape, 4: _drop_hnsw, 5: _add_kind}
+OLDEST = min(MIGRATIONS) - 1  # the oldest format a file can be upgraded from
+
+
+def upgrade(conn: Connection, from_version: int) -> None:
+    """Run every migration after `from_version`, in order, and record SCHEMA_VERSION."""
+    for version in sorted(MIGRATIONS):
+        if version > from_version:
+            MIGRATIONS[version](conn)
+    conn.set_meta({"schema_version": str(SCHEMA_VERSION)})
+    conn.dirty = True  # a new token: readers reload what they derived from the old rows

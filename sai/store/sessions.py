@@ -1,0 +1,149 @@
+"""The DuckDB backend's sessions: the contract's verbs (store/base.py) over one Connection.
+
+Vector questions are answered by the process's in-memory VectorTable (store/vectors.py), with a
+Scope turned into its row mask here; lexical ones by the BM25 of tables.py, restricted to the
+scope's chunk ids. A session on a file without the collection answers as an empty index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
+from sai.store.base import IndexReader, IndexWriter, Scope
+from sai.store.symbols import SymbolTable
+from sai.store.tables import Connection
+from sai.store.vectors import VectorTable
+
+
+class DuckDBReader(IndexReader):
+    """Reads through one connection (a lease cursor, or the writing thread's own connection)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn  # tests reach the file through it; the core never does
+        self._masks: dict[tuple[str, Scope], np.ndarray | None] = {}
+
+    # -- the index and its files
+    def has_index(self) -> bool:
+        return self.conn.has_collection()
+
+    def meta(self) -> dict[str, str]:
+        return self.conn.meta()
+
+    def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
+        return self.conn.files(keys) if self.has_index() else {}
+
+    def last_indexed_at(self) -> str | None:
+        return self.conn.last_indexed_at() if self.has_index() else None
+
+    def chunk_count(self, keys: list[str] | None = None) -> int:
+        return self.conn.chunk_count(keys) if self.has_index() else 0
+
+    def language_counts(self) -> dict[str, int]:
+        return self.conn.language_counts() if self.has_index() else {}
+
+    def known_hashes(self) -> set[str]:
+        return self.conn.content_hashes() if self.has_index() else set()
+
+    def lexical_current(self) -> bool:
+        return self.has_index() and self.conn.fts_current()
+
+    # -- search
+    def nearest(
+        self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
+    ) -> list[tuple[int, float]]:
+        if not self.has_index():
+            return []
+        table = self.conn.vector_table()
+        return table.nearest(vector, k, mask=self._mask(table, scope), exclude=exclude)
+
+    def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
+        if not self.has_index():
+            return []
+        among = None
+        if scope is not None and not scope.everything:
+            table = self.conn.vector_table()
+            mask = self._mask(table, scope)
+            among = None if mask is None or mask.all() else table.ids[mask]
+        return self.conn.bm25(lexemes, k, among=among)
+
+    def _mask(self, table: VectorTable, scope: Scope | None) -> np.ndarray | None:
+        """The rows of `table` in `scope` (None: every row), kept for the session's next question."""
+        if scope is None or scope.everything:
+            return None
+        key = (table.token, scope)
+        if not table.token or key not in self._masks:
+            self._masks = {key: table.mask(language=scope.language, paths=scope.keys)}
+        return self._masks[key]
+
+    def cosines(self, ids: list[int], vector: np.ndarray) -> dict[int, float]:
+        return self.conn.vector_table().cosines(ids, vector) if ids and self.has_index() else {}
+
+    def vector_of(self, chunk: int) -> np.ndarray | None:
+        return self.conn.vector_table().vector_of(chunk) if self.has_index() else None
+
+    # -- chunks
+    def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
+        if not ids or not self.has_index():
+            return []
+        return self.conn.chunks_by_ids(ids, vectors=False, text=text)[0]
+
+    def texts(self, ids: list[int]) -> dict[int, str]:
+        return self.conn.chunk_texts(ids) if ids and self.has_index() else {}
+
+    def chunks_at(self, key: str, line: int) -> list[ChunkRow]:
+        return self.conn.chunks_containing(key, line) if self.has_index() else []
+
+    def chunks_of_file(self, key: str) -> list[ChunkRow]:
+        return self.conn.chunks_of_file(key) if self.has_index() else []
+
+    def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
+        if not self.has_index():
+            return [], np.zeros((0, 0), dtype=np.float32), []
+        rows, matrix = self.conn.all_chunks(text=False)
+        return rows, matrix, self.conn.all_shapes() if rows else []
+
+    def symbols(self) -> SymbolTable:
+        if not self.has_index():
+            return SymbolTable("", [])
+        return self.conn.symbol_table()
+
+
+class DuckDBWriter(DuckDBReader, IndexWriter):
+    """A write transaction on the file (store/__init__.py opens, commits or rolls it back)."""
+
+    def create(self, meta: IndexMeta) -> None:
+        self.conn.create_collection(meta)
+
+    def drop(self) -> None:
+        self.conn.drop_collection()
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        self.conn.set_meta(values)
+
+    def chunk_hashes(self, keys: list[str]) -> dict[str, list[str]]:
+        return self.conn.hashes_by_path(keys) if keys and self.has_index() else {}
+
+    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        return self.conn.vectors_by_hash(hashes) if self.has_index() else {}
+
+    def replace_files(self, files: list[FileRow], chunks: list[NewChunk], vectors: np.ndarray) -> None:
+        keys = [f.path for f in files]
+        held = list(self.conn.files(keys)) if keys else []  # a file never written has no chunks to delete
+        self.conn.delete_chunks(held)
+        self.conn.insert_chunks(chunks, vectors)
+        self.conn.upsert_files(files)
+
+    def touch_files(self, files: list[FileRow]) -> None:
+        self.conn.upsert_files(files)
+
+    def remove_files(self, keys: list[str]) -> int:
+        if not keys or not self.has_index():
+            return 0
+        removed = self.conn.delete_chunks(keys)
+        self.conn.delete_file_rows(keys)
+        return removed
+
+    def finish_run(self) -> None:
+        if self.has_index() and not self.conn.fts_current():
+            self.conn.rebuild_fts()

@@ -1,0 +1,357 @@
+"""The storage contract (sai/store/base.py): every verb, against a real store of each backend."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, chunk_id
+from sai.store import DuckDBStore, Scope
+from sai.store.base import Store
+
+BACKENDS = ["duckdb"]
+TRANSACTIONAL = {"duckdb"}  # backends whose readers never see a writer's open transaction
+DIM = 8
+META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
+                 vector_dim=DIM, chunker="ast", chunker_version=3, chunking="ast/3/test")
+
+# (key, language, start, end, symbol, kind, lexemes): what three files hold
+CHUNKS = [
+    ("src/cart.py", "python", 1, 20, "Cart", "class", "cart class holds item price"),
+    ("src/cart.py", "python", 3, 8, "Cart.add", "method", "cart add item quantity"),
+    ("src/cart.py", "python", 10, 18, "Cart.total", "method", "cart total price sum tax"),
+    ("src/dates.py", "python", 1, 5, "parse_date", "function", "parse date iso string"),
+    ("web/view.js", "javascript", 1, 4, "render", "function", "render cart view price"),
+    ("web/view.js", "javascript", 6, 9, "renderAll", "function", "render all views"),
+    ("notes/todo.txt", None, 1, 3, None, None, "todo price review"),
+]
+
+
+def _open(backend: str, where: Path) -> Store:
+    if backend == "duckdb":
+        return DuckDBStore(where / "index" / "code.duckdb", collection="code", lock_timeout_s=10)
+    raise AssertionError(f"no fixture for backend {backend}")
+
+
+@pytest.fixture(params=BACKENDS)
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    made = _open(request.param, tmp_path)
+    yield made
+    made.close()
+
+
+def _chunk(key: str, language: str | None, start: int, end: int, symbol: str | None, kind: str | None,
+           lexemes: str, *, version: int = 0) -> NewChunk:
+    text = f"# {symbol or 'notes'} v{version}\n" + "\n".join(f"line {n}" for n in range(start, end))
+    shape = bytes([start, end]) * 4 if symbol else None
+    return NewChunk(path=key, language=language, start_line=start, end_line=end, symbol=symbol, text=text,
+                    content_hash=f"h:{key}:{start}:{end}:{version}", file_hash=f"f:{key}:{version}",
+                    no_duplicate=symbol == "renderAll", lexemes=lexemes, shape=shape, kind=kind)
+
+
+def _vectors(n: int, seed: int = 3) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _file_rows(chunks: list[NewChunk]) -> list[FileRow]:
+    counts: dict[str, int] = {}
+    for c in chunks:
+        counts[c.path] = counts.get(c.path, 0) + 1
+    return [FileRow(key, 100 + n, 1_000 + n, f"f:{key}:0", n) for key, n in counts.items()]
+
+
+def _fill(store: Store, spec: list[tuple] = CHUNKS) -> tuple[list[NewChunk], np.ndarray]:
+    chunks = [_chunk(*row) for row in spec]
+    vectors = _vectors(len(chunks))
+    store.prepare()
+    with store.write() as writer:
+        if not writer.has_index():
+            writer.create(META)
+        writer.replace_files(_file_rows(chunks), chunks, vectors)
+        writer.finish_run()
+    return chunks, vectors
+
+
+@pytest.fixture
+def filled(store: Store) -> tuple[Store, list[NewChunk], np.ndarray]:
+    chunks, vectors = _fill(store)
+    return store, chunks, vectors
+
+
+def _ids(store: Store) -> dict[tuple[str, int, int], int]:
+    with store.read() as reader:
+        rows = reader.all_chunks()[0]
+    return {(r.path, r.start_line, r.end_line): r.id for r in rows}
+
+
+# ---------------------------------------------------------------- the index and its files
+def test_create_records_the_meta_and_an_empty_index(store: Store) -> None:
+    assert not store.exists
+    store.prepare()
+    with store.write() as writer:
+        assert not writer.has_index()
+        writer.create(META)
+    assert store.exists
+    with store.read() as reader:
+        meta = reader.meta()
+        assert reader.has_index() and reader.chunk_count() == 0 and reader.files() == {}
+        assert reader.known_hashes() == set() and reader.nearest(_vectors(1)[0], 3) == []
+    assert {k: meta[k] for k in ("backend", "model", "vector_dim", "chunking", "schema_version")} == {
+        "backend": "duckdb", "model": "nomic-embed-text", "vector_dim": str(DIM), "chunking": "ast/3/test",
+        "schema_version": str(META.schema_version)}
+
+
+def test_set_meta_adds_and_replaces_values(filled) -> None:
+    store, _, _ = filled
+    with store.write() as writer:
+        writer.set_meta({"chunker": "lines", "extra": "1"})
+    with store.read() as reader:
+        assert (reader.meta()["chunker"], reader.meta()["extra"], reader.meta()["model"]) == (
+            "lines", "1", "nomic-embed-text")
+
+
+def test_replace_files_records_files_and_chunks(filled) -> None:
+    store, chunks, _ = filled
+    with store.read() as reader:
+        files = reader.files()
+        assert files["src/cart.py"] == FileRow("src/cart.py", 103, 1_003, "f:src/cart.py:0", 3)
+        assert set(files) == {"src/cart.py", "src/dates.py", "web/view.js", "notes/todo.txt"}
+        assert set(reader.files(["web/view.js", "absent.py"])) == {"web/view.js"}
+        assert reader.chunk_count() == len(chunks) and reader.chunk_count(["src/cart.py", "absent.py"]) == 3
+        assert reader.known_hashes() == {c.content_hash for c in chunks}
+        assert reader.last_indexed_at() is not None
+
+
+def test_replace_files_replaces_only_the_named_files_chunks(filled) -> None:
+    store, _, _ = filled
+    new = [_chunk("src/cart.py", "python", 1, 9, "Cart", "class", "cart rewritten", version=1)]
+    with store.write() as writer:
+        writer.replace_files([FileRow("src/cart.py", 5, 6, "f:src/cart.py:1", 1),
+                              FileRow("notes/todo.txt", 7, 8, "f:empty", 0)], new, _vectors(1, seed=9))
+    with store.read() as reader:
+        assert [(r.start_line, r.end_line) for r in reader.chunks_of_file("src/cart.py")] == [(1, 9)]
+        assert reader.chunks_of_file("notes/todo.txt") == []  # read, and it holds nothing now
+        assert reader.files(["notes/todo.txt"])["notes/todo.txt"].chunk_count == 0
+        assert reader.chunk_count() == 4 and len(reader.chunks_of_file("web/view.js")) == 2
+
+
+def test_touch_files_changes_file_state_only(filled) -> None:
+    store, _, _ = filled
+    with store.write() as writer:
+        writer.touch_files([FileRow("src/dates.py", 101, 9_999, "f:src/dates.py:0", 1)])
+    with store.read() as reader:
+        assert reader.files(["src/dates.py"])["src/dates.py"].mtime_ns == 9_999
+        assert reader.chunk_count() == len(CHUNKS)
+
+
+def test_remove_files_forgets_files_and_counts_their_chunks(filled) -> None:
+    store, _, _ = filled
+    with store.write() as writer:
+        assert writer.remove_files(["web/view.js", "absent.py"]) == 2
+        assert writer.remove_files([]) == 0
+    with store.read() as reader:
+        assert "web/view.js" not in reader.files() and reader.chunk_count() == len(CHUNKS) - 2
+        assert reader.chunks_of_file("web/view.js") == []
+
+
+def test_chunk_hashes_and_vectors_by_hash(filled) -> None:
+    store, chunks, vectors = filled
+    with store.write() as writer:
+        hashes = writer.chunk_hashes(["src/cart.py", "absent.py"])
+        found = writer.vectors_by_hash([chunks[4].content_hash, "absent"])
+    assert {k: sorted(v) for k, v in hashes.items()} == {
+        "src/cart.py": sorted(c.content_hash for c in chunks[:3])}
+    assert set(found) == {chunks[4].content_hash}
+    assert found[chunks[4].content_hash].tobytes() == vectors[4].tobytes()  # bit for bit
+
+
+def test_language_counts_leave_unknown_languages_out(filled) -> None:
+    store, _, _ = filled
+    with store.read() as reader:
+        assert reader.language_counts() == {"javascript": 2, "python": 4}
+
+
+# ---------------------------------------------------------------- search
+def test_nearest_is_exact_and_best_first(filled) -> None:
+    store, chunks, vectors = filled
+    ids = _ids(store)
+    query = vectors[1] + 0.3 * vectors[4]
+    with store.read() as reader:
+        hits = reader.nearest(query, 4)
+    scores = vectors @ query
+    expected = [ids[(chunks[k].path, chunks[k].start_line, chunks[k].end_line)] for k in np.argsort(-scores)[:4]]
+    assert [i for i, _ in hits] == expected
+    assert [s for _, s in hits] == pytest.approx(sorted(scores, reverse=True)[:4], abs=1e-5)
+
+
+def test_nearest_within_a_scope_and_excluding_a_chunk(filled) -> None:
+    store, _, vectors = filled
+    ids = _ids(store)
+    by_id = {i: key for key, i in ids.items()}
+    with store.read() as reader:
+        python = reader.nearest(vectors[4], 10, scope=Scope(language="python"))
+        keyed = reader.nearest(vectors[0], 10, scope=Scope(keys=frozenset({"web/view.js", "notes/todo.txt"})))
+        both = reader.nearest(vectors[0], 10, scope=Scope(language="javascript", keys=frozenset({"src/cart.py"})))
+        own = ids[("src/cart.py", 3, 8)]
+        without = reader.nearest(vectors[1], 10, exclude=own)
+    assert {by_id[i][0] for i, _ in python} == {"src/cart.py", "src/dates.py"} and len(python) == 4
+    assert {by_id[i][0] for i, _ in keyed} == {"web/view.js", "notes/todo.txt"} and len(keyed) == 3
+    assert both == []
+    assert own not in [i for i, _ in without] and len(without) == len(CHUNKS) - 1
+
+
+def test_cosines_and_vector_of(filled) -> None:
+    store, chunks, vectors = filled
+    ids = _ids(store)
+    first = ids[("src/cart.py", 1, 20)]
+    with store.read() as reader:
+        cosines = reader.cosines([first, 10_000], vectors[0])
+        assert reader.vector_of(first).tobytes() == vectors[0].tobytes()
+        assert reader.vector_of(10_000) is None
+    assert set(cosines) == {first} and cosines[first] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_lexical_ranks_matches_and_scopes_its_statistics(filled, tmp_path: Path, request) -> None:
+    store, _, _ = filled
+    ids = _ids(store)
+    by_id = {i: key for key, i in ids.items()}
+    subset = frozenset({"web/view.js", "notes/todo.txt"})
+    with store.read() as reader:
+        everything = reader.lexical("price", 10)
+        scoped = reader.lexical("price", 10, scope=Scope(keys=subset))
+        python = reader.lexical("price", 10, scope=Scope(language="python"))
+        assert reader.lexical("nosuchword", 10) == []
+    assert {by_id[i] for i, _ in everything} == {
+        ("src/cart.py", 1, 20), ("src/cart.py", 10, 18), ("web/view.js", 1, 4), ("notes/todo.txt", 1, 3)}
+    assert [s for _, s in everything] == sorted((s for _, s in everything), reverse=True)
+    assert {by_id[i][0] for i, _ in python} == {"src/cart.py"}
+    # the scope's answer is what an index holding only those files gives
+    alone = _open(request.node.callspec.params["store"], tmp_path / "alone")
+    try:
+        _fill(alone, [row for row in CHUNKS if row[0] in subset])
+        alone_ids = {i: key for key, i in _ids(alone).items()}
+        with alone.read() as reader:
+            expected = reader.lexical("price", 10)
+    finally:
+        alone.close()
+    assert [(by_id[i], round(s, 5)) for i, s in scoped] == [(alone_ids[i], round(s, 5)) for i, s in expected]
+
+
+# ---------------------------------------------------------------- chunks
+def test_chunks_come_in_the_order_given_and_unknown_ids_are_left_out(filled) -> None:
+    store, chunks, _ = filled
+    ids = _ids(store)
+    wanted = [ids[("web/view.js", 6, 9)], 10_000, ids[("src/cart.py", 3, 8)]]
+    with store.read() as reader:
+        rows = reader.chunks(wanted)
+        bare = reader.chunks(wanted, text=False)
+        texts = reader.texts(wanted)
+    assert [(r.path, r.start_line) for r in rows] == [("web/view.js", 6), ("src/cart.py", 3)]
+    view = rows[0]
+    assert (view.symbol, view.kind, view.language, view.no_duplicate) == ("renderAll", "function", "javascript", True)
+    assert view.text == chunks[5].text and view.content_hash == chunks[5].content_hash
+    assert view.chunk_id == chunk_id("web/view.js", 6, 9, chunks[5].content_hash)
+    assert [r.text for r in bare] == ["", ""] and [r.id for r in bare] == [r.id for r in rows]
+    assert texts == {wanted[0]: chunks[5].text, wanted[2]: chunks[1].text}
+
+
+def test_chunks_at_a_line_come_innermost_first(filled) -> None:
+    store, _, _ = filled
+    with store.read() as reader:
+        inner = reader.chunks_at("src/cart.py", 5)
+        outer_only = reader.chunks_at("src/cart.py", 9)
+        assert reader.chunks_at("src/cart.py", 99) == [] and reader.chunks_at("absent.py", 1) == []
+    assert [(r.start_line, r.end_line) for r in inner] == [(3, 8), (1, 20)]
+    assert [(r.start_line, r.end_line) for r in outer_only] == [(1, 20)]
+
+
+def test_chunks_of_file_come_in_line_order_with_text(filled) -> None:
+    store, chunks, _ = filled
+    with store.read() as reader:
+        rows = reader.chunks_of_file("src/cart.py")
+    assert [(r.start_line, r.end_line) for r in rows] == [(1, 20), (3, 8), (10, 18)]
+    assert [r.text for r in rows] == [c.text for c in chunks[:3]]
+
+
+def test_all_chunks_align_rows_vectors_and_shapes(filled) -> None:
+    store, chunks, vectors = filled
+    with store.read() as reader:
+        rows, matrix, shapes = reader.all_chunks()
+    assert [(r.path, r.start_line, r.end_line) for r in rows] == sorted((c.path, c.start_line, c.end_line)
+                                                                        for c in chunks)
+    by_hash = {c.content_hash: k for k, c in enumerate(chunks)}
+    order = [by_hash[r.content_hash] for r in rows]
+    assert matrix.dtype == np.float32 and matrix.tobytes() == vectors[order].tobytes()
+    assert shapes == [chunks[k].shape for k in order]
+    assert all(isinstance(r, ChunkRow) and r.text == "" for r in rows)
+
+
+def test_symbols_find_definitions_and_chunk_ids(filled) -> None:
+    store, chunks, _ = filled
+    ids = _ids(store)
+    with store.read() as reader:
+        table = reader.symbols()
+    (found,) = table.lookup("add", limit=5)
+    assert (found.symbol, found.kind, found.path, found.start_line) == ("Cart.add", "method", "src/cart.py", 3)
+    assert table.row_id(chunk_id("src/dates.py", 1, 5, chunks[3].content_hash)) == ids[("src/dates.py", 1, 5)]
+    assert table.row_id("0" * 16) is None
+
+
+# ---------------------------------------------------------------- runs, drop, transactions
+def test_lexical_index_is_current_after_finish_run_only(store: Store) -> None:
+    _fill(store)
+    with store.read() as reader:
+        assert reader.lexical_current()
+    with store.write() as writer:
+        writer.remove_files(["src/dates.py"])
+    with store.read() as reader:
+        assert not reader.lexical_current()  # a run killed here is repaired by the next one
+    with store.write() as writer:
+        writer.finish_run()
+    with store.read() as reader:
+        assert reader.lexical_current() and reader.lexical("date", 5) == []
+
+
+def test_drop_removes_the_index(filled) -> None:
+    store, _, _ = filled
+    with store.write() as writer:
+        writer.drop()
+    with store.read() as reader:
+        assert not reader.has_index() and reader.meta() == {} and reader.files() == {}
+        assert reader.chunk_count() == 0
+
+
+def test_a_reader_never_sees_an_open_write_transaction(filled, request) -> None:
+    store, _, _ = filled
+    if request.node.callspec.params["store"] not in TRANSACTIONAL:
+        pytest.skip("the backend has no transactions")
+    seen: list[int] = []
+
+    def count() -> None:
+        with store.read() as reader:
+            seen.append(reader.chunk_count())
+
+    with store.write() as writer:
+        writer.remove_files(["web/view.js"])
+        other = threading.Thread(target=count)
+        other.start()
+        other.join(timeout=0.5)  # it may wait for the commit, never read the uncommitted state
+        assert seen in ([], [len(CHUNKS)])
+    other.join(timeout=30)
+    assert seen in ([len(CHUNKS)], [len(CHUNKS) - 2])
+
+
+def test_a_failed_write_leaves_nothing_behind(filled, request) -> None:
+    store, _, _ = filled
+    if request.node.callspec.params["store"] not in TRANSACTIONAL:
+        pytest.skip("the backend has no transactions")
+    with pytest.raises(RuntimeError), store.write() as writer:
+        writer.remove_files(["src/cart.py"])
+        raise RuntimeError("stop")
+    with store.read() as reader:
+        assert reader.chunk_count() == len(CHUNKS) and "src/cart.py" in reader.files()
