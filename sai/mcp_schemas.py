@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
+from sai.models import BACKENDS, EMBEDDERS, MODES, DuplicateMetric
+
 MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
+EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
 
 
 # ---------------------------------------------------------------- result shapes (outputSchema)
@@ -162,7 +165,7 @@ Language = Annotated[
     str | None, _arg("only chunks of this language: a name (python, typescript) or an extension (py, ts)")
 ]
 Metric = Annotated[
-    Literal["duplicate", "cosine"] | None,
+    DuplicateMetric | None,
     _arg("edge score: duplicate (cosine and token shape, default) or cosine (the original's plain cosine)"),
 ]
 Glob = Annotated[str | None, _arg(
@@ -193,13 +196,13 @@ Paths = Annotated[list[str], _arg(
 MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
 Revision = Annotated[str, _arg("git revision to compare the working tree with")]
 Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
-Backend = Annotated[str, _arg("index backend: duckdb", enum=["duckdb"])]
+Backend = Annotated[str, _arg(f"index backend: {', '.join(BACKENDS)}", enum=list(BACKENDS))]
 Mode = Annotated[str, _arg(
     "ranking: hybrid (default), semantic, or lexical (no embedder needed)",
-    enum=["hybrid", "semantic", "lexical"],
+    enum=list(MODES),
 )]
 EmbedderName = Annotated[str, _arg(
-    "ollama, or local (offline; ort is another name for it)", enum=["ollama", "local", "ort"]
+    "ollama, or local (offline; ort is another name for it)", enum=[*EMBEDDERS, *EMBEDDER_ALIASES]
 )]
 Explain = Annotated[bool, _arg("add to each hit why it ranked there (ranks, cosine, BM25, signals)")]
 ChunkId = Annotated[str | None, _arg("a chunk_id from a hit (or give path and start_line)")]

@@ -37,6 +37,7 @@ from sai.globs import check_glob
 from sai.mcp_calls import clamp, inside_root, no_nul, tool_result
 from sai.mcp_lookup import LookupTools
 from sai.mcp_schemas import (
+    EMBEDDER_ALIASES,
     MAX_PATHS,
     Backend,
     ChunkLine,
@@ -70,6 +71,7 @@ from sai.mcp_schemas import (
     TopK,
     UseAst,
 )
+from sai.models import BACKENDS, EMBEDDERS
 from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
 from sai.project import Project
 from sai.watch import Batch, BatchFailed, Watcher, WatchReport
@@ -308,18 +310,16 @@ SETUP_NOTES = {
 }
 
 
-EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
-
-
 def setup_plan(
     target: Path, *, backend: str, embedder: str, use_ast_chunker: bool, install_globally: bool
 ) -> SetupPlan:
     """The setup.sh invocation that sets up `target`; features follow backend and embedder."""
     embedder = EMBEDDER_ALIASES.get(embedder, embedder)
-    if backend != "duckdb":
-        raise UsageError(f"unknown backend '{backend}'; the only backend is duckdb")
-    if embedder not in ("ollama", "local"):
-        raise UsageError(f"unknown embedder '{embedder}'; choose ollama or local (or ort)")
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend '{backend}'; choose one of: {', '.join(BACKENDS)}")
+    if embedder not in EMBEDDERS:
+        choices = ", ".join([*EMBEDDERS, *EMBEDDER_ALIASES])
+        raise UsageError(f"unknown embedder '{embedder}'; choose one of: {choices}")
     features = ",".join(["mcp", backend, embedder] + (["ast"] if use_ast_chunker else []))
     return SetupPlan(target, backend, embedder, features, install_globally)
 

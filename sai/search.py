@@ -14,13 +14,12 @@ from sai.freshness import stale_keys
 from sai.globs import compile_glob
 from sai.languages import canonical_language
 from sai.lexical import query_lexemes
-from sai.models import Cluster, ClusterMember, Explain, Hit, IndexStatus
+from sai.models import MODES, Cluster, ClusterMember, Explain, Hit, IndexStatus
 from sai.project import Project
 from sai.ranking import Candidate, fuse, merge
 from sai.store.tables import ChunkRow, Connection
 from sai.store.vectors import VectorTable
 
-MODES = ("hybrid", "semantic", "lexical")
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 
