@@ -11,7 +11,8 @@ import pytest
 from ollama_standin import OllamaStandIn
 
 from sai.config import load_config
-from sai.embedders.base import PREFIXES, make_embedder
+from sai.embedders import make_embedder
+from sai.embedders.base import PREFIXES
 from sai.embedders.local import LocalEmbedder
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError

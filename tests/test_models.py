@@ -7,8 +7,10 @@ import argparse
 from pydantic import TypeAdapter
 
 from sai import mcp_schemas
+from sai.chunking import CHUNKER_CLASSES, make_chunker
 from sai.cli import build_parser
 from sai.config import SCHEMA
+from sai.embedders import EMBEDDER_FACTORIES
 from sai.models import BACKENDS, CHUNKERS, EMBEDDERS, METRICS, MODES, PREFIX_STYLES
 
 
@@ -51,3 +53,10 @@ def test_config_validates_against_the_declared_choices() -> None:
     assert SCHEMA["chunker"].choices == CHUNKERS
     assert SCHEMA["similarity.duplicate_metric"].choices == METRICS
     assert SCHEMA["prefix_style"].choices == ("auto", *PREFIX_STYLES)
+
+
+def test_every_declared_chunker_and_embedder_has_an_implementation() -> None:
+    assert tuple(CHUNKER_CLASSES) == CHUNKERS
+    assert tuple(EMBEDDER_FACTORIES) == EMBEDDERS
+    for name in CHUNKERS:  # each builds, and says its name
+        assert make_chunker(name, max_chunk_chars=500).name == name
