@@ -1,5 +1,6 @@
 """What the MCP tools take and return: argument types (inputSchema) and result shapes
-(outputSchema), as the SDK derives the tools' JSON schemas from them."""
+(outputSchema), as the SDK derives the tools' JSON schemas from them. The result shapes are the
+payload TypedDicts of sai/payloads.py, re-exported here, and SetupOut."""
 
 from __future__ import annotations
 
@@ -9,6 +10,18 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from sai.models import BACKENDS, EMBEDDERS, MODES, DuplicateMetric
+from sai.payloads import (
+    DuplicatesOut,
+    HitsOut,
+    ReadChunkOut,
+    RefreshOut,
+    ServerStatusOut,
+    SymbolsOut,
+)
+
+__all__ = [
+    "DuplicatesOut", "HitsOut", "ReadChunkOut", "RefreshOut", "ServerStatusOut", "SetupOut", "SymbolsOut",
+]
 
 MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
@@ -16,82 +29,8 @@ EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline 
 
 
 # ---------------------------------------------------------------- result shapes (outputSchema)
-class SignalsOut(TypedDict):
-    name_match: float
-    definition: float
-    test_penalty: float
-
-
-class ExplainOut(TypedDict):
-    semantic_rank: int | None
-    cosine: float | None
-    lexical_rank: int | None
-    bm25: float | None
-    rrf: float | None
-    signals: SignalsOut | None
-    fused: float | None
-
-
-class MemberOut(TypedDict):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    chunk_id: str
-
-
-class HitOut(MemberOut):
-    score: float
-    snippet: str
-    language: str | None
-    stale: bool
-    rank: NotRequired[int]
-    score_kind: NotRequired[str]
-    explain: NotRequired[ExplainOut]
-
-
-class HitsOut(TypedDict):
-    hits: list[HitOut]
-
-
-class ClusterOut(TypedDict):
-    size: int
-    members: list[MemberOut]
-    min_sim: float
-    max_sim: float
-
-
-class ClustersOut(TypedDict):
-    clusters: list[ClusterOut]
-
-
-class StatusOut(TypedDict):
-    backend: str
-    collection: str
-    model: str | None
-    vector_dim: int | None
-    chunk_count: int
-    chunker: str | None
-    embedder: str | None
-    file_count: int
-    indexed_at: str | None
-    stale_files: NotRequired[int]
-    languages: dict[str, int]
-    watching: bool  # sai mcp --watch: re-indexing files as they change
-    last_refresh_at: str | None  # when the watcher last brought the index up to date
-
-
-class RefreshedOut(TypedDict):
-    path: str
-    chunks: int
-
-
-class RefreshOut(TypedDict):
-    refreshed: list[RefreshedOut]
-    removed: list[str]
-    note: NotRequired[str]
-
-
+# The payload TypedDicts of sai/payloads.py are the outputSchemas; only the setup tool's own
+# result is declared here (it is MCP's alone).
 class SetupOut(TypedDict):
     target_directory: str
     recommended_command: str
@@ -110,43 +49,6 @@ class SetupOut(TypedDict):
     stdout: NotRequired[str | None]
     stderr: NotRequired[str | None]
     error: NotRequired[str | None]
-
-
-class ChunkOut(TypedDict):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    kind: str | None
-    language: str | None
-    chunk_id: str
-    text: str
-
-
-class ReadChunkMainOut(ChunkOut):
-    stale: bool
-
-
-class ReadChunkOut(TypedDict):
-    chunk: ReadChunkMainOut
-    before: list[ChunkOut]
-    after: list[ChunkOut]
-    enclosing: ChunkOut | None
-
-
-class DefinitionOut(TypedDict):
-    symbol: str
-    kind: str | None
-    path: str
-    start_line: int
-    end_line: int
-    language: str | None
-    chunk_id: str
-    match: str
-
-
-class SymbolsOut(TypedDict):
-    definitions: list[DefinitionOut]
 
 
 # ---------------------------------------------------------------- argument types (inputSchema)

@@ -42,10 +42,10 @@ from sai.mcp_schemas import (
     Backend,
     ChunkLine,
     ChunkPath,
-    ClustersOut,
     Count,
     Directory,
     DuplicateScore,
+    DuplicatesOut,
     EmbedderName,
     Execute,
     Explain,
@@ -63,16 +63,16 @@ from sai.mcp_schemas import (
     RefreshOut,
     Revision,
     Score,
+    ServerStatusOut,
     SetupOut,
     Size,
     Staged,
-    StatusOut,
     Text,
     TopK,
     UseAst,
 )
 from sai.models import BACKENDS, EMBEDDERS
-from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
+from sai.payloads import duplicates_json, hits_json, refresh_json, server_status_json
 from sai.project import Project
 from sai.watch import Batch, BatchFailed, Watcher, WatchReport
 
@@ -145,7 +145,7 @@ class SaiTools(LookupTools):
     def sai_find_duplicates(
         self, min_score: DuplicateScore = None, min_cluster_size: Size = None, top_k: TopK = None,
         max_clusters: Count = 50, path_glob: Glob = None, metric: Metric = None,
-    ) -> Annotated[CallToolResult, ClustersOut]:
+    ) -> Annotated[CallToolResult, DuplicatesOut]:
         """Clusters of near-duplicate code across the index, largest first.
 
         Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
@@ -168,19 +168,18 @@ class SaiTools(LookupTools):
         return tool_result(duplicates_json(clusters, min_score=params.min_score, min_cluster_size=size, top_k=k,
                                        seeded=False, metric=params.metric))
 
-    def sai_index_status(self) -> Annotated[CallToolResult, StatusOut]:
+    def sai_index_status(self) -> Annotated[CallToolResult, ServerStatusOut]:
         """What the index holds: {backend,collection,model,vector_dim,chunk_count,chunker,...}.
 
         No arguments, no embedder needed. Use it to check that an index exists, how big it is
         and which model built it. watching: whether the server re-indexes files as they change
         (--watch); last_refresh_at: when it last did (ISO time, null before the first time).
         """
-        return tool_result({**status_json(search.status(self.project)), **self._watch_state()})
-
-    def _watch_state(self) -> dict[str, Any]:
         watcher = self.watcher
-        return {"watching": bool(watcher and watcher.watching),
-                "last_refresh_at": watcher.last_refresh_at if watcher else None}
+        return tool_result(server_status_json(
+            search.status(self.project), watching=bool(watcher and watcher.watching),
+            last_refresh_at=watcher.last_refresh_at if watcher else None,
+        ))
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
         """Re-index these files now. Needs the server started with --allow-write.
@@ -280,11 +279,11 @@ class SetupPlan:
         )
         return command + (" --install-global" if self.install_globally else "")
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> SetupOut:
         sai_command = _sai_command()
         server = {"command": sai_command, "args": ["mcp", "--config", "sai-cfg.yml"],
                   "cwd": str(self.target)}
-        return {
+        return SetupOut({
             "target_directory": str(self.target),
             "recommended_command": self.command(),
             "mcp_server_config_example": {"mcpServers": {"sai": server}},
@@ -298,7 +297,7 @@ class SetupPlan:
                 "5. Restart your agentic tool.",
             ],
             "notes": SETUP_NOTES[SETUP_SCRIPT.is_file()],
-        }
+        })
 
 
 SETUP_NOTES = {
