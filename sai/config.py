@@ -119,6 +119,8 @@ SETTINGS: tuple[Setting, ...] = (
             example="nomic-embed-text"),
     Setting("ollama.timeout_s", _NUMBER, 60.0, "per request; transient failures are retried with backoff",
             bound="positive"),
+    Setting("ollama.backoff_s", _NUMBER, 0.5, "wait before the first retry; each next retry waits twice as long",
+            bound="seconds"),
     Setting("ollama.batch_size", _INT, 32, bound="positive"),
     Setting("ollama.parallel", _INT, 4, "requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)",
             bound="positive"),
@@ -177,6 +179,7 @@ class Config:
     lock_timeout_s: float
     ollama_url: str
     ollama_timeout_s: float
+    ollama_backoff_s: float
     ollama_batch_size: int
     ollama_parallel: int
     find_similar_min_score: float
@@ -346,6 +349,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         lock_timeout_s=float(v["duckdb.lock_timeout_s"]),
         ollama_url=v["ollama.url"] or "http://localhost:11434",
         ollama_timeout_s=float(v["ollama.timeout_s"]),
+        ollama_backoff_s=float(v["ollama.backoff_s"]),
         ollama_batch_size=v["ollama.batch_size"],
         ollama_parallel=v["ollama.parallel"],
         find_similar_min_score=float(

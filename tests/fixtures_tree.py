@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
+from ollama_standin import OllamaStandIn
 
+from sai import indexer
 from sai.cli import main
 from sai.config import Config, load_config
 from sai.project import Project
@@ -82,11 +85,35 @@ def write_tree(root: Path, files: dict[str, str | bytes] | None = None) -> Path:
 
 def write_config(root: Path, url: str, **settings: Any) -> Path:
     """Write `sai-cfg.yml` for the Ollama stand-in at `url`; `settings` override or add keys."""
-    values: dict[str, Any] = {"embedder": "ollama", "model": STANDIN_MODEL, "ollama": {"url": url}}
+    # a short back-off: tests that stop the stand-in need not wait out the real 0.5 + 1 + 2 s
+    values: dict[str, Any] = {"embedder": "ollama", "model": STANDIN_MODEL,
+                              "ollama": {"url": url, "backoff_s": 0.01}}
     values.update(settings)
     path = root / "sai-cfg.yml"
     path.write_text(yaml.safe_dump(values), encoding="utf-8")
     return path
+
+
+def index_template(tmp_path_factory: Any, files: dict[str, str | bytes], **settings: Any) -> Path:
+    """`files` indexed once, with a stand-in of its own, to be copied by `indexed_copy` (for a
+    module-scoped fixture: indexing the same tree for every test costs more than copying it)."""
+    root = write_tree(tmp_path_factory.mktemp("template"), files)
+    with OllamaStandIn() as server:
+        write_config(root, server.url, **settings)
+        project = open_project(root)
+        try:
+            indexer.index(project)
+        finally:
+            project.close()
+    return root
+
+
+def indexed_copy(template: Path, root: Path, url: str, **settings: Any) -> Path:
+    """A copy of an indexed template at `root` (mtimes kept, so nothing reads as stale; the index
+    records no Ollama url), configured for the stand-in at `url`; returns `root`."""
+    shutil.copytree(template, root, dirs_exist_ok=True)
+    write_config(root, url, **settings)
+    return root
 
 
 def load(root: Path) -> Config:

@@ -49,7 +49,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def write_config(root: Path, server: OllamaStandIn, extra: str = "") -> Path:
-    text = f"ollama:\n  url: {server.url}\n  timeout_s: 5\nchunker: lines\next: [py]\n" \
+    text = f"ollama:\n  url: {server.url}\n  timeout_s: 5\n  backoff_s: 0.01\nchunker: lines\next: [py]\n" \
            f"collection: demo\n{extra}"
     path = root / "sai-cfg.yml"
     root.mkdir(parents=True, exist_ok=True)

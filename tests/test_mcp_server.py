@@ -83,7 +83,7 @@ def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn
     _write(root / "src" / "dup_b.py", PARSER)
     _write(root / "src" / "many.py", MANY)
     _write(root / ".gitignore", ".index/\n")
-    _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    _write(root / "sai-cfg.yml", "root: .\next: [py]\nollama:\n  backoff_s: 0.01\n")  # quick retries
     return index_project(root, standin)
 
 

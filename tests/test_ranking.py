@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from fixtures_tree import load, write_config, write_tree
+from fixtures_tree import index_template, indexed_copy, load
 
 from sai import indexer, ranking, search
 from sai.errors import EmbedderError
@@ -77,12 +77,14 @@ def row(chunk_id: int, path: str, *, symbol: str | None = None, score: float = 0
                     end_line=chunk_id + 1, symbol=symbol, text=f"chunk {chunk_id}", score=score)
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return index_template(tmp_path_factory, TREE)
+
+
 @pytest.fixture
-def project(tmp_path, ollama_server):
-    write_tree(tmp_path, TREE)
-    write_config(tmp_path, ollama_server.url)
-    project = Project(load(tmp_path))
-    indexer.index(project)
+def project(template, tmp_path, ollama_server):
+    project = Project(load(indexed_copy(template, tmp_path, ollama_server.url)))
     yield project
     project.close()
 

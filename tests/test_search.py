@@ -14,7 +14,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures_tree import OPEN, ORIGINAL, UNRELATED_A, load, run_cli, write_config, write_tree
+from fixtures_tree import (
+    OPEN,
+    ORIGINAL,
+    UNRELATED_A,
+    index_template,
+    indexed_copy,
+    load,
+    run_cli,
+    write_config,
+    write_tree,
+)
 
 from sai import duplicates, indexer, search
 from sai.config import SIMILARITY_DEFAULTS, load_config
@@ -103,11 +113,16 @@ def index_tree(root: Path, url: str, files: dict[str, str] = TREE, **settings) -
     return project
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return index_template(tmp_path_factory, TREE)
+
+
 @pytest.fixture
-def project(tmp_path, ollama_server, monkeypatch):
+def project(template, tmp_path, ollama_server, monkeypatch):
     """The standard tree indexed with the stand-in; the cwd is its root, as for a CLI user."""
     monkeypatch.chdir(tmp_path)
-    project = index_tree(tmp_path, ollama_server.url)
+    project = Project(load(indexed_copy(template, tmp_path, ollama_server.url)))
     OPEN.append(project)
     yield project
     OPEN.remove(project)

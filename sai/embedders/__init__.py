@@ -23,6 +23,7 @@ def _ollama(config: Config) -> Embedder:
         model=config.model,
         url=config.ollama_url,
         timeout_s=config.ollama_timeout_s,
+        backoff_s=config.ollama_backoff_s,
         batch_size=config.ollama_batch_size,
         parallel=config.ollama_parallel,
         prefix_style=config.prefix_style,
