@@ -173,3 +173,91 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+# ---------------------------------------------------------------- a tree of copies (similar, duplicates)
+TOTAL = '''def total_price(items, tax_rate):
+    subtotal = 0
+    for item in items:
+        subtotal += item.price * item.quantity
+    tax = subtotal * tax_rate
+    return round(subtotal + tax, 2)
+'''
+COMMENTED = TOTAL.replace("    subtotal = 0\n", "    subtotal = 0\n    # prices include discounts\n")
+MARKED = TOTAL.replace("    subtotal = 0\n", "    subtotal = 0  # sai-noduplicate: kept on purpose\n")
+SLUG = '''def slugify(title):
+    words = title.lower().split()
+    return "-".join(w.strip(".,!?") for w in words if w)
+'''
+PAIR = '''def parse_pair(text, separator):
+    left, _, right = text.partition(separator)
+    return left.strip(), right.strip()
+'''
+SESSION = '''import secrets
+
+
+class Session:
+    def create(self, user):
+        token = secrets.token_hex(16)
+        self.tokens[user.name] = token
+        return token
+
+    def close(self, user):
+        self.tokens.pop(user.name, None)
+
+
+def create_session(tokens, user):
+    token = secrets.token_hex(16)
+    tokens[user.name] = token
+    return token
+'''
+# A class whose own lines (body statements and a trailing attribute) repeat its method: the
+# class chunk spans 1-12 and contains the method's chunk 6-10, and the two score about 0.81.
+TOTALS = '''class Totals:
+    subtotal = 0
+    for item in ITEMS:
+        subtotal += item.price * item.quantity
+
+    def total(self, items):
+        subtotal = 0
+        for item in items:
+            subtotal += item.price * item.quantity
+        return subtotal
+
+    rate = TAX_RATE
+'''
+CODE_TREE = {
+    "src/billing.py": '"""Billing helpers."""\n\n\n' + TOTAL + "\n\n" + SLUG,
+    "src/legacy/billing_v1.py": "import math\n\n\n" + TOTAL,
+    "src/commented.py": COMMENTED,
+    "src/marked.py": MARKED,
+    "src/text_utils.py": SLUG,
+    "src/helpers.py": PAIR,
+    "src/session.py": SESSION,
+    "lib/vendor_billing.py": TOTAL,
+    "lib/helpers.py": PAIR,
+}
+
+# Copied and adapted: the function, its parameter and its accumulator renamed. MiniLM scores
+# the pair 0.83 (a renamed copy of a 13-line function), under the original tool's 0.93 threshold.
+RENAMED = (
+    ORIGINAL.replace("merge_intervals(intervals)", "merge_ranges(ranges)")
+    .replace("sorted(intervals", "sorted(ranges")
+    .replace("merged", "result")
+)
+UNRELATED_B = '''def send_report(smtp, recipients, subject, rows):
+    body = "\\n".join(f"{name}: {count}" for name, count in rows)
+    message = f"Subject: {subject}\\n\\n{body}"
+    for address in recipients:
+        smtp.sendmail("reports@example.com", address, message)
+    return len(recipients)
+'''
+
+
+def index_tree(root: Path, url: str, files: dict[str, str] = CODE_TREE, **settings: Any) -> Project:
+    """`files` written under `root` and indexed with the stand-in at `url`; the project stays open."""
+    write_tree(root, files)
+    write_config(root, url, **settings)
+    project = Project(load(root))
+    indexer.index(project)
+    return project
