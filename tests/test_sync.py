@@ -150,6 +150,7 @@ def test_refresh_refuses_paths_outside_the_root(project, tmp_path, outside, olla
     code, out, err = run_cli(capsys, "refresh", given)
     assert code == 1 and out == ""
     assert re.fullmatch(r"error: path \S+ is outside the project root \S+; [^\n]+\n", err)
+    assert err.startswith(f"error: path {given} is outside the project root ")
     assert ollama_server.inputs_embedded == 0
     assert rows_by_location(project).keys() == before.keys()
 
