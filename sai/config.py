@@ -60,6 +60,7 @@ SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
 }
 DUPLICATE_METRICS = METRICS  # the name search.py knows them by
 
+
 @dataclass(frozen=True)
 class Setting:
     """One row of the settings table: a key of sai-cfg.yml (dotted inside a section).
