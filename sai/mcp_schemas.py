@@ -10,18 +10,12 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from sai.models import BACKENDS, EMBEDDERS, MODES, DuplicateMetric
-from sai.payloads import (
-    DuplicatesOut,
-    HitsOut,
-    ReadChunkOut,
-    RefreshOut,
-    ServerStatusOut,
-    SymbolsOut,
-)
-
-__all__ = [
-    "DuplicatesOut", "HitsOut", "ReadChunkOut", "RefreshOut", "ServerStatusOut", "SetupOut", "SymbolsOut",
-]
+from sai.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
+from sai.payloads import HitsOut as HitsOut
+from sai.payloads import ReadChunkOut as ReadChunkOut
+from sai.payloads import RefreshOut as RefreshOut
+from sai.payloads import ServerStatusOut as ServerStatusOut
+from sai.payloads import SymbolsOut as SymbolsOut
 
 MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
