@@ -44,6 +44,7 @@ from ollama_standin import OllamaStandIn  # noqa: E402
 
 from sai.config import load_config  # noqa: E402
 from sai.indexer import index  # noqa: E402
+from sai.models import EMBEDDERS  # noqa: E402
 from sai.project import Project  # noqa: E402
 
 Answer = list[tuple[str, int, int, float]]
@@ -76,7 +77,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     parser.add_argument("--tree", type=Path, default=REPO / "sai")
-    parser.add_argument("--embedder", choices=("ollama", "local"), default="ollama")
+    parser.add_argument("--embedder", choices=EMBEDDERS, default="ollama")
     return parser.parse_args()
 
 

@@ -49,11 +49,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sai.models import EMBEDDERS, MODES
+
 TUNING = ("aiohttp", "fastapi", "pydantic", "starlette", "model2vec", "commons-lang",
           "jackson-databind", "laravel-framework", "rails", "tokio", "messagepack-csharp",
           "newtonsoft-json", "ktor", "kotlinx-coroutines", "nlohmann-json", "curl", "redis", "vitest")
 CATEGORIES = ("semantic", "architecture", "symbol")
-MODES = ("hybrid", "semantic", "lexical")
 TOP = 10
 SEMBLE_COMMIT = "b8543c3"  # michalfedyna/semble snapshot holding MinishLab's benchmarks/ of 2026-04-29
 PUBLISHED = "semble-hybrid-0332378809c5.json"
@@ -370,7 +371,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--modes", type=lambda v: parse_list(v, MODES, "mode"), default=list(MODES))
     p.add_argument("--categories", type=lambda v: parse_list(v, CATEGORIES, "category"), default=list(CATEGORIES))
     p.add_argument("--max-queries", type=int, default=None, help="first N queries per repo (after --categories)")
-    p.add_argument("--embedder", choices=("local", "ollama"), default="local")
+    p.add_argument("--embedder", choices=EMBEDDERS, default="local")
     p.add_argument("--model", default=None, help="embedding model (default: the embedder's default)")
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--published", type=Path, default=None,

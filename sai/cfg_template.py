@@ -1,46 +1,65 @@
-"""The commented sai-cfg.yml that `sai init` writes (the same text as the repo's sai-cfg.yml)."""
+"""The commented sai-cfg.yml that `sai init` writes (the same text as the repo's sai-cfg.yml),
+rendered from the settings table (sai/config.py SETTINGS): every key at its default, or
+commented out with an example when its default is resolved at load time."""
 
-TEMPLATE = """\
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sai.config import SETTINGS, Setting
+
+HEADER = """\
 # sai-cfg.yml — configuration of SAI (semantic code search). Every key is optional: the values
 # below are the defaults. Precedence: command-line flag > environment > this file > default.
 # Reference: docs/configuration.md
-
-backend: duckdb            # the only backend today
-embedder: ollama           # ollama (an Ollama server) or local (bundled all-MiniLM-L6-v2, offline)
-# model: nomic-embed-text  # default: nomic-embed-text (ollama), all-MiniLM-L6-v2 (local)
-# vector_dim: 768          # default: detected from the first embedding; if set, must match
-collection: source_code    # table name: ^[A-Za-z_][A-Za-z0-9_]*$
-root: .                    # directory to index, relative to this file
-# ext: [py, js, ts]        # default: every language SAI knows (py js jsx ts tsx go rs java c h cpp cs rb php kt ...)
-chunker: ast               # ast (tree-sitter units, line fallback) or lines (60-line windows)
-max_chunk_chars: 2000      # byte budget of one chunk
-prefix_style: auto         # auto, nomic, e5, qwen or none (query/passage prefixes)
-exclude_dirs: []           # added to the always-pruned .git node_modules dist build target .next
-                           # coverage .turbo __pycache__ .venv venv .index
-include: []                # globs on the root-relative path; non-empty = allow-list
-exclude: []                # globs on the root-relative path; exclude wins over include
-respect_gitignore: true    # honour .gitignore files (nested) and .git/info/exclude
-max_file_bytes: 1048576    # larger files are skipped (too-large)
-skip_generated_marker: true   # skip files whose first 600 bytes say "do not edit", "@generated", ...
-strip_comments: false      # blank C-style comments before chunking (line numbers kept)
-honor_noindex_marker: true    # drop chunks containing sai-noindexing
-honor_noduplicate_marker: true  # chunks containing sai-noduplicate never join duplicate clusters
-
-duckdb:
-  path: .index/code.duckdb   # relative to the project root
-  lock_timeout_s: 30         # how long to wait for another process holding the index file
-
-ollama:
-  # url: http://localhost:11434   # default: $OLLAMA_HOST or http://localhost:11434
-  # model: nomic-embed-text       # accepted for compatibility; must not contradict `model`
-  timeout_s: 60              # per request; transient failures are retried with backoff
-  batch_size: 32
-  parallel: 4                # requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)
-
-similarity:
-  # find_similar_min_score: 0.85   # default depends on the model (0.70 for all-MiniLM-L6-v2)
-  # duplicate_min_score: 0.80      # cosine and token shape; depends on the model (0.75 for all-MiniLM-L6-v2)
-  duplicate_min_cluster_size: 2
-  duplicate_metric: duplicate    # duplicate (cosine and token shape) or cosine (the original's plain cosine)
-  top_k: 10
 """
+COMMENT_COLUMN = 27  # where a top-level key's comment starts (two more inside a section)
+LINE_WIDTH = 120  # a longer comment wraps onto lines aligned at its column
+
+
+def yaml_value(value: Any) -> str:
+    """A default as the template writes it: `true`, `30` (not 30.0), `[]`, `[py, js]`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(str(item) for item in value) + "]"
+    return str(value)
+
+
+def _lines(setting: Setting, indent: str) -> Iterator[str]:
+    name = setting.key.split(".")[-1]
+    if setting.default is None:
+        entry = f"{indent}# {name}: {setting.example}"
+    else:
+        entry = f"{indent}{name}: {yaml_value(setting.default)}"
+    if not setting.comment:
+        yield entry
+        return
+    column = max(COMMENT_COLUMN + len(indent), len(entry) + 2)
+    words, line = setting.comment.split(), entry.ljust(column) + "#"
+    for word in words:
+        if len(line) + 1 + len(word) > LINE_WIDTH and not line.endswith("#"):
+            yield line
+            line = " " * column + "#"
+        line += " " + word
+    yield line
+
+
+def render() -> str:
+    """The template text: top-level keys, then one block per section (`duckdb:`, ...)."""
+    out = [HEADER]
+    top = [s for s in SETTINGS if "." not in s.key]
+    out += [line for s in top for line in _lines(s, "")]
+    sections: dict[str, list[Setting]] = {}
+    for setting in SETTINGS:
+        if "." in setting.key:
+            sections.setdefault(setting.key.split(".")[0], []).append(setting)
+    for name, members in sections.items():
+        out += ["", f"{name}:"] + [line for s in members for line in _lines(s, "  ")]
+    return "\n".join(out) + "\n"
+
+
+TEMPLATE = render()

@@ -15,6 +15,7 @@ from sai.config import load_config
 from sai.errors import SaiError, UsageError
 from sai.files import key_for
 from sai.globs import check_glob
+from sai.models import CHUNKERS, EMBEDDERS, METRICS, MODES
 from sai.payloads import chunk_context_json, definitions_json, duplicates_json, hits_json, refresh_json, status_json
 from sai.progress import ProgressReporter
 from sai.project import Project
@@ -29,8 +30,8 @@ def _common() -> argparse.ArgumentParser:
     p.add_argument("--config", default=S, metavar="PATH", help="config file (default: sai-cfg.yml)")
     p.add_argument("--root", default=S, metavar="DIR", help="directory to index")
     p.add_argument("--ext", default=S, metavar="LIST", help="comma list of extensions")
-    p.add_argument("--chunker", default=S, choices=["lines", "ast"])
-    p.add_argument("--embedder", default=S, choices=["ollama", "local"])
+    p.add_argument("--chunker", default=S, choices=CHUNKERS)
+    p.add_argument("--embedder", default=S, choices=EMBEDDERS)
     p.add_argument("--model", default=S, metavar="NAME")
     p.add_argument("--collection", default=S, metavar="NAME")
     p.add_argument("--json", action="store_true", default=S, help="machine output on stdout")
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--query", metavar="Q", help="search after indexing")
     parser.add_argument("--query-only", action="store_true", help="skip the index step")
     parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")
-    parser.add_argument("--mode", choices=search.MODES, default="hybrid",
+    parser.add_argument("--mode", choices=MODES, default="hybrid",
                         help="ranking: hybrid (default), semantic or lexical (no embedder needed)")
     parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
     parser.add_argument("--path-glob", metavar="G", help="search only files whose key matches this glob")
@@ -95,7 +96,7 @@ def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, metavar="N")
     p.add_argument("--max-clusters", type=int, default=50, metavar="N")
     p.add_argument("--path-glob", metavar="G")
-    p.add_argument("--metric", choices=search.METRICS,
+    p.add_argument("--metric", choices=METRICS,
                    help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
     _add_seed(p)
 

@@ -12,13 +12,25 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from sai.errors import ConfigError, GlobError
 from sai.globs import check_glob
 from sai.languages import DEFAULT_EXTS, normalize_exts
+from sai.models import (
+    BACKENDS,
+    CHUNKERS,
+    EMBEDDERS,
+    METRICS,
+    PREFIX_STYLES,
+    BackendName,
+    ChunkerName,
+    DuplicateMetric,
+    EmbedderName,
+    PrefixStyle,
+)
 
 CONFIG_NAMES = ("sai-cfg.yml", "sai-cfg.yaml")
 ALWAYS_PRUNED = (
@@ -26,8 +38,7 @@ ALWAYS_PRUNED = (
     "__pycache__", ".venv", "venv", ".index",
 )
 COLLECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DEFAULT_MODELS = {"ollama": "nomic-embed-text", "local": "all-MiniLM-L6-v2"}
-PREFIX_STYLES = ("nomic", "e5", "qwen", "none")
+DEFAULT_MODELS: dict[EmbedderName, str] = {"ollama": "nomic-embed-text", "local": "all-MiniLM-L6-v2"}
 
 # Similarity scales differ by model, so the defaults are per model family (model_family());
 # unknown models get the generic row. find_similar_min_score is a cosine; duplicate_min_score is
@@ -47,43 +58,92 @@ SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
                          "duplicate_cosine_min_score": 0.80},
     "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
 }
-DUPLICATE_METRICS = ("duplicate", "cosine")
+DUPLICATE_METRICS = METRICS  # the name search.py knows them by
 
-# key -> (allowed python types, default); nested sections use dotted keys.
-_SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
-    "backend": ((str,), "duckdb"),
-    "embedder": ((str,), "ollama"),
-    "model": ((str,), None),
-    "vector_dim": ((int,), None),
-    "collection": ((str,), "source_code"),
-    "root": ((str,), "."),
-    "ext": ((list, str), None),
-    "chunker": ((str,), "ast"),
-    "max_chunk_chars": ((int,), 2000),
-    "prefix_style": ((str,), "auto"),
-    "exclude_dirs": ((list,), []),
-    "include": ((list,), []),
-    "exclude": ((list,), []),
-    "respect_gitignore": ((bool,), True),
-    "max_file_bytes": ((int,), 1048576),
-    "skip_generated_marker": ((bool,), True),
-    "strip_comments": ((bool,), False),
-    "honor_noindex_marker": ((bool,), True),
-    "honor_noduplicate_marker": ((bool,), True),
-    "duckdb.path": ((str,), ".index/code.duckdb"),
-    "duckdb.lock_timeout_s": ((int, float), 30.0),
-    "ollama.url": ((str,), None),
-    "ollama.model": ((str,), None),
-    "ollama.timeout_s": ((int, float), 60.0),
-    "ollama.batch_size": ((int,), 32),
-    "ollama.parallel": ((int,), 4),
-    "similarity.find_similar_min_score": ((int, float), None),
-    "similarity.duplicate_min_score": ((int, float), None),
-    "similarity.duplicate_min_cluster_size": ((int,), 2),
-    "similarity.duplicate_metric": ((str,), "duplicate"),
-    "similarity.top_k": ((int,), 10),
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table: a key of sai-cfg.yml (dotted inside a section).
+
+    From the table come the allowed keys, their types, defaults and choices (validation), the
+    template `sai init` writes (sai/cfg_template.py) and the docs check (tests/test_docs.py).
+    `example` is what the template shows, commented out, for a key whose default is resolved
+    later (None); `bound` names a range rule in `_BOUNDS`.
+    """
+
+    key: str
+    types: tuple[type, ...]
+    default: Any
+    comment: str = ""
+    choices: tuple[str, ...] = ()
+    example: str | None = None
+    bound: str | None = None
+
+
+_STR, _INT, _BOOL, _NUMBER, _LIST = (str,), (int,), (bool,), (int, float), (list,)
+PRUNED_NOTE = " ".join(ALWAYS_PRUNED)
+SETTINGS: tuple[Setting, ...] = (
+    Setting("backend", _STR, "duckdb", "the only backend today", choices=BACKENDS),
+    Setting("embedder", _STR, "ollama", "ollama (an Ollama server) or local (bundled all-MiniLM-L6-v2, offline)",
+            choices=EMBEDDERS),
+    Setting("model", _STR, None, "default: nomic-embed-text (ollama), all-MiniLM-L6-v2 (local)",
+            example="nomic-embed-text"),
+    Setting("vector_dim", _INT, None, "default: detected from the first embedding; if set, must match",
+            example="768", bound="positive"),
+    Setting("collection", _STR, "source_code", "table name: ^[A-Za-z_][A-Za-z0-9_]*$"),
+    Setting("root", _STR, ".", "directory to index, relative to this file"),
+    Setting("ext", (list, str), None,
+            "default: every language SAI knows (py js jsx ts tsx go rs java c h cpp cs rb php kt ...)",
+            example="[py, js, ts]"),
+    Setting("chunker", _STR, "ast", "ast (tree-sitter units, line fallback) or lines (60-line windows)",
+            choices=CHUNKERS),
+    Setting("max_chunk_chars", _INT, 2000, "byte budget of one chunk", bound="positive"),
+    Setting("prefix_style", _STR, "auto", "auto, nomic, e5, qwen or none (query/passage prefixes)",
+            choices=("auto", *PREFIX_STYLES)),
+    Setting("exclude_dirs", _LIST, (), f"added to the always-pruned {PRUNED_NOTE}"),
+    Setting("include", _LIST, (), "globs on the root-relative path; non-empty = allow-list"),
+    Setting("exclude", _LIST, (), "globs on the root-relative path; exclude wins over include"),
+    Setting("respect_gitignore", _BOOL, True, "honour .gitignore files (nested) and .git/info/exclude"),
+    Setting("max_file_bytes", _INT, 1048576, "larger files are skipped (too-large)", bound="positive"),
+    Setting("skip_generated_marker", _BOOL, True,
+            'skip files whose first 600 bytes say "do not edit", "@generated", ...'),
+    Setting("strip_comments", _BOOL, False, "blank C-style comments before chunking (line numbers kept)"),
+    Setting("honor_noindex_marker", _BOOL, True, "drop chunks containing sai-noindexing"),
+    Setting("honor_noduplicate_marker", _BOOL, True,
+            "chunks containing sai-noduplicate never join duplicate clusters"),
+    Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root"),
+    Setting("duckdb.lock_timeout_s", _NUMBER, 30.0, "how long to wait for another process holding the index file",
+            bound="seconds"),
+    Setting("ollama.url", _STR, None, "default: $OLLAMA_HOST or http://localhost:11434",
+            example="http://localhost:11434"),
+    Setting("ollama.model", _STR, None, "accepted for compatibility; must not contradict `model`",
+            example="nomic-embed-text"),
+    Setting("ollama.timeout_s", _NUMBER, 60.0, "per request; transient failures are retried with backoff",
+            bound="positive"),
+    Setting("ollama.backoff_s", _NUMBER, 0.5, "wait before the first retry; each next retry waits twice as long",
+            bound="seconds"),
+    Setting("ollama.batch_size", _INT, 32, bound="positive"),
+    Setting("ollama.parallel", _INT, 4, "requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)",
+            bound="positive"),
+    Setting("similarity.find_similar_min_score", _NUMBER, None,
+            "default depends on the model (0.70 for all-MiniLM-L6-v2)", example="0.85", bound="similarity"),
+    Setting("similarity.duplicate_min_score", _NUMBER, None,
+            "cosine and token shape; depends on the model (0.75 for all-MiniLM-L6-v2)", example="0.80",
+            bound="similarity"),
+    Setting("similarity.duplicate_min_cluster_size", _INT, 2, bound="at_least_1"),
+    Setting("similarity.duplicate_metric", _STR, "duplicate",
+            "duplicate (cosine and token shape) or cosine (the original's plain cosine)", choices=METRICS),
+    Setting("similarity.top_k", _INT, 10, bound="positive"),
+)
+SCHEMA: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}
+# range rules: name -> (value is allowed, what the error says it must be)
+_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "positive": (lambda x: x > 0, "a positive number"),
+    "seconds": (lambda x: x >= 0, "0 or more seconds"),
+    "similarity": (lambda x: -1.0 <= x <= 1.0, "a similarity in [-1, 1]"),
+    "at_least_1": (lambda x: x >= 1, "at least 1"),
 }
-_SECTIONS = {key.split(".")[0] for key in _SCHEMA if "." in key}
+_SECTIONS = {key.split(".")[0] for key in SCHEMA if "." in key}
 # Environment variables that may set a key (flag > env > file > default).
 ENV_KEYS = {
     "SAI_EMBEDDER": "embedder", "SAI_MODEL": "model", "SAI_COLLECTION": "collection",
@@ -94,40 +154,41 @@ ENV_KEYS = {
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting SAI uses, resolved and validated."""
+    """Every setting SAI uses, resolved and validated (the defaults are in SETTINGS)."""
 
     root: Path
     db_path: Path
     config_path: Path | None
-    backend: str = "duckdb"
-    embedder: str = "ollama"
-    model: str = "nomic-embed-text"
-    vector_dim: int | None = None
-    collection: str = "source_code"
-    ext: tuple[str, ...] = DEFAULT_EXTS
-    chunker: str = "ast"
-    max_chunk_chars: int = 2000
-    prefix_style: str = "nomic"
-    exclude_dirs: tuple[str, ...] = ()
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    respect_gitignore: bool = True
-    max_file_bytes: int = 1048576
-    skip_generated_marker: bool = True
-    strip_comments: bool = False
-    honor_noindex_marker: bool = True
-    honor_noduplicate_marker: bool = True
-    lock_timeout_s: float = 30.0
-    ollama_url: str = "http://localhost:11434"
-    ollama_timeout_s: float = 60.0
-    ollama_batch_size: int = 32
-    ollama_parallel: int = 4
-    find_similar_min_score: float = 0.85
-    duplicate_min_score: float = 0.80
-    duplicate_metric: str = "duplicate"
-    duplicate_cosine_min_score: float = 0.93
-    duplicate_min_cluster_size: int = 2
-    top_k: int = 10
+    backend: BackendName
+    embedder: EmbedderName
+    model: str
+    vector_dim: int | None
+    collection: str
+    ext: tuple[str, ...]
+    chunker: ChunkerName
+    max_chunk_chars: int
+    prefix_style: PrefixStyle
+    exclude_dirs: tuple[str, ...]
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    respect_gitignore: bool
+    max_file_bytes: int
+    skip_generated_marker: bool
+    strip_comments: bool
+    honor_noindex_marker: bool
+    honor_noduplicate_marker: bool
+    lock_timeout_s: float
+    ollama_url: str
+    ollama_timeout_s: float
+    ollama_backoff_s: float
+    ollama_batch_size: int
+    ollama_parallel: int
+    find_similar_min_score: float
+    duplicate_min_score: float
+    duplicate_metric: DuplicateMetric
+    duplicate_cosine_min_score: float
+    duplicate_min_cluster_size: int
+    top_k: int
 
     @property
     def pruned_dirs(self) -> tuple[str, ...]:
@@ -182,16 +243,16 @@ def _section(path: Path, name: str, value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        keys = ", ".join(k for k in sorted(_SCHEMA) if k.startswith(f"{name}."))
+        keys = ", ".join(k for k in sorted(SCHEMA) if k.startswith(f"{name}."))
         raise ConfigError(f"{path}: key '{name}' must be a mapping with keys {keys}, got {value!r}")
     return {f"{name}.{sub}": subvalue for sub, subvalue in value.items()}
 
 
 def _check_type(key: str, value: Any, *, source: str) -> None:
-    if key not in _SCHEMA:
-        allowed = ", ".join(sorted(_SCHEMA))
+    if key not in SCHEMA:
+        allowed = ", ".join(sorted(SCHEMA))
         raise ConfigError(f"{source}: unknown key '{key}'; allowed keys: {allowed}")
-    types, _ = _SCHEMA[key]
+    types = SCHEMA[key].types
     if value is None:
         return
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
@@ -224,7 +285,7 @@ def load_config(
     env = env or {}
     cwd = (cwd or Path.cwd()).resolve()
     path = find_config_file(config_file, env, cwd)
-    values: dict[str, Any] = {key: default for key, (_, default) in _SCHEMA.items()}
+    values: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
     values.update(read_config_file(path) if path else {})
     origins: dict[str, str] = {}  # where a value that is not the file's came from, for errors
     for var, key in ENV_KEYS.items():
@@ -241,11 +302,9 @@ def load_config(
 
 def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config_path: Path | None) -> Config:
     """Validate resolved values; `where(key)` names the source of a key's value in errors."""
-    _choice(v, "backend", ("duckdb",), where("backend"))
-    _choice(v, "embedder", ("ollama", "local"), where("embedder"))
-    _choice(v, "chunker", ("ast", "lines"), where("chunker"))
-    _choice(v, "prefix_style", ("auto", *PREFIX_STYLES), where("prefix_style"))
-    _choice(v, "similarity.duplicate_metric", DUPLICATE_METRICS, where("similarity.duplicate_metric"))
+    for setting in SETTINGS:
+        if setting.choices:
+            _choice(v, setting.key, setting.choices, where(setting.key))
     model = v["model"] or v["ollama.model"] or DEFAULT_MODELS[v["embedder"]]
     if v["ollama.model"] and v["model"] and v["ollama.model"] != v["model"]:
         raise ConfigError(
@@ -256,13 +315,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         raise ConfigError(
             f"{where('collection')}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
         )
-    for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "ollama.parallel", "similarity.top_k",
-                "ollama.timeout_s", "vector_dim"):
-        if v[key] is not None and v[key] <= 0:
-            raise ConfigError(f"{where(key)}: key '{key}' must be a positive number, got {v[key]}")
-    if v["duckdb.lock_timeout_s"] < 0:
-        raise ConfigError(f"{where('duckdb.lock_timeout_s')}: key 'duckdb.lock_timeout_s' must be "
-                          f"0 or more seconds, got {v['duckdb.lock_timeout_s']}")
+    _check_bounds(v, where)
     root = project_root(base, v["root"], where("root"))
     ext = v["ext"] if v["ext"] is not None else list(DEFAULT_EXTS)
     ext = normalize_exts(ext.split(",") if isinstance(ext, str) else [str(e) for e in ext])
@@ -271,7 +324,6 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
     if v["embedder"] == "local" and model_family(model) == "all-minilm-l6-v2":
         model = DEFAULT_MODELS["local"]  # one spelling, so the index records one name
     sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
-    _check_similarity(v, where)
     _check_globs(v, where)
     return Config(
         root=root,
@@ -298,6 +350,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         lock_timeout_s=float(v["duckdb.lock_timeout_s"]),
         ollama_url=v["ollama.url"] or "http://localhost:11434",
         ollama_timeout_s=float(v["ollama.timeout_s"]),
+        ollama_backoff_s=float(v["ollama.backoff_s"]),
         ollama_batch_size=v["ollama.batch_size"],
         ollama_parallel=v["ollama.parallel"],
         find_similar_min_score=float(
@@ -350,13 +403,13 @@ def resolve_path(path: Path) -> Path:
         raise OSError(errno.ELOOP, "symlink loop", str(path)) from exc
 
 
-def _check_similarity(v: dict[str, Any], where: Callable[[str], str]) -> None:
-    for key in ("similarity.find_similar_min_score", "similarity.duplicate_min_score"):
-        if v[key] is not None and not -1.0 <= v[key] <= 1.0:
-            raise ConfigError(f"{where(key)}: key '{key}' must be a similarity in [-1, 1], got {v[key]}")
-    key = "similarity.duplicate_min_cluster_size"
-    if v[key] < 1:
-        raise ConfigError(f"{where(key)}: key '{key}' must be at least 1, got {v[key]}")
+def _check_bounds(v: dict[str, Any], where: Callable[[str], str]) -> None:
+    for setting in SETTINGS:
+        value = v[setting.key]
+        if setting.bound and value is not None:
+            allowed, what = _BOUNDS[setting.bound]
+            if not allowed(value):
+                raise ConfigError(f"{where(setting.key)}: key '{setting.key}' must be {what}, got {value}")
 
 
 def _check_globs(v: dict[str, Any], where: Callable[[str], str]) -> None:
@@ -385,12 +438,12 @@ def _choice(v: dict[str, Any], key: str, allowed: tuple[str, ...], where: str) -
         )
 
 
-def resolve_prefix_style(style: str, model: str) -> str:
+def resolve_prefix_style(style: str, model: str) -> PrefixStyle:
     """`auto` picks the prefix convention from the model name (nomic, e5, qwen, else none)."""
     if style != "auto":
-        return style
+        return cast(PrefixStyle, style)
     lowered = model.lower()
-    for name in ("nomic", "e5", "qwen"):
+    for name in PREFIX_STYLES:
         if name in lowered:
             return name
     return "none"

@@ -4,6 +4,7 @@ mcp_lookup.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
@@ -14,10 +15,10 @@ from sai.mcp_schemas import MAX_LIMIT
 from sai.project import Project
 
 
-def tool_result(payload: dict[str, Any]) -> CallToolResult:
+def tool_result(payload: Mapping[str, Any]) -> CallToolResult:
     """The payload as structured content and, for clients that read text, as the same JSON."""
     text = json.dumps(payload, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dict(payload))
 
 
 def clamp(value: int) -> int:

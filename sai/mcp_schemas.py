@@ -1,94 +1,30 @@
 """What the MCP tools take and return: argument types (inputSchema) and result shapes
-(outputSchema), as the SDK derives the tools' JSON schemas from them."""
+(outputSchema), as the SDK derives the tools' JSON schemas from them. The result shapes are the
+payload TypedDicts of sai/payloads.py, re-exported here, and SetupOut."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
+from sai.models import BACKENDS, EMBEDDERS, MODES, DuplicateMetric
+from sai.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
+from sai.payloads import HitsOut as HitsOut
+from sai.payloads import ReadChunkOut as ReadChunkOut
+from sai.payloads import RefreshOut as RefreshOut
+from sai.payloads import ServerStatusOut as ServerStatusOut
+from sai.payloads import SymbolsOut as SymbolsOut
+
 MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
+EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
 
 
 # ---------------------------------------------------------------- result shapes (outputSchema)
-class SignalsOut(TypedDict):
-    name_match: float
-    definition: float
-    test_penalty: float
-
-
-class ExplainOut(TypedDict):
-    semantic_rank: int | None
-    cosine: float | None
-    lexical_rank: int | None
-    bm25: float | None
-    rrf: float | None
-    signals: SignalsOut | None
-    fused: float | None
-
-
-class MemberOut(TypedDict):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    chunk_id: str
-
-
-class HitOut(MemberOut):
-    score: float
-    snippet: str
-    language: str | None
-    stale: bool
-    rank: NotRequired[int]
-    score_kind: NotRequired[str]
-    explain: NotRequired[ExplainOut]
-
-
-class HitsOut(TypedDict):
-    hits: list[HitOut]
-
-
-class ClusterOut(TypedDict):
-    size: int
-    members: list[MemberOut]
-    min_sim: float
-    max_sim: float
-
-
-class ClustersOut(TypedDict):
-    clusters: list[ClusterOut]
-
-
-class StatusOut(TypedDict):
-    backend: str
-    collection: str
-    model: str | None
-    vector_dim: int | None
-    chunk_count: int
-    chunker: str | None
-    embedder: str | None
-    file_count: int
-    indexed_at: str | None
-    stale_files: NotRequired[int]
-    languages: dict[str, int]
-    watching: bool  # sai mcp --watch: re-indexing files as they change
-    last_refresh_at: str | None  # when the watcher last brought the index up to date
-
-
-class RefreshedOut(TypedDict):
-    path: str
-    chunks: int
-
-
-class RefreshOut(TypedDict):
-    refreshed: list[RefreshedOut]
-    removed: list[str]
-    note: NotRequired[str]
-
-
+# The payload TypedDicts of sai/payloads.py are the outputSchemas; only the setup tool's own
+# result is declared here (it is MCP's alone).
 class SetupOut(TypedDict):
     target_directory: str
     recommended_command: str
@@ -109,43 +45,6 @@ class SetupOut(TypedDict):
     error: NotRequired[str | None]
 
 
-class ChunkOut(TypedDict):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    kind: str | None
-    language: str | None
-    chunk_id: str
-    text: str
-
-
-class ReadChunkMainOut(ChunkOut):
-    stale: bool
-
-
-class ReadChunkOut(TypedDict):
-    chunk: ReadChunkMainOut
-    before: list[ChunkOut]
-    after: list[ChunkOut]
-    enclosing: ChunkOut | None
-
-
-class DefinitionOut(TypedDict):
-    symbol: str
-    kind: str | None
-    path: str
-    start_line: int
-    end_line: int
-    language: str | None
-    chunk_id: str
-    match: str
-
-
-class SymbolsOut(TypedDict):
-    definitions: list[DefinitionOut]
-
-
 # ---------------------------------------------------------------- argument types (inputSchema)
 def _arg(description: str, **schema: Any) -> Any:
     # Extra schema keys are shown, not enforced: out-of-range limits are clamped, not refused.
@@ -162,7 +61,7 @@ Language = Annotated[
     str | None, _arg("only chunks of this language: a name (python, typescript) or an extension (py, ts)")
 ]
 Metric = Annotated[
-    Literal["duplicate", "cosine"] | None,
+    DuplicateMetric | None,
     _arg("edge score: duplicate (cosine and token shape, default) or cosine (the original's plain cosine)"),
 ]
 Glob = Annotated[str | None, _arg(
@@ -193,13 +92,13 @@ Paths = Annotated[list[str], _arg(
 MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
 Revision = Annotated[str, _arg("git revision to compare the working tree with")]
 Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
-Backend = Annotated[str, _arg("index backend: duckdb", enum=["duckdb"])]
+Backend = Annotated[str, _arg(f"index backend: {', '.join(BACKENDS)}", enum=list(BACKENDS))]
 Mode = Annotated[str, _arg(
     "ranking: hybrid (default), semantic, or lexical (no embedder needed)",
-    enum=["hybrid", "semantic", "lexical"],
+    enum=list(MODES),
 )]
 EmbedderName = Annotated[str, _arg(
-    "ollama, or local (offline; ort is another name for it)", enum=["ollama", "local", "ort"]
+    "ollama, or local (offline; ort is another name for it)", enum=[*EMBEDDERS, *EMBEDDER_ALIASES]
 )]
 Explain = Annotated[bool, _arg("add to each hit why it ranked there (ranks, cosine, BM25, signals)")]
 ChunkId = Annotated[str | None, _arg("a chunk_id from a hit (or give path and start_line)")]

@@ -37,14 +37,15 @@ from sai.globs import check_glob
 from sai.mcp_calls import clamp, key_of, no_nul, tool_result
 from sai.mcp_lookup import LookupTools
 from sai.mcp_schemas import (
+    EMBEDDER_ALIASES,
     MAX_PATHS,
     Backend,
     ChunkLine,
     ChunkPath,
-    ClustersOut,
     Count,
     Directory,
     DuplicateScore,
+    DuplicatesOut,
     EmbedderName,
     Execute,
     Explain,
@@ -62,15 +63,16 @@ from sai.mcp_schemas import (
     RefreshOut,
     Revision,
     Score,
+    ServerStatusOut,
     SetupOut,
     Size,
     Staged,
-    StatusOut,
     Text,
     TopK,
     UseAst,
 )
-from sai.payloads import duplicates_json, hits_json, refresh_json, status_json
+from sai.models import BACKENDS, EMBEDDERS
+from sai.payloads import duplicates_json, hits_json, refresh_json, server_status_json
 from sai.project import Project
 from sai.watch import Batch, BatchFailed, Watcher, WatchReport
 
@@ -143,7 +145,7 @@ class SaiTools(LookupTools):
     def sai_find_duplicates(
         self, min_score: DuplicateScore = None, min_cluster_size: Size = None, top_k: TopK = None,
         max_clusters: Count = 50, path_glob: Glob = None, metric: Metric = None,
-    ) -> Annotated[CallToolResult, ClustersOut]:
+    ) -> Annotated[CallToolResult, DuplicatesOut]:
         """Clusters of near-duplicate code across the index, largest first.
 
         Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
@@ -166,19 +168,18 @@ class SaiTools(LookupTools):
         return tool_result(duplicates_json(clusters, min_score=params.min_score, min_cluster_size=size, top_k=k,
                                        seeded=False, metric=params.metric))
 
-    def sai_index_status(self) -> Annotated[CallToolResult, StatusOut]:
+    def sai_index_status(self) -> Annotated[CallToolResult, ServerStatusOut]:
         """What the index holds: {backend,collection,model,vector_dim,chunk_count,chunker,...}.
 
         No arguments, no embedder needed. Use it to check that an index exists, how big it is
         and which model built it. watching: whether the server re-indexes files as they change
         (--watch); last_refresh_at: when it last did (ISO time, null before the first time).
         """
-        return tool_result({**status_json(search.status(self.project)), **self._watch_state()})
-
-    def _watch_state(self) -> dict[str, Any]:
         watcher = self.watcher
-        return {"watching": bool(watcher and watcher.watching),
-                "last_refresh_at": watcher.last_refresh_at if watcher else None}
+        return tool_result(server_status_json(
+            search.status(self.project), watching=bool(watcher and watcher.watching),
+            last_refresh_at=watcher.last_refresh_at if watcher else None,
+        ))
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
         """Re-index these files now. Needs the server started with --allow-write.
@@ -278,11 +279,11 @@ class SetupPlan:
         )
         return command + (" --install-global" if self.install_globally else "")
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> SetupOut:
         sai_command = _sai_command()
         server = {"command": sai_command, "args": ["mcp", "--config", "sai-cfg.yml"],
                   "cwd": str(self.target)}
-        return {
+        return SetupOut({
             "target_directory": str(self.target),
             "recommended_command": self.command(),
             "mcp_server_config_example": {"mcpServers": {"sai": server}},
@@ -296,7 +297,7 @@ class SetupPlan:
                 "5. Restart your agentic tool.",
             ],
             "notes": SETUP_NOTES[SETUP_SCRIPT.is_file()],
-        }
+        })
 
 
 SETUP_NOTES = {
@@ -308,18 +309,16 @@ SETUP_NOTES = {
 }
 
 
-EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
-
-
 def setup_plan(
     target: Path, *, backend: str, embedder: str, use_ast_chunker: bool, install_globally: bool
 ) -> SetupPlan:
     """The setup.sh invocation that sets up `target`; features follow backend and embedder."""
     embedder = EMBEDDER_ALIASES.get(embedder, embedder)
-    if backend != "duckdb":
-        raise UsageError(f"unknown backend '{backend}'; the only backend is duckdb")
-    if embedder not in ("ollama", "local"):
-        raise UsageError(f"unknown embedder '{embedder}'; choose ollama or local (or ort)")
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend '{backend}'; choose one of: {', '.join(BACKENDS)}")
+    if embedder not in EMBEDDERS:
+        choices = ", ".join([*EMBEDDERS, *EMBEDDER_ALIASES])
+        raise UsageError(f"unknown embedder '{embedder}'; choose one of: {choices}")
     features = ",".join(["mcp", backend, embedder] + (["ast"] if use_ast_chunker else []))
     return SetupPlan(target, backend, embedder, features, install_globally)
 

@@ -5,6 +5,26 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
+
+# ---------------------------------------------------------------- closed choices
+# Each closed choice is declared here once, as a Literal; the tuples of names below, argparse
+# `choices`, the MCP JSON-schema `enum`s, config validation and the implementation registries
+# (sai/chunking/__init__.py, sai/embedders/__init__.py) all derive from it. Adding a backend,
+# say, is one more name here plus its implementation.
+SearchMode = Literal["hybrid", "semantic", "lexical"]
+DuplicateMetric = Literal["duplicate", "cosine"]  # what a duplicate edge's score is
+EmbedderName = Literal["ollama", "local"]
+ChunkerName = Literal["ast", "lines"]
+BackendName = Literal["duckdb"]
+PrefixStyle = Literal["nomic", "e5", "qwen", "none"]  # query/passage prefix conventions
+
+MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+METRICS: tuple[DuplicateMetric, ...] = get_args(DuplicateMetric)
+EMBEDDERS: tuple[EmbedderName, ...] = get_args(EmbedderName)
+CHUNKERS: tuple[ChunkerName, ...] = get_args(ChunkerName)
+BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
+PREFIX_STYLES: tuple[PrefixStyle, ...] = get_args(PrefixStyle)
 
 
 def sha256_hex(data: str | bytes) -> str:

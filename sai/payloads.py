@@ -1,16 +1,173 @@
-"""JSON shapes of results, shared by `--json` and the MCP tools (docs/output-schemas.md)."""
+"""JSON shapes of results, shared by `--json` and the MCP tools (docs/output-schemas.md).
+
+One TypedDict per payload: the return type of its builder here and, for the MCP tools, the
+outputSchema the SDK derives from it (sai/mcp_schemas.py), so the two cannot drift apart.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired
 
-from sai.models import ChunkContext, Cluster, Definition, Explain, Hit, IndexStatus, RefreshReport, StoredChunk
+from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
+
+from sai.models import (
+    ChunkContext,
+    Cluster,
+    ClusterMember,
+    Definition,
+    Explain,
+    Hit,
+    IndexStatus,
+    RefreshReport,
+    StoredChunk,
+)
 
 if TYPE_CHECKING:
     from sai.watch import Batch, BatchFailed
 
 SNIPPET_LINES = 8
 SNIPPET_BYTES = 800
+
+
+# ---------------------------------------------------------------- the shapes
+class SignalsOut(TypedDict):
+    name_match: float
+    definition: float
+    test_penalty: float
+
+
+class ExplainOut(TypedDict):
+    semantic_rank: int | None
+    cosine: float | None
+    lexical_rank: int | None
+    bm25: float | None
+    rrf: float | None
+    signals: SignalsOut | None
+    fused: float | None
+
+
+class MemberOut(TypedDict):
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    chunk_id: str
+
+
+class HitOut(MemberOut):
+    score: float
+    snippet: str
+    language: str | None
+    stale: bool
+    rank: NotRequired[int]
+    score_kind: NotRequired[str]
+    explain: NotRequired[ExplainOut]
+
+
+class HitsOut(TypedDict):
+    hits: list[HitOut]
+
+
+class ClusterOut(TypedDict):
+    size: int
+    members: list[MemberOut]
+    min_sim: float
+    max_sim: float
+
+
+class DuplicatesOut(TypedDict):
+    min_score: float
+    min_cluster_size: int
+    top_k: int
+    seeded: bool
+    count: int
+    clusters: list[ClusterOut]
+    metric: str
+
+
+class StatusOut(TypedDict):
+    backend: str
+    collection: str
+    model: str | None
+    vector_dim: int | None
+    chunk_count: int
+    chunker: str | None
+    embedder: str | None
+    file_count: int
+    indexed_at: str | None
+    stale_files: NotRequired[int]
+    languages: dict[str, int]
+
+
+class ServerStatusOut(StatusOut):
+    watching: bool  # sai mcp --watch: re-indexing files as they change
+    last_refresh_at: str | None  # when the watcher last brought the index up to date
+
+
+class RefreshedOut(TypedDict):
+    path: str
+    chunks: int
+
+
+class RefreshOut(TypedDict):
+    refreshed: list[RefreshedOut]
+    removed: list[str]
+    not_found: NotRequired[list[str]]
+    note: NotRequired[str]
+
+
+class WatchBatchOut(TypedDict):
+    at: str
+    changes: int
+    full_run: bool
+    refreshed: list[RefreshedOut]
+    removed: list[str]
+
+
+class WatchFailureOut(TypedDict):
+    at: str
+    changes: int
+    error: str
+
+
+class ChunkOut(TypedDict):
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str | None
+    language: str | None
+    chunk_id: str
+    text: str
+
+
+class ReadChunkMainOut(ChunkOut):
+    stale: bool
+
+
+class ReadChunkOut(TypedDict):
+    chunk: ReadChunkMainOut
+    before: list[ChunkOut]
+    after: list[ChunkOut]
+    enclosing: ChunkOut | None
+
+
+class DefinitionOut(TypedDict):
+    symbol: str
+    kind: str | None
+    path: str
+    start_line: int
+    end_line: int
+    language: str | None
+    chunk_id: str
+    match: str
+
+
+class SymbolsOut(TypedDict):
+    definitions: list[DefinitionOut]
+
+
+# ---------------------------------------------------------------- the builders
 
 
 def snippet(text: str, *, full: bool = False) -> str:
@@ -24,7 +181,7 @@ def snippet(text: str, *, full: bool = False) -> str:
     return data[:SNIPPET_BYTES].decode("utf-8", errors="ignore") + "…"
 
 
-def hit_json(hit: Hit, *, include_text: bool = False) -> dict[str, Any]:
+def hit_json(hit: Hit, *, include_text: bool = False) -> HitOut:
     out: dict[str, Any] = {
         "path": hit.path,
         "start_line": hit.start_line,
@@ -42,64 +199,65 @@ def hit_json(hit: Hit, *, include_text: bool = False) -> dict[str, Any]:
     out["chunk_id"] = hit.chunk_id
     if hit.explain is not None:
         out["explain"] = explain_json(hit.explain)
-    return out
+    return HitOut(**out)
 
 
-def explain_json(explain: Explain) -> dict[str, Any]:
+def explain_json(explain: Explain) -> ExplainOut:
     """Why a hit ranked where it did; fused parts keep 6 decimals (ties are that close)."""
     signals = explain.signals
-    return {
+    return ExplainOut({
         "semantic_rank": explain.semantic_rank,
         "cosine": _rounded(explain.cosine, 4),
         "lexical_rank": explain.lexical_rank,
         "bm25": _rounded(explain.bm25, 4),
         "rrf": _rounded(explain.rrf, 6),
-        "signals": None if signals is None else {
-            "name_match": round(signals.name_match, 6),
-            "definition": round(signals.definition, 6),
-            "test_penalty": signals.test_penalty,
-        },
+        "signals": None if signals is None else SignalsOut(
+            name_match=round(signals.name_match, 6),
+            definition=round(signals.definition, 6),
+            test_penalty=signals.test_penalty,
+        ),
         "fused": _rounded(explain.fused, 6),
-    }
+    })
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def hits_json(hits: list[Hit], *, include_text: bool = False) -> dict[str, Any]:
-    return {"hits": [hit_json(h, include_text=include_text) for h in hits]}
+def hits_json(hits: list[Hit], *, include_text: bool = False) -> HitsOut:
+    return HitsOut(hits=[hit_json(h, include_text=include_text) for h in hits])
 
 
-def cluster_json(cluster: Cluster) -> dict[str, Any]:
-    return {
-        "size": cluster.size,
-        "members": [
-            {"path": m.path, "start_line": m.start_line, "end_line": m.end_line, "symbol": m.symbol,
-             "chunk_id": m.chunk_id}
-            for m in cluster.members
-        ],
-        "min_sim": round(cluster.min_sim, 4),
-        "max_sim": round(cluster.max_sim, 4),
-    }
+def member_json(member: ClusterMember) -> MemberOut:
+    return MemberOut(path=member.path, start_line=member.start_line, end_line=member.end_line,
+                     symbol=member.symbol, chunk_id=member.chunk_id)
+
+
+def cluster_json(cluster: Cluster) -> ClusterOut:
+    return ClusterOut(
+        size=cluster.size,
+        members=[member_json(m) for m in cluster.members],
+        min_sim=round(cluster.min_sim, 4),
+        max_sim=round(cluster.max_sim, 4),
+    )
 
 
 def duplicates_json(
     clusters: list[Cluster], *, min_score: float, min_cluster_size: int, top_k: int, seeded: bool,
     metric: str = "duplicate",
-) -> dict[str, Any]:
-    return {
-        "min_score": min_score,
-        "min_cluster_size": min_cluster_size,
-        "top_k": top_k,
-        "seeded": seeded,
-        "count": len(clusters),
-        "clusters": [cluster_json(c) for c in clusters],
-        "metric": metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
-    }
+) -> DuplicatesOut:
+    return DuplicatesOut(
+        min_score=min_score,
+        min_cluster_size=min_cluster_size,
+        top_k=top_k,
+        seeded=seeded,
+        count=len(clusters),
+        clusters=[cluster_json(c) for c in clusters],
+        metric=metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
+    )
 
 
-def status_json(status: IndexStatus) -> dict[str, Any]:
+def status_json(status: IndexStatus) -> StatusOut:
     out: dict[str, Any] = {
         "backend": status.backend,
         "collection": status.collection,
@@ -114,57 +272,62 @@ def status_json(status: IndexStatus) -> dict[str, Any]:
     if status.stale_files is not None:
         out["stale_files"] = status.stale_files
     out["languages"] = dict(status.languages)  # the values a language filter takes (or extensions)
-    return out
+    return StatusOut(**out)
 
 
-def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> dict[str, Any]:
+def server_status_json(status: IndexStatus, *, watching: bool, last_refresh_at: str | None) -> ServerStatusOut:
+    """sai_index_status: the status and the server's --watch state."""
+    return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at)
+
+
+def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> RefreshOut:
     out: dict[str, Any] = {
-        "refreshed": [{"path": r.path, "chunks": r.chunks} for r in report.refreshed],
+        "refreshed": [RefreshedOut(path=r.path, chunks=r.chunks) for r in report.refreshed],
         "removed": [r.path for r in report.removed],
     }
     if report.not_found:
         out["not_found"] = list(report.not_found)
     if note_when_empty and not report.refreshed and not report.removed and not report.not_found:
         out["note"] = "no changed files"
-    return out
+    return RefreshOut(**out)
 
 
-def watch_json(batch: Batch) -> dict[str, Any]:
+def watch_json(batch: Batch) -> WatchBatchOut:
     """One `sai watch --json` line for a handled batch."""
-    return {
-        "at": batch.at, "changes": batch.changes, "full_run": batch.full_run,
-        "refreshed": [{"path": r.path, "chunks": r.chunks} for r in batch.refreshed],
-        "removed": list(batch.removed),
-    }
+    return WatchBatchOut(
+        at=batch.at, changes=batch.changes, full_run=batch.full_run,
+        refreshed=[RefreshedOut(path=r.path, chunks=r.chunks) for r in batch.refreshed],
+        removed=list(batch.removed),
+    )
 
 
-def watch_failure_json(failed: BatchFailed) -> dict[str, Any]:
+def watch_failure_json(failed: BatchFailed) -> WatchFailureOut:
     """One `sai watch --json` line for a batch that failed (its files are tried again later)."""
-    return {"at": failed.at, "changes": failed.changes, "error": str(failed.error)}
+    return WatchFailureOut(at=failed.at, changes=failed.changes, error=str(failed.error))
 
 
-def stored_chunk_json(chunk: StoredChunk) -> dict[str, Any]:
-    return {
-        "path": chunk.path, "start_line": chunk.start_line, "end_line": chunk.end_line,
-        "symbol": chunk.symbol, "kind": chunk.kind, "language": chunk.language,
-        "chunk_id": chunk.chunk_id, "text": chunk.text,
-    }
+def stored_chunk_json(chunk: StoredChunk) -> ChunkOut:
+    return ChunkOut(
+        path=chunk.path, start_line=chunk.start_line, end_line=chunk.end_line,
+        symbol=chunk.symbol, kind=chunk.kind, language=chunk.language,
+        chunk_id=chunk.chunk_id, text=chunk.text,
+    )
 
 
-def chunk_context_json(context: ChunkContext) -> dict[str, Any]:
+def chunk_context_json(context: ChunkContext) -> ReadChunkOut:
     """sai_read_chunk / `sai read --json`: the chunk, its neighbours and its enclosing unit."""
-    return {
-        "chunk": stored_chunk_json(context.chunk) | {"stale": context.stale},
-        "before": [stored_chunk_json(c) for c in context.before],
-        "after": [stored_chunk_json(c) for c in context.after],
-        "enclosing": None if context.enclosing is None else stored_chunk_json(context.enclosing),
-    }
+    return ReadChunkOut(
+        chunk=ReadChunkMainOut(**stored_chunk_json(context.chunk), stale=context.stale),
+        before=[stored_chunk_json(c) for c in context.before],
+        after=[stored_chunk_json(c) for c in context.after],
+        enclosing=None if context.enclosing is None else stored_chunk_json(context.enclosing),
+    )
 
 
-def definitions_json(definitions: list[Definition]) -> dict[str, Any]:
+def definitions_json(definitions: list[Definition]) -> SymbolsOut:
     """sai_find_symbol / `sai symbol --json`."""
-    return {"definitions": [
-        {"symbol": d.symbol, "kind": d.kind, "path": d.path, "start_line": d.start_line,
-         "end_line": d.end_line, "language": d.language, "chunk_id": d.chunk_id, "match": d.match}
+    return SymbolsOut(definitions=[
+        DefinitionOut(symbol=d.symbol, kind=d.kind, path=d.path, start_line=d.start_line,
+                      end_line=d.end_line, language=d.language, chunk_id=d.chunk_id, match=d.match)
         for d in definitions
-    ]}
+    ])

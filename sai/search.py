@@ -13,12 +13,11 @@ from sai.freshness import stale_keys
 from sai.globs import compile_glob, literal_prefix
 from sai.languages import canonical_language
 from sai.lexical import query_lexemes
-from sai.models import ChunkRow, Cluster, ClusterMember, Explain, Hit, IndexStatus
+from sai.models import MODES, ChunkRow, Cluster, ClusterMember, Explain, Hit, IndexStatus
 from sai.project import Project
 from sai.ranking import Candidate, fuse, merge
 from sai.store import IndexReader, Scope
 
-MODES = ("hybrid", "semantic", "lexical")
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 

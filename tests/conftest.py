@@ -1,4 +1,5 @@
-"""Shared fixtures: the Ollama stand-in server and one local embedding model per session."""
+"""Shared fixtures: the Ollama stand-in server, one local embedding model per session, and a
+small tree indexed with it per module."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
+from fixtures_tree import ORIGINAL, RENAMED, UNRELATED_A, UNRELATED_B, write_tree
 from ollama_standin import OllamaStandIn
 
+from sai import indexer
+from sai.config import load_config
 from sai.embedders.local import LocalEmbedder
+from sai.project import Project
 
 
 @pytest.fixture
@@ -23,6 +28,20 @@ def local_embedder() -> LocalEmbedder:
     """One all-MiniLM-L6-v2 embedder shared by the session: the model loads on first use only."""
     pytest.importorskip("sentence_transformers", reason="the 'local' extra is not installed")
     return LocalEmbedder()
+
+
+@pytest.fixture(scope="module")
+def local_project(tmp_path_factory: pytest.TempPathFactory, local_embedder: LocalEmbedder) -> Iterator[Project]:
+    """A function, its renamed copy and two unrelated ones, indexed with the local model once
+    per module (the tests only read it)."""
+    root = write_tree(tmp_path_factory.mktemp("local"), {
+        "a/intervals.py": ORIGINAL, "b/ranges.py": RENAMED, "c/config.py": UNRELATED_A, "d/report.py": UNRELATED_B,
+    })
+    config = load_config(cwd=root, env={}, flags={"embedder": "local", "root": str(root)})
+    project = Project(config, embedder=local_embedder)
+    indexer.index(project)
+    yield project
+    project.close()
 
 
 @pytest.fixture(scope="module")

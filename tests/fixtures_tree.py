@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import yaml
+from ollama_standin import OllamaStandIn
 
+from sai import indexer
 from sai.cli import main
 from sai.config import Config, load_config
 from sai.project import Project
@@ -82,11 +85,35 @@ def write_tree(root: Path, files: dict[str, str | bytes] | None = None) -> Path:
 
 def write_config(root: Path, url: str, **settings: Any) -> Path:
     """Write `sai-cfg.yml` for the Ollama stand-in at `url`; `settings` override or add keys."""
-    values: dict[str, Any] = {"embedder": "ollama", "model": STANDIN_MODEL, "ollama": {"url": url}}
+    # a short back-off: tests that stop the stand-in need not wait out the real 0.5 + 1 + 2 s
+    values: dict[str, Any] = {"embedder": "ollama", "model": STANDIN_MODEL,
+                              "ollama": {"url": url, "backoff_s": 0.01}}
     values.update(settings)
     path = root / "sai-cfg.yml"
     path.write_text(yaml.safe_dump(values), encoding="utf-8")
     return path
+
+
+def index_template(tmp_path_factory: Any, files: dict[str, str | bytes], **settings: Any) -> Path:
+    """`files` indexed once, with a stand-in of its own, to be copied by `indexed_copy` (for a
+    module-scoped fixture: indexing the same tree for every test costs more than copying it)."""
+    root = write_tree(tmp_path_factory.mktemp("template"), files)
+    with OllamaStandIn() as server:
+        write_config(root, server.url, **settings)
+        project = open_project(root)
+        try:
+            indexer.index(project)
+        finally:
+            project.close()
+    return root
+
+
+def indexed_copy(template: Path, root: Path, url: str, **settings: Any) -> Path:
+    """A copy of an indexed template at `root` (mtimes kept, so nothing reads as stale; the index
+    records no Ollama url), configured for the stand-in at `url`; returns `root`."""
+    shutil.copytree(template, root, dirs_exist_ok=True)
+    write_config(root, url, **settings)
+    return root
 
 
 def load(root: Path) -> Config:
@@ -146,3 +173,91 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+# ---------------------------------------------------------------- a tree of copies (similar, duplicates)
+TOTAL = '''def total_price(items, tax_rate):
+    subtotal = 0
+    for item in items:
+        subtotal += item.price * item.quantity
+    tax = subtotal * tax_rate
+    return round(subtotal + tax, 2)
+'''
+COMMENTED = TOTAL.replace("    subtotal = 0\n", "    subtotal = 0\n    # prices include discounts\n")
+MARKED = TOTAL.replace("    subtotal = 0\n", "    subtotal = 0  # sai-noduplicate: kept on purpose\n")
+SLUG = '''def slugify(title):
+    words = title.lower().split()
+    return "-".join(w.strip(".,!?") for w in words if w)
+'''
+PAIR = '''def parse_pair(text, separator):
+    left, _, right = text.partition(separator)
+    return left.strip(), right.strip()
+'''
+SESSION = '''import secrets
+
+
+class Session:
+    def create(self, user):
+        token = secrets.token_hex(16)
+        self.tokens[user.name] = token
+        return token
+
+    def close(self, user):
+        self.tokens.pop(user.name, None)
+
+
+def create_session(tokens, user):
+    token = secrets.token_hex(16)
+    tokens[user.name] = token
+    return token
+'''
+# A class whose own lines (body statements and a trailing attribute) repeat its method: the
+# class chunk spans 1-12 and contains the method's chunk 6-10, and the two score about 0.81.
+TOTALS = '''class Totals:
+    subtotal = 0
+    for item in ITEMS:
+        subtotal += item.price * item.quantity
+
+    def total(self, items):
+        subtotal = 0
+        for item in items:
+            subtotal += item.price * item.quantity
+        return subtotal
+
+    rate = TAX_RATE
+'''
+CODE_TREE = {
+    "src/billing.py": '"""Billing helpers."""\n\n\n' + TOTAL + "\n\n" + SLUG,
+    "src/legacy/billing_v1.py": "import math\n\n\n" + TOTAL,
+    "src/commented.py": COMMENTED,
+    "src/marked.py": MARKED,
+    "src/text_utils.py": SLUG,
+    "src/helpers.py": PAIR,
+    "src/session.py": SESSION,
+    "lib/vendor_billing.py": TOTAL,
+    "lib/helpers.py": PAIR,
+}
+
+# Copied and adapted: the function, its parameter and its accumulator renamed. MiniLM scores
+# the pair 0.83 (a renamed copy of a 13-line function), under the original tool's 0.93 threshold.
+RENAMED = (
+    ORIGINAL.replace("merge_intervals(intervals)", "merge_ranges(ranges)")
+    .replace("sorted(intervals", "sorted(ranges")
+    .replace("merged", "result")
+)
+UNRELATED_B = '''def send_report(smtp, recipients, subject, rows):
+    body = "\\n".join(f"{name}: {count}" for name, count in rows)
+    message = f"Subject: {subject}\\n\\n{body}"
+    for address in recipients:
+        smtp.sendmail("reports@example.com", address, message)
+    return len(recipients)
+'''
+
+
+def index_tree(root: Path, url: str, files: dict[str, str] = CODE_TREE, **settings: Any) -> Project:
+    """`files` written under `root` and indexed with the stand-in at `url`; the project stays open."""
+    write_tree(root, files)
+    write_config(root, url, **settings)
+    project = Project(load(root))
+    indexer.index(project)
+    return project

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from sai.chunking.base import make_chunker, split_lines, strip_c_comments
+from sai.chunking import make_chunker
+from sai.chunking.base import split_lines, strip_c_comments
 from sai.chunking.grammars import GRAMMARS, OLDER_GRAMMARS_ONLY
 from sai.chunking.lines import LineChunker
 from sai.chunking.parsers import GRAMMAR_SET, LANGUAGES, language_for, parser_for

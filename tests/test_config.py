@@ -11,7 +11,7 @@ import pytest
 
 from sai.cfg_template import TEMPLATE
 from sai.cli import main
-from sai.config import _SCHEMA, ALWAYS_PRUNED, SIMILARITY_DEFAULTS, Config, load_config, read_config_file
+from sai.config import ALWAYS_PRUNED, SCHEMA, SIMILARITY_DEFAULTS, Config, load_config, read_config_file
 from sai.errors import ConfigError
 from sai.languages import DEFAULT_EXTS
 
@@ -217,7 +217,7 @@ def test_unknown_key_names_file_key_and_allowed_keys(tmp_path: Path) -> None:
     assert str(tmp_path / "sai-cfg.yml") in message
     assert "unknown key 'modle'" in message
     allowed = message.split("allowed keys: ", 1)[1]
-    assert set(allowed.split(", ")) == set(_SCHEMA)
+    assert set(allowed.split(", ")) == set(SCHEMA)
 
 
 def test_unknown_nested_key_is_named_with_its_section(tmp_path: Path) -> None:
@@ -456,6 +456,11 @@ def test_explicit_prefix_style_wins_over_auto(tmp_path: Path) -> None:
     assert load(tmp_path, model="nomic-embed-text").prefix_style == "none"
 
 
+def test_config_has_no_defaults_of_its_own() -> None:
+    # every default lives in the settings table; a dataclass default could contradict it
+    assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(Config))
+
+
 # --- the template ------------------------------------------------------------------------------
 
 
@@ -476,7 +481,7 @@ def test_template_mentions_every_schema_key_in_its_section() -> None:
             current = None
         elif current and (m := re.match(r"\s+#? ?([a-z_]+):", line)):
             sections[current].add(m.group(1))
-    for key in _SCHEMA:
+    for key in SCHEMA:
         if "." in key:
             section, name = key.split(".")
             assert name in sections.get(section, set()), f"{key} missing from the template"
@@ -492,14 +497,14 @@ def test_template_values_are_the_defaults(tmp_path: Path) -> None:
 
 
 def test_template_with_every_key_uncommented_sets_every_key(tmp_path: Path) -> None:
-    names = {key.split(".")[-1] for key in _SCHEMA}
+    names = {key.split(".")[-1] for key in SCHEMA}
 
     def uncomment(match: re.Match[str]) -> str:
         return f"{match.group(1)}{match.group(2)}:" if match.group(2) in names else match.group(0)
 
     text = re.sub(r"(?m)^(\s*)# ([a-z_]+):", uncomment, TEMPLATE)
     path = write_cfg(tmp_path, text)
-    assert set(read_config_file(path)) == set(_SCHEMA)
+    assert set(read_config_file(path)) == set(SCHEMA)
     config = load(tmp_path)
     assert config.model == "nomic-embed-text" and config.vector_dim == 768
     assert config.ext == ("py", "js", "ts")

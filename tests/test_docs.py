@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sai.cfg_template import yaml_value
 from sai.cli import build_parser
-from sai.config import _SCHEMA, ENV_KEYS
+from sai.config import ENV_KEYS, SCHEMA, SETTINGS
 from sai.files import REASONS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -74,10 +75,26 @@ def test_every_exclusion_reason_is_in_cli_md() -> None:
     assert not missing, f"exclusion reasons missing from docs/cli.md: {missing}"
 
 
-def test_every_config_key_is_in_configuration_md() -> None:
-    text = _read("configuration.md")
-    missing = [key for key in _SCHEMA if f"`{key}`" not in text]
-    assert not missing, f"config keys missing from docs/configuration.md: {missing}"
+def _documented_settings() -> dict[str, list[str]]:
+    """The rows of docs/configuration.md's "Keys" table: key -> its cells (type, default, meaning)."""
+    section = _read("configuration.md").split("## Keys", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z_.]+)` \|(.*)\|\s*$", section, flags=re.M)
+    return {key: [cell.strip() for cell in rest.split(" | ")] for key, rest in rows}
+
+
+def test_the_configuration_md_keys_table_is_the_settings_table() -> None:
+    documented = _documented_settings()
+    assert list(documented) == list(SCHEMA), "docs/configuration.md's Keys table differs from config.SETTINGS"
+
+
+def test_configuration_md_states_each_settings_default_and_choices() -> None:
+    documented = _documented_settings()
+    for setting in SETTINGS:
+        _, default, meaning = documented[setting.key][:3]
+        if setting.default is not None:
+            assert yaml_value(setting.default) in default.replace("`", ""), f"{setting.key}: default {default}"
+        missing = [c for c in setting.choices if f"`{c}`" not in meaning]
+        assert not missing, f"{setting.key}: choices {missing} not in docs/configuration.md"
 
 
 def test_every_environment_variable_is_in_configuration_md() -> None:

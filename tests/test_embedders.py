@@ -11,7 +11,9 @@ import pytest
 from ollama_standin import OllamaStandIn
 
 from sai.config import load_config
-from sai.embedders.base import PREFIXES, make_embedder
+from sai.embedders import make_embedder
+from sai.embedders import ollama as ollama_module
+from sai.embedders.base import PREFIXES
 from sai.embedders.local import LocalEmbedder
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError
@@ -189,6 +191,18 @@ def test_refused_connection_says_ollama_is_unreachable_quickly(ollama_server):
         embedder.embed_documents(["x"])
     assert str(info.value) == f"cannot reach Ollama at {url} — is `ollama serve` running?"
     assert time.monotonic() - started < 2.0
+
+
+def test_the_configured_backoff_doubles_from_half_a_second(ollama_server, tmp_path, monkeypatch):
+    # the real schedule, with the default config's backoff: 0.5, 1, 2 s between 4 attempts
+    waits: list[float] = []
+    monkeypatch.setattr(ollama_module, "_wait", waits.append)
+    ollama_server.fail_next(10, status=503)
+    (tmp_path / "sai-cfg.yml").write_text(f"ollama:\n  url: {ollama_server.url}\n", encoding="utf-8")
+    embedder = make_embedder(load_config(cwd=tmp_path, env={}))
+    with pytest.raises(EmbedderError, match="after 4 attempts"):
+        embedder.embed_query("q")
+    assert waits == [0.5, 1.0, 2.0] and ollama_server.requests == 4
 
 
 def test_refused_connection_is_retried_until_ollama_comes_up(ollama_server):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 from anyio.from_thread import BlockingPortal
 from mcp import Client
@@ -82,7 +83,7 @@ def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn
     _write(root / "src" / "dup_b.py", PARSER)
     _write(root / "src" / "many.py", MANY)
     _write(root / ".gitignore", ".index/\n")
-    _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    _write(root / "sai-cfg.yml", "root: .\next: [py]\nollama:\n  backoff_s: 0.01\n")  # quick retries
     return index_project(root, standin)
 
 
@@ -146,6 +147,18 @@ def http_url(
 
 
 # ---------------------------------------------------------------- a client session, synchronously
+def _closed(schema: Any) -> Any:
+    """`schema` with additionalProperties false on every object that lists its properties."""
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {key: _closed(value) for key, value in schema.items()}
+    if "properties" in closed:
+        closed.setdefault("additionalProperties", False)
+    return closed
+
+
 class Session:
     """A connected MCP client, driven from synchronous tests through the portal."""
 
@@ -153,12 +166,22 @@ class Session:
         self.portal = portal
         self.client = client
         self.stderr = stderr
+        self._schemas: dict[str, dict[str, Any]] | None = None
 
     def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        """The tool's structured result, checked against its declared outputSchema (no extra keys)."""
         result = self.portal.call(self.client.call_tool, tool, arguments)
         assert not result.is_error, result.content
         assert json.loads(result.content[0].text) == result.structured_content
+        jsonschema.validate(result.structured_content, self.output_schema(tool))
         return result.structured_content
+
+    def output_schema(self, tool: str) -> dict[str, Any]:
+        """The tool's outputSchema as tools/list gives it, closed: an undeclared key is an error."""
+        if self._schemas is None:
+            tools = self.portal.call(self.client.list_tools).tools
+            self._schemas = {t.name: _closed(t.output_schema) for t in tools}
+        return self._schemas[tool]
 
     def error(self, tool: str, **arguments: Any) -> MCPError:
         with pytest.raises(MCPError) as raised:
@@ -251,6 +274,44 @@ def test_output_schemas_name_every_key_search_and_status_return(session: Session
     assert lexical and all(set(h) <= hit_keys for h in lexical)
     assert {"rank", "score_kind"} <= set(lexical[0])
     assert set(session.call("sai_index_status")) <= status_keys
+
+
+def test_closed_output_schemas_refuse_an_undeclared_key(session: Session) -> None:
+    # guards Session.call's check: a key the outputSchema does not declare fails validation
+    status = session.call("sai_index_status")
+    with pytest.raises(jsonschema.ValidationError, match="surprise"):
+        jsonschema.validate({**status, "surprise": 1}, session.output_schema("sai_index_status"))
+    hits = session.call("sai_search_code", query="hash_password", mode="lexical")
+    hits["hits"][0]["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError, match="surprise"):
+        jsonschema.validate(hits, session.output_schema("sai_search_code"))
+
+
+def test_every_tools_real_output_validates_against_its_output_schema(
+    session: Session, writer: Session, writable_dir: Path, tmp_path: Path
+) -> None:
+    # Session.call validates each result; these calls reach every tool and the optional keys
+    seen: dict[str, set[str]] = {}
+
+    def call(on: Session, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = on.call(tool, **arguments)
+        seen.setdefault(tool, set()).update(result)
+        return result
+
+    explained = call(session, "sai_search_code", query="hash a password", explain=True)["hits"]
+    assert {"rank", "explain"} <= set(explained[0]) and explained[0]["explain"]["signals"] is not None
+    assert "score_kind" in call(session, "sai_search_code", query="hash_password", mode="lexical")["hits"][0]
+    assert call(session, "sai_find_similar", path="src/dup_a.py", line=2, min_score=0)["hits"]
+    assert call(session, "sai_find_duplicates")["clusters"]
+    call(session, "sai_index_status")
+    chunk_id = explained[0]["chunk_id"]
+    assert call(session, "sai_read_chunk", chunk_id=chunk_id, enclosing=True)["chunk"]["chunk_id"] == chunk_id
+    assert call(session, "sai_find_symbol", name="create")["definitions"]
+    call(session, "sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+    assert "not_found" in call(writer, "sai_refresh", paths=["src/auth.py", "src/no_such_file.py"])
+    assert "note" in call(writer, "sai_sync", since="HEAD")  # the tree is as committed
+    assert set(seen) == TOOLS
+    assert "execution_blocked" in seen["sai_prepare_mcp_setup"]
 
 
 def test_server_identity_and_instructions_name_the_write_tools(session: Session) -> None:

@@ -1,90 +1,18 @@
-"""Hybrid ranking: fusion arithmetic, the cheap signals, lexical search without an embedder, stale.
-
-Fusion and signals are tested by direct calls of merge/fuse on ChunkRow lists; the rest through
-sai.search.search on a small tree indexed with the Ollama stand-in (no model is loaded).
-"""
+"""Hybrid ranking: fusion arithmetic and the cheap signals, by direct calls of merge/fuse on
+ChunkRow lists (search() itself, on an indexed tree, is tested in test_search.py)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from fixtures_tree import load, write_config, write_tree
 
-from sai import indexer, ranking, search
-from sai.errors import EmbedderError
-from sai.models import ChunkRow
-from sai.project import Project
+from sai import ranking
 from sai.ranking import fuse, merge
-
-HTTP = '''"""Small HTTP helpers."""
-
-
-def parse_header(line):
-    name, _, value = line.partition(":")
-    return name.strip().lower(), value.strip()
-
-
-def read_headers(lines):
-    headers = {}
-    for line in lines:
-        key, value = parse_header(line)
-        headers[key] = value
-    return headers
-
-
-def split(value, sep=","):
-    """Split a header value on `sep`; see _split."""
-    return [part for part in _split(value, sep) if part]
-
-
-def _split(value, sep):
-    return [part.strip() for part in value.split(sep)]
-'''
-CLIENT = '''from http_util import parse_header
-
-
-def first_header(lines):
-    """Parse the first header line with parse_header; parse_header splits on the colon."""
-    return parse_header(lines[0]) if lines else parse_header("x: y")
-'''
-TEST_HTTP = '''from http_util import parse_header
-
-
-def test_parse_header():
-    assert parse_header("A: b") == ("a", "b")
-    assert parse_header("X:y") == ("x", "y")
-'''
-DATES = """export function formatDate(date) {
-  return date.toISOString().slice(0, 10);
-}
-
-export function logDates(dates) {
-  // formatDate each one and print it: formatDate, formatDate
-  dates.forEach((d) => console.log(formatDate(d)));
-}
-"""
-TREE = {
-    "src/http_util.py": HTTP,
-    "src/client.py": CLIENT,
-    "tests/test_http_util.py": TEST_HTTP,
-    "web/dates.js": DATES,
-}
+from sai.store.tables import ChunkRow
 
 
 def row(chunk_id: int, path: str, *, symbol: str | None = None, score: float = 0.0) -> ChunkRow:
     return ChunkRow(id=chunk_id, path=path, language="python", start_line=chunk_id,
                     end_line=chunk_id + 1, symbol=symbol, text=f"chunk {chunk_id}", score=score)
-
-
-@pytest.fixture
-def project(tmp_path, ollama_server):
-    write_tree(tmp_path, TREE)
-    write_config(tmp_path, ollama_server.url)
-    project = Project(load(tmp_path))
-    indexer.index(project)
-    yield project
-    project.close()
 
 
 # --- fusion arithmetic ------------------------------------------------------------------------
@@ -132,80 +60,6 @@ def test_a_chunk_defining_a_named_identifier_is_boosted():
     assert fuse(merge(*lists), "add_item")[0].row.id == 2
     assert fuse(merge(*lists), "where is add_item called")[0].row.id == 2
     assert fuse(merge(*lists), "put something in the basket")[0].row.id == 1
-
-
-# --- through search() -------------------------------------------------------------------------
-
-@pytest.mark.parametrize(("query", "path", "symbol"), [
-    ("parse_header", "src/http_util.py", "parse_header"),
-    ("formatDate", "web/dates.js", "formatDate"),
-    ("_split", "src/http_util.py", "_split"),
-])
-def test_exact_identifier_query_returns_its_definition_first(project, query, path, symbol):
-    hits = search.search(project, query)
-    assert (hits[0].path, hits[0].symbol) == (path, symbol)
-    assert hits[0].rank == 1
-
-
-def test_lexical_mode_needs_no_embedder_and_scores_in_bm25(project, ollama_server):
-    ollama_server.stop()
-    hits = search.search(project, "read headers lines", mode="lexical")
-    assert hits and hits[0].symbol == "read_headers"
-    assert all(h.score_kind == "bm25" and h.score > 0 for h in hits)
-    with pytest.raises(EmbedderError):
-        search.search(project, "read headers lines", mode="hybrid")
-
-
-def test_hybrid_hits_carry_cosine_scores_and_ranks(project):
-    hits = search.search(project, "split a header line on the colon", limit=3)
-    assert [h.rank for h in hits] == [1, 2, 3]
-    assert all(h.score_kind == "cosine" and -1.0 <= h.score <= 1.0 for h in hits)
-
-
-def test_edited_file_hits_are_stale_until_the_next_index_run(project, tmp_path):
-    edited = tmp_path / "src/http_util.py"
-    edited.write_text(HTTP + "\n# touched\n", encoding="utf-8")
-    hits = search.search(project, "parse_header", mode="lexical", limit=8)
-    stale = {h.path: h.stale for h in hits}
-    assert stale["src/http_util.py"] is True
-    assert stale["src/client.py"] is False
-    indexer.index(project)
-    assert not any(h.stale for h in search.search(project, "parse_header", mode="lexical"))
-
-
-def test_touched_but_unchanged_file_is_not_stale(project, tmp_path):
-    path = tmp_path / "src/http_util.py"
-    info = path.stat()
-    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 5_000_000_000))
-    hits = search.search(project, "parse_header", mode="lexical")
-    assert not any(h.stale for h in hits)
-
-
-def test_deleted_file_hits_are_stale(project, tmp_path):
-    (tmp_path / "src/client.py").unlink()
-    hits = search.search(project, "first header", mode="lexical", limit=8)
-    stale = {h.path: h.stale for h in hits}
-    assert stale["src/client.py"] is True
-    assert stale["src/http_util.py"] is False
-
-
-def test_bm25_index_follows_incremental_index_runs(project, tmp_path):
-    assert not search.search(project, "checksum", mode="lexical")
-    (tmp_path / "src/sums.py").write_text("def checksum(data):\n    return sum(data) % 256\n")
-    indexer.index(project)
-    assert search.search(project, "checksum", mode="lexical")[0].path == "src/sums.py"
-    (tmp_path / "src/sums.py").unlink()
-    indexer.index(project)
-    assert not search.search(project, "checksum", mode="lexical")
-
-
-def test_bm25_index_follows_refresh(project, tmp_path):
-    path = tmp_path / "src/http_util.py"
-    path.write_text(HTTP + "\n\ndef adler_crc(blob):\n    return zlib.adler32(blob)\n")
-    assert not search.search(project, "adler_crc", mode="lexical")
-    indexer.refresh(project, ["src/http_util.py"])
-    hits = search.search(project, "adler_crc", mode="lexical")
-    assert (hits[0].symbol, hits[0].stale) == ("adler_crc", False)
 
 
 def test_fuse_records_what_each_signal_added():

@@ -13,6 +13,7 @@ import duckdb
 import numpy as np
 import pytest
 
+import sai.store as store_module
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
 from sai.store import READ_LEASE_S, DuckDBStore, describe
@@ -164,10 +165,15 @@ def test_dropping_a_collection_removes_its_tables_and_meta(built: DuckDBStore) -
         assert reader.meta() == {}
 
 
-def test_idle_read_lease_is_released_after_it_expires(built: DuckDBStore, db: Path) -> None:
+def test_idle_read_lease_is_released_after_it_expires(
+    built: DuckDBStore, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lease = 0.5  # the real lease (READ_LEASE_S, 5 s) is read when the idle timer fires
+    assert READ_LEASE_S > lease
+    monkeypatch.setattr(store_module, "READ_LEASE_S", lease)
     with built.read() as reader:
         assert reader.chunk_count() == 40
-    time.sleep(READ_LEASE_S + 0.5)
+    time.sleep(lease + 0.5)
     done = subprocess.run(
         [sys.executable, "-c", WRITE_ONCE, str(db), "0"], capture_output=True, text=True, timeout=60
     )

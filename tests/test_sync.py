@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures_tree import OPEN, load, run_cli, write_config, write_tree
+from fixtures_tree import OPEN, index_template, indexed_copy, load, run_cli
 
 import sai.store.tables as tables
 from sai import indexer
@@ -43,15 +43,17 @@ NEW_FILE = '''def greet(name):
 PASSAGE = "search_document: "  # the nomic passage prefix the stand-in model gets
 
 
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return index_template(tmp_path_factory, TREE)
+
+
 @pytest.fixture
-def project(tmp_path, ollama_server, monkeypatch):
+def project(template, tmp_path, ollama_server, monkeypatch):
     """TREE indexed with the stand-in; cwd is the root; the server's counts start at zero."""
     monkeypatch.chdir(tmp_path)
-    write_tree(tmp_path, TREE)
-    write_config(tmp_path, ollama_server.url)
-    project = Project(load(tmp_path))
-    indexer.index(project)
-    ollama_server.reset_counts()
+    project = Project(load(indexed_copy(template, tmp_path, ollama_server.url)))
+    assert ollama_server.inputs_embedded == 0
     OPEN.append(project)
     yield project
     OPEN.remove(project)
@@ -164,6 +166,7 @@ def test_refresh_refuses_paths_outside_the_root(project, tmp_path, outside, olla
     code, out, err = run_cli(capsys, "refresh", given)
     assert code == 1 and out == ""
     assert re.fullmatch(r"error: path \S+ is outside the project root \S+; [^\n]+\n", err)
+    assert err.startswith(f"error: path {given} is outside the project root ")
     assert ollama_server.inputs_embedded == 0
     assert rows_by_location(project).keys() == before.keys()
 

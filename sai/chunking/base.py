@@ -1,4 +1,5 @@
-"""The Chunker seam and the pre-processing every chunker shares."""
+"""The Chunker seam (the interface only) and the pre-processing every chunker shares;
+sai/chunking/__init__.py maps names to implementations."""
 
 from __future__ import annotations
 
@@ -39,14 +40,3 @@ def strip_c_comments(text: str) -> str:
 
 def drop_noindex(chunks: list[Chunk]) -> list[Chunk]:
     return [c for c in chunks if NOINDEX_MARKER not in c.text]
-
-
-def make_chunker(name: str, *, max_chunk_chars: int) -> Chunker:
-    """The chunker a config names: `ast` (tree-sitter, line fallback) or `lines`."""
-    from sai.chunking.lines import LineChunker
-
-    if name == "lines":
-        return LineChunker(max_chunk_chars=max_chunk_chars)
-    from sai.chunking.treesitter import TreeSitterChunker
-
-    return TreeSitterChunker(max_chunk_chars=max_chunk_chars)

@@ -1,5 +1,47 @@
-"""Embedding models behind one seam: `embed_documents` and `embed_query`."""
+"""Embedding models behind one seam: `embed_documents` and `embed_query`.
 
-from sai.embedders.base import Embedder, make_embedder
+This module owns the name -> implementation mapping, one entry per name in models.EMBEDDERS;
+an implementation is imported only when a config chooses it (the local one loads torch).
+"""
 
-__all__ = ["Embedder", "make_embedder"]
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sai.embedders.base import Embedder
+from sai.models import EmbedderName
+
+if TYPE_CHECKING:
+    from sai.config import Config
+
+
+def _ollama(config: Config) -> Embedder:
+    from sai.embedders.ollama import OllamaEmbedder
+
+    return OllamaEmbedder(
+        model=config.model,
+        url=config.ollama_url,
+        timeout_s=config.ollama_timeout_s,
+        backoff_s=config.ollama_backoff_s,
+        batch_size=config.ollama_batch_size,
+        parallel=config.ollama_parallel,
+        prefix_style=config.prefix_style,
+    )
+
+
+def _local(config: Config) -> Embedder:
+    from sai.embedders.local import LocalEmbedder
+
+    return LocalEmbedder(model=config.model, prefix_style=config.prefix_style)
+
+
+EMBEDDER_FACTORIES: dict[EmbedderName, Callable[[Config], Embedder]] = {"ollama": _ollama, "local": _local}
+
+
+def make_embedder(config: Config) -> Embedder:
+    """The embedder a config names; heavy imports happen only for the one chosen."""
+    return EMBEDDER_FACTORIES[config.embedder](config)
+
+
+__all__ = ["EMBEDDER_FACTORIES", "Embedder", "make_embedder"]

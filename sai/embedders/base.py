@@ -1,17 +1,17 @@
-"""The Embedder seam, prefix conventions and vector normalisation."""
+"""The Embedder seam (the interface only), prefix conventions and vector normalisation;
+sai/embedders/__init__.py maps names to implementations."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from sai.config import Config
+from sai.models import PrefixStyle
 
 # prefix_style -> (passage prefix, query prefix), docs/configuration.md `prefix_style`
-PREFIXES: dict[str, tuple[str, str]] = {
+PREFIXES: dict[PrefixStyle, tuple[str, str]] = {
     "nomic": ("search_document: ", "search_query: "),
     "e5": ("passage: ", "query: "),
     "qwen": ("", "Instruct: Given a code search query, retrieve relevant code\nQuery: "),
@@ -39,21 +39,3 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.where(norms == 0, 1.0, norms)
-
-
-def make_embedder(config: Config) -> Embedder:
-    """The embedder a config names; heavy imports happen only for the one chosen."""
-    if config.embedder == "local":
-        from sai.embedders.local import LocalEmbedder
-
-        return LocalEmbedder(model=config.model, prefix_style=config.prefix_style)
-    from sai.embedders.ollama import OllamaEmbedder
-
-    return OllamaEmbedder(
-        model=config.model,
-        url=config.ollama_url,
-        timeout_s=config.ollama_timeout_s,
-        batch_size=config.ollama_batch_size,
-        parallel=config.ollama_parallel,
-        prefix_style=config.prefix_style,
-    )

@@ -19,6 +19,7 @@ from sai.errors import EmbedderError
 # connections) surface as httpx errors; a 200 that is not an embed response fails validation
 # (pydantic's ValidationError and JSONDecodeError are both ValueErrors).
 _CLIENT_ERRORS = (ollama.ResponseError, ConnectionError, httpx.TransportError, ValueError)
+_wait = time.sleep  # between attempts (a test records the schedule through it)
 # Transport failures worth another attempt: Ollama may be starting or still loading the model.
 _TRANSIENT = (
     ConnectionError, httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError
@@ -120,7 +121,7 @@ class OllamaEmbedder:
             except _CLIENT_ERRORS as exc:
                 if attempt >= self.retries or not _is_transient(exc):
                     raise self._translate(exc, attempts=attempt + 1) from exc
-            time.sleep(self.backoff_s * 2**attempt)
+            _wait(self.backoff_s * 2**attempt)
             attempt += 1
 
     def _translate(self, exc: Exception, *, attempts: int) -> EmbedderError:

@@ -1,0 +1,344 @@
+"""find_duplicates: the contract's text and JSON, clustering semantics, seeding, the metrics.
+
+Most tests run on the Ollama stand-in, whose hashed bag-of-words vectors make identical texts
+score 1.0 and lightly edited copies a little less; the test that needs a real notion of "the
+same code" (a renamed copy) uses the session's local MiniLM model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from fixtures_tree import (
+    CODE_TREE,
+    COMMENTED,
+    OPEN,
+    PAIR,
+    SESSION,
+    SLUG,
+    TOTAL,
+    TOTALS,
+    index_template,
+    index_tree,
+    indexed_copy,
+    load,
+    run_cli,
+)
+
+from sai import duplicates, search
+from sai.project import Project
+
+TOTAL_MEMBERS = [
+    "  lib/vendor_billing.py:1-6  total_price",
+    "  src/billing.py:4-9  total_price",
+    "  src/commented.py:1-7  total_price",
+    "  src/legacy/billing_v1.py:4-9  total_price",
+]
+SUMMARY_RE = re.compile(
+    r"^(\d+) near-duplicate cluster\(s\) \(min_score ([\d.]+), min_cluster_size (\d+), top_k (\d+)\):$"
+)
+HEADER_RE = re.compile(r"^cluster \(size (\d+), sim (\d\.\d{4})\.\.(\d\.\d{4})\):$")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return index_template(tmp_path_factory, CODE_TREE)
+
+
+@pytest.fixture
+def project(template, tmp_path, ollama_server, monkeypatch):
+    """The standard tree indexed with the stand-in; the cwd is its root, as for a CLI user."""
+    monkeypatch.chdir(tmp_path)
+    project = Project(load(indexed_copy(template, tmp_path, ollama_server.url)))
+    OPEN.append(project)
+    yield project
+    OPEN.remove(project)
+    project.close()
+
+
+
+def blocks(text: str) -> list[list[str]]:
+    """Cluster blocks of duplicates text: [header, member rows...] each."""
+    found: list[list[str]] = []
+    for line in text.splitlines()[1:]:
+        if line.startswith("cluster ("):
+            found.append([line])
+        else:
+            found[-1].append(line)
+    return found
+
+
+
+# --- duplicates: text and JSON --------------------------------------------------------------
+
+
+def test_duplicates_text_reproduces_the_contract_layout(project, capsys):
+    code, out, err = run_cli(capsys, "duplicates", "--min-score", "0.93", "--top-k", "8")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "3 near-duplicate cluster(s) (min_score 0.93, min_cluster_size 2, top_k 8):"
+    assert out.endswith("\n") and not out.endswith("\n\n")
+    first, second, third = blocks(out)
+    size, lo, hi = HEADER_RE.match(first[0]).groups()
+    assert size == "4" and float(lo) < float(hi) == 1.0
+    assert 0.93 <= float(lo)
+    assert first[1:] == TOTAL_MEMBERS
+    assert second == [
+        "cluster (size 2, sim 1.0000..1.0000):",
+        "  lib/helpers.py:1-3  parse_pair",
+        "  src/helpers.py:1-3  parse_pair",
+    ]
+    assert third == [
+        "cluster (size 2, sim 1.0000..1.0000):",
+        "  src/billing.py:12-14  slugify",
+        "  src/text_utils.py:1-3  slugify",
+    ]
+
+
+def test_duplicates_summary_prints_thresholds_in_shortest_form(project, capsys):
+    _, out, _ = run_cli(capsys, "duplicates", "--min-score", "1.0", "--min-cluster-size", "3")
+    assert out.splitlines()[0].endswith("(min_score 1, min_cluster_size 3, top_k 10)") or (
+        SUMMARY_RE.match(out.splitlines()[0]).group(2, 3) == ("1", "3")
+    )
+    _, out, _ = run_cli(capsys, "duplicates", "--min-score", "0.985", "--top-k", "3")
+    assert SUMMARY_RE.match(out.splitlines()[0]).group(2, 4) == ("0.985", "3")
+
+
+def test_duplicates_nothing_found_is_one_line(project, capsys):
+    code, out, _ = run_cli(
+        capsys, "duplicates", "--min-score", "0.93", "--min-cluster-size", "5", "--top-k", "8"
+    )
+    assert code == 0
+    assert out == "no near-duplicate clusters (min_score 0.93, min_cluster_size 5, top_k 8)\n"
+
+
+def test_symbol_less_member_rows_end_with_two_spaces(tmp_path, ollama_server, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = {"a.py": TOTAL, "b.py": TOTAL, "c.py": SLUG}
+    index_tree(tmp_path, ollama_server.url, files, chunker="lines").close()
+    _, out, _ = run_cli(capsys, "duplicates", "--min-score", "0.93", "--top-k", "8")
+    assert out == (
+        "1 near-duplicate cluster(s) (min_score 0.93, min_cluster_size 2, top_k 8):\n"
+        "cluster (size 2, sim 1.0000..1.0000):\n"
+        "  a.py:1-6  \n"
+        "  b.py:1-6  \n"
+    )
+    _, out, _ = run_cli(capsys, "similar", "--path", "a.py", "--line", "3", "--min-score", "0.99")
+    assert out == "1 similar (min_score 0.99):\n  1.0000  b.py:1-6  \n"
+
+
+def test_duplicates_json_has_the_contract_shape(project, capsys):
+    code, out, _ = run_cli(capsys, "duplicates", "--json", "--min-score", "0.93", "--top-k", "8")
+    assert code == 0 and out.count("\n") == 1
+    payload = json.loads(out)
+    assert list(payload) == ["min_score", "min_cluster_size", "top_k", "seeded", "count", "clusters", "metric"]
+    assert payload["metric"] == "duplicate"
+    assert payload["min_score"] == 0.93 and payload["min_cluster_size"] == 2
+    assert payload["top_k"] == 8 and payload["seeded"] is False and payload["count"] == 3
+    first = payload["clusters"][0]
+    assert list(first) == ["size", "members", "min_sim", "max_sim"]
+    assert first["size"] == len(first["members"]) == 4
+    member = dict(first["members"][0])
+    assert re.fullmatch(r"[0-9a-f]{16}", member.pop("chunk_id"))  # extra: for sai_read_chunk
+    assert member == {
+        "path": "lib/vendor_billing.py", "start_line": 1, "end_line": 6, "symbol": "total_price"
+    }
+    assert first["max_sim"] == 1.0 and first["min_sim"] == round(first["min_sim"], 4) < 1.0
+
+
+def test_duplicates_json_symbol_is_null_for_line_chunks(tmp_path, ollama_server, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    index_tree(tmp_path, ollama_server.url, {"a.py": TOTAL, "b.py": TOTAL}, chunker="lines").close()
+    _, out, _ = run_cli(capsys, "duplicates", "--json")
+    members = json.loads(out)["clusters"][0]["members"]
+    assert [m["symbol"] for m in members] == [None, None]
+
+
+# --- duplicates: semantics ------------------------------------------------------------------
+
+
+def test_clusters_are_ordered_by_size_then_max_sim_then_first_member(tmp_path, ollama_server):
+    files = {
+        "z/one.py": SLUG, "z/two.py": SLUG,  # size 2, sim 1.0, first member z/one.py
+        "a/one.py": PAIR, "a/two.py": PAIR,  # size 2, sim 1.0, first member a/one.py
+        "m/one.py": TOTAL, "m/two.py": TOTAL, "m/three.py": TOTAL,  # size 3
+        "b/session.py": SESSION,  # size 2: the method and the function (cosine 0.93, shape 0.69)
+    }
+    project = index_tree(tmp_path, ollama_server.url, files)
+    clusters = search.find_duplicates(project, min_score=0.8)
+    assert [(c.size, c.members[0].path) for c in clusters] == [
+        (3, "m/one.py"), (2, "a/one.py"), (2, "z/one.py"), (2, "b/session.py")
+    ]
+    assert [round(c.max_sim, 4) for c in clusters[:3]] == [1.0, 1.0, 1.0]
+    assert 0.8 <= clusters[3].max_sim < 0.85  # the mean of its cosine and its shape similarity
+    for c in clusters:
+        keys = [(m.path, m.start_line) for m in c.members]
+        assert keys == sorted(keys)
+    assert search.find_duplicates(project, min_score=0.8) == clusters
+    assert search.find_duplicates(project, min_score=0.8, max_clusters=2) == clusters[:2]
+
+
+def test_min_cluster_size_drops_smaller_groups(project):
+    clusters = search.find_duplicates(project, min_score=0.93, min_cluster_size=3)
+    assert [c.size for c in clusters] == [4]
+
+
+def test_path_glob_keeps_only_pairs_with_both_ends_inside(project, capsys):
+    # lib/helpers.py and src/helpers.py are an exact pair: with one end outside, no cluster.
+    clusters = search.find_duplicates(project, min_score=0.93)
+    assert {"lib/helpers.py", "src/helpers.py"} in [{m.path for m in c.members} for c in clusters]
+    _, out, _ = run_cli(capsys, "duplicates", "--min-score", "0.93", "--path-glob", "src/**")
+    members = [line.strip() for line in out.splitlines() if line.startswith("  ")]
+    assert all(m.startswith("src/") for m in members)
+    assert "src/helpers.py:1-3  parse_pair" not in members
+    assert "src/billing.py:4-9  total_price" in members
+    assert HEADER_RE.match(blocks(out)[0][0]).group(1) == "3"
+
+
+def test_noduplicate_marked_chunk_never_joins_a_cluster(project):
+    every = [m.path for c in search.find_duplicates(project, min_score=0.5) for m in c.members]
+    assert "src/marked.py" not in every
+    # ... although it is as close to the originals as the commented copy that does join
+    similar = search.find_similar(project, path="src/billing.py", line=5, min_score=0.93)
+    assert "src/marked.py" in [h.path for h in similar]
+
+
+def test_chunk_is_never_paired_with_the_chunk_that_contains_it(tmp_path, ollama_server, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    project = index_tree(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
+    neighbours = search.find_similar(project, path="src/totals.py", line=8, min_score=0.0)
+    outer = [h for h in neighbours if (h.start_line, h.end_line) == (1, 12)]
+    assert outer and outer[0].score >= 0.8  # the class chunk spans its method and is close
+    # their duplicate score is 0.73 (cosine 0.81, shape 0.66): only the nesting keeps them apart
+    assert search.find_duplicates(project, min_score=0.7) == []
+
+
+def test_nested_exclusion_is_per_file(tmp_path, ollama_server):
+    # The same class in two files: the copies pair across files, never within one file.
+    files = {"a/totals.py": TOTALS, "b/totals.py": TOTALS}
+    project = index_tree(tmp_path, ollama_server.url, files)
+    clusters = search.find_duplicates(project, min_score=0.99)
+    assert sorted((c.members[0].start_line, c.members[1].start_line) for c in clusters) == [
+        (1, 1), (6, 6)
+    ]
+    assert all({m.path for m in c.members} == {"a/totals.py", "b/totals.py"} for c in clusters)
+    # At 0.7 the class of one file and the method of the other (0.73) join the two pairs.
+    assert [c.size for c in search.find_duplicates(project, min_score=0.7)] == [4]
+
+
+def test_seeding_with_file_keeps_only_clusters_of_that_file(project, capsys):
+    code, out, _ = run_cli(capsys, "duplicates", "--json", "--min-score", "0.93",
+                           "--file", "src/text_utils.py")
+    payload = json.loads(out)
+    assert code == 0 and payload["seeded"] is True and payload["count"] == 1
+    assert [m["path"] for m in payload["clusters"][0]["members"]] == [
+        "src/billing.py", "src/text_utils.py"
+    ]
+    _, out, _ = run_cli(capsys, "duplicates", "--min-score", "0.93", "--file", "src/session.py")
+    assert out == "no near-duplicate clusters (min_score 0.93, min_cluster_size 2, top_k 10)\n"
+
+
+def test_seeding_with_since_uses_the_files_git_reports(project, capsys, tmp_path):
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t",
+                                                 "commit", "-qm", "init"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "src/text_utils.py").write_text(SLUG + "\n# touched\n")
+    _, out, _ = run_cli(capsys, "duplicates", "--json", "--min-score", "0.93", "--since", "HEAD")
+    payload = json.loads(out)
+    assert payload["seeded"] is True
+    assert [c["members"][1]["path"] for c in payload["clusters"]] == ["src/text_utils.py"]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},  # small: every pair in full
+        {"SCREEN_FROM": 10, "HEAD_DIMS": 4, "DENSE": 1.0},  # the screen, never falling back
+        {"SCREEN_FROM": 10, "HEAD_DIMS": 4, "DENSE": 0.0},  # the screen, every tile in full
+        {"CUT_AT": 0},  # every tile cut to its rows' and columns' best first (low thresholds)
+        {"COMPACT_AT": 5},  # candidates cut to the top k as they pile up
+    ],
+)
+def test_neighbour_edges_match_brute_force(monkeypatch, settings):
+    # Tiles of 7 over 50 rows visit diagonal, off-diagonal and ragged tiles, and seeded blocks.
+    monkeypatch.setattr(duplicates, "TILE", 7)
+    for name, value in settings.items():
+        monkeypatch.setattr(duplicates, name, value)
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((10, 24))
+    matrix = np.repeat(base, 5, axis=0) + 0.35 * rng.standard_normal((50, 24))
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    # rows 0-1 and 12-14 share a file; 0 holds 1 and 12 holds 13 (14 sits beside them)
+    files = list(range(50))
+    files[1], files[13], files[14] = 0, 12, 12
+    starts, ends = [1] * 50, [9] * 50
+    starts[1], ends[1], starts[13], ends[13], starts[14], ends[14] = 2, 5, 3, 4, 10, 12
+    nesting = duplicates.Nesting.of([f"f{f}.py" for f in files], starts, ends)
+    banned = {(0, 1), (1, 0), (12, 13), (13, 12)}
+
+    sims = matrix.astype(np.float64) @ matrix.T.astype(np.float64)
+    for min_score in (0.6, -1.0):
+        for queries in (None, np.array([0, 7, 8, 12, 21, 49])):
+            got = duplicates.neighbour_edges(matrix, top_k=3, min_score=min_score,
+                                             queries=queries, nesting=nesting)
+            want = set()
+            for i in range(50) if queries is None else queries.tolist():
+                order = [j for j in np.argsort(-sims[i], kind="stable")
+                         if j != i and (i, j) not in banned]
+                want |= {(i, int(j)) for j in order[:3] if sims[i, j] >= min_score}
+            pairs = list(zip(got.i.tolist(), got.j.tolist(), strict=True))
+            assert set(pairs) == want and len(pairs) == len(want)
+            np.testing.assert_allclose(got.s, [sims[i, j] for i, j in pairs], atol=1e-5)
+
+
+# --- the local model: does "near-duplicate" mean what it says? --------------------------------
+
+def test_renamed_copy_clusters_with_its_original_and_unrelated_code_does_not(local_project, monkeypatch):
+    monkeypatch.chdir(local_project.config.root)
+    clusters = search.find_duplicates(local_project)
+    assert [[m.path for m in c.members] for c in clusters] == [["a/intervals.py", "b/ranges.py"]]
+    # MiniLM gives the pair a cosine of about 0.83; their token shapes are the same, which lifts
+    # the duplicate score (the mean of the two) above the cosine
+    cosine = search.find_similar(local_project, path="a/intervals.py", line=5)[0].score
+    assert cosine < 0.9 < clusters[0].min_sim
+
+
+# --- duplicates: the original's metric, tiny identical copies --------------------------------
+
+TINY = "def is_ready(self):\n    return self.ready\n"
+
+
+def test_identical_functions_too_small_for_a_shape_form_a_cluster_of_score_1(tmp_path, ollama_server):
+    files = {"a.py": TINY, "b.py": TINY, "c/d.py": "class Box:\n    " + TINY.replace("\n", "\n    "),
+             "e.py": "def is_done(self):\n    return self.done\n"}
+    project = index_tree(tmp_path, ollama_server.url, files)
+    clusters = search.find_duplicates(project)
+    seeded = search.find_duplicates(project, seed_paths=["b.py"])
+    unrelated = search.find_duplicates(project, seed_paths=["e.py"])
+    project.close()
+    assert [[m.path for m in c.members] for c in clusters] == [["a.py", "b.py", "c/d.py"]]
+    assert (clusters[0].min_sim, clusters[0].max_sim) == (1.0, 1.0)
+    assert [c.size for c in seeded] == [3] and unrelated == []
+
+
+def test_metric_cosine_gives_the_original_plain_cosine_edges(tmp_path, ollama_server, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = {"a.py": TOTAL, "b.py": COMMENTED, "c.py": TINY, "d.py": TINY, "e.py": SLUG}
+    project = index_tree(tmp_path, ollama_server.url, files)
+    with project.store.read() as reader:
+        rows, matrix, _ = reader.all_chunks()
+    project.close()
+    code, out, _ = run_cli(capsys, "duplicates", "--metric", "cosine", "--min-score", "0.9", "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["metric"] == "cosine"
+    cosine = matrix @ matrix.T
+    expected = {frozenset((rows[i].path, rows[j].path)) for i in range(len(rows)) for j in range(i)
+                if cosine[i, j] >= 0.9}
+    found = {frozenset(m["path"] for m in c["members"]) for c in payload["clusters"]}
+    assert found == expected and frozenset({"c.py", "d.py"}) in found
+    low = min(float(cosine[i, j]) for i in range(len(rows)) for j in range(i) if cosine[i, j] >= 0.9)
+    assert min(c["min_sim"] for c in payload["clusters"]) == round(low, 4)
