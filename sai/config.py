@@ -10,7 +10,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,8 @@ SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
     "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
 }
 DUPLICATE_METRICS = ("duplicate", "cosine")
+BACKENDS = ("duckdb", "qdrant")
+SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, status or repr
 
 # key -> (allowed python types, default); nested sections use dotted keys.
 _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
@@ -72,6 +74,11 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "honor_noduplicate_marker": ((bool,), True),
     "duckdb.path": ((str,), ".index/code.duckdb"),
     "duckdb.lock_timeout_s": ((int, float), 30.0),
+    "qdrant.url": ((str,), None),
+    "qdrant.api_key": ((str,), None),
+    "qdrant.path": ((str,), None),
+    "qdrant.timeout_s": ((int, float), 10.0),
+    "qdrant.prefer_grpc": ((bool,), False),
     "ollama.url": ((str,), None),
     "ollama.model": ((str,), None),
     "ollama.timeout_s": ((int, float), 60.0),
@@ -88,7 +95,8 @@ _SECTIONS = {key.split(".")[0] for key in _SCHEMA if "." in key}
 ENV_KEYS = {
     "SAI_EMBEDDER": "embedder", "SAI_MODEL": "model", "SAI_COLLECTION": "collection",
     "SAI_ROOT": "root", "SAI_EXT": "ext", "SAI_CHUNKER": "chunker",
-    "SAI_DB_PATH": "duckdb.path", "OLLAMA_HOST": "ollama.url",
+    "SAI_DB_PATH": "duckdb.path", "OLLAMA_HOST": "ollama.url", "SAI_BACKEND": "backend",
+    "QDRANT_URL": "qdrant.url", "QDRANT_API_KEY": "qdrant.api_key",
 }
 
 
@@ -128,6 +136,18 @@ class Config:
     duplicate_cosine_min_score: float = 0.93
     duplicate_min_cluster_size: int = 2
     top_k: int = 10
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = field(default=None, repr=False)
+    qdrant_path: Path | None = None
+    qdrant_timeout_s: float = 10.0
+    qdrant_prefer_grpc: bool = False
+
+    @property
+    def index_location(self) -> str:
+        """Where the index lives, for messages: the DuckDB file, the local Qdrant directory or its URL."""
+        if self.backend == "qdrant":
+            return str(self.qdrant_path) if self.qdrant_path is not None else str(self.qdrant_url)
+        return str(self.db_path)
 
     @property
     def pruned_dirs(self) -> tuple[str, ...]:
@@ -197,7 +217,8 @@ def _check_type(key: str, value: Any, *, source: str) -> None:
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
         names = " or ".join("list" if t is list else t.__name__ for t in types)
-        raise ConfigError(f"{source}: key '{key}' must be {names}, got {value!r}")
+        shown = "a value of another type" if key in SECRET_KEYS else repr(value)
+        raise ConfigError(f"{source}: key '{key}' must be {names}, got {shown}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{source}: key '{key}' must be a finite number, got {value}")
     if isinstance(value, list):
@@ -241,7 +262,7 @@ def load_config(
 
 def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config_path: Path | None) -> Config:
     """Validate resolved values; `where(key)` names the source of a key's value in errors."""
-    _choice(v, "backend", ("duckdb",), where("backend"))
+    _choice(v, "backend", BACKENDS, where("backend"))
     _choice(v, "embedder", ("ollama", "local"), where("embedder"))
     _choice(v, "chunker", ("ast", "lines"), where("chunker"))
     _choice(v, "prefix_style", ("auto", *PREFIX_STYLES), where("prefix_style"))
@@ -256,8 +277,9 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         raise ConfigError(
             f"{where('collection')}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
         )
+    _check_qdrant(v, where)
     for key in ("max_chunk_chars", "max_file_bytes", "ollama.batch_size", "ollama.parallel", "similarity.top_k",
-                "ollama.timeout_s", "vector_dim"):
+                "ollama.timeout_s", "vector_dim", "qdrant.timeout_s"):
         if v[key] is not None and v[key] <= 0:
             raise ConfigError(f"{where(key)}: key '{key}' must be a positive number, got {v[key]}")
     if v["duckdb.lock_timeout_s"] < 0:
@@ -312,7 +334,19 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         ),
         duplicate_min_cluster_size=v["similarity.duplicate_min_cluster_size"],
         top_k=v["similarity.top_k"],
+        qdrant_url=v["qdrant.url"] or None,
+        qdrant_api_key=v["qdrant.api_key"] or None,
+        qdrant_path=(root / v["qdrant.path"]).resolve() if v["qdrant.path"] else None,
+        qdrant_timeout_s=float(v["qdrant.timeout_s"]),
+        qdrant_prefer_grpc=v["qdrant.prefer_grpc"],
     )
+
+
+def _check_qdrant(v: dict[str, Any], where: Callable[[str], str]) -> None:
+    """`backend: qdrant` needs a server (qdrant.url, QDRANT_URL) or a local directory (qdrant.path)."""
+    if v["backend"] == "qdrant" and not v["qdrant.url"] and not v["qdrant.path"]:
+        raise ConfigError(f"{where('backend')}: backend 'qdrant' needs qdrant.url (or QDRANT_URL) for a "
+                          "server, or qdrant.path for local mode; set one of them")
 
 
 def project_root(base: Path, root: str, where: str) -> Path:

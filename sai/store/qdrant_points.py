@@ -92,7 +92,7 @@ def chunk_row(point_id_: int, payload: dict, *, text: bool = True) -> ChunkRow:
 
 def shape_of(payload: dict) -> bytes | None:
     encoded = payload.get("shape")
-    return base64.b64decode(encoded) if encoded else None
+    return None if encoded is None else base64.b64decode(encoded)
 
 
 def file_payload(row: FileRow, indexed_at: str) -> dict[str, object]:
