@@ -5,7 +5,7 @@ TEMPLATE = """\
 # below are the defaults. Precedence: command-line flag > environment > this file > default.
 # Reference: docs/configuration.md
 
-backend: duckdb            # the only backend today
+backend: duckdb            # duckdb (a file in the project) or qdrant (a server or local directory: qdrant:)
 embedder: ollama           # ollama (an Ollama server) or local (bundled all-MiniLM-L6-v2, offline)
 # model: nomic-embed-text  # default: nomic-embed-text (ollama), all-MiniLM-L6-v2 (local)
 # vector_dim: 768          # default: detected from the first embedding; if set, must match
@@ -29,6 +29,14 @@ honor_noduplicate_marker: true  # chunks containing sai-noduplicate never join d
 duckdb:
   path: .index/code.duckdb   # relative to the project root
   lock_timeout_s: 30         # how long to wait for another process holding the index file
+
+# used by backend: qdrant (docs/team-index.md)
+qdrant:
+  # url: http://localhost:6333   # a server or cluster; default: $QDRANT_URL
+  # api_key: team-read-key       # default: $QDRANT_API_KEY; never printed
+  # path: .index/qdrant          # local mode: no server, one process; wins over url
+  timeout_s: 10              # per request to the server
+  prefer_grpc: false         # talk gRPC (port 6334) instead of HTTP
 
 ollama:
   # url: http://localhost:11434   # default: $OLLAMA_HOST or http://localhost:11434
