@@ -17,6 +17,7 @@ Pure functions, no client calls (docs/design.md, "The Qdrant backend").
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
@@ -50,8 +51,13 @@ def term_index(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _term(lexeme: str) -> int:
+    return term_index(word_stem(lexeme))
+
+
 def _term_counts(lexemes: str) -> Counter[int]:
-    return Counter(term_index(word_stem(term)) for term in lexemes.split())
+    return Counter(_term(term) for term in lexemes.split())
 
 
 def document_vector(lexemes: str) -> models.SparseVector:
