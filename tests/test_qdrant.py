@@ -297,3 +297,43 @@ def test_local_mode_is_single_process(tmp_path: Path) -> None:
                          timeout=60)
     assert "open in another process" in out.stdout and "single-process" in out.stdout
     store.close()
+
+
+def test_a_live_writer_lock_shuts_out_a_second_writer_until_its_lease_runs_out(filled: Store) -> None:
+    import time
+
+    from sai.errors import StoreLockedError
+    from sai.store.qdrant import LOCK_ID, _lock_point
+
+    assert isinstance(filled, QdrantStore)
+    filled.lock_timeout_s = 0.5
+    filled.client.call("upsert", filled.meta_name, [_lock_point("other-writer", time.time() + 60)])
+    with pytest.raises(StoreLockedError, match="being written by another process"):
+        with filled.write() as writer:
+            writer.set_meta({"never": "written"})
+    filled.client.call("upsert", filled.meta_name, [_lock_point("other-writer", time.time() - 1)])
+    with filled.write() as writer:  # the killed writer's lease has run out
+        writer.set_meta({"after": "expiry"})
+    held = filled.client.call("retrieve", filled.meta_name, [LOCK_ID], with_payload=True)[0].payload
+    assert held["owner"] == "" and "never" not in filled._meta() and filled._meta()["after"] == "expiry"
+
+
+def test_a_write_killed_mid_file_leaves_the_old_chunks_and_a_file_the_next_run_redoes(
+    filled: Store, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert isinstance(filled, QdrantStore)
+    real = filled.client.call
+
+    def failing(method: str, *args: object, **kwargs: object) -> object:
+        if method == "upsert" and args and args[0] == filled.collection:
+            raise StoreError("the server went away")
+        return real(method, *args, **kwargs)
+
+    monkeypatch.setattr(filled.client, "call", failing)
+    with pytest.raises(StoreError), filled.write() as writer:
+        writer.replace_files([_file("src/user.py", 1, mtime=5)], [CHUNKS[3]], VECTORS[3:4])
+    monkeypatch.setattr(filled.client, "call", real)
+    with filled.read() as reader:
+        assert "src/user.py" not in reader.files()  # new to the next run: indexed again
+        assert reader.chunk_count(["src/user.py"]) == 1 and reader.meta()["run_state"] == "writing"
+        assert reader.lexical(query_lexemes("user name"), 1)  # still searchable
