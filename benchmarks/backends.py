@@ -137,6 +137,10 @@ class Ops:
     def lexical(self, words: str) -> list:
         return self.r.conn.bm25(words, 50) if self.duck else self.r.lexical(words, 50)
 
+    def top_chunk_ids(self, found: list) -> list[str]:
+        """The chunk_ids of a hit list's first 10 (ids differ between backends, chunk_ids do not)."""
+        return [row.chunk_id for row in self.chunks([int(i) for i, _ in found[:10]])]
+
     def chunks(self, ids: list[int]) -> list:
         return self.r.conn.chunks_by_ids(ids, vectors=False)[0] if self.duck else self.r.chunks(ids)
 
@@ -190,6 +194,8 @@ def run_backend(name: str, corpus: Path, where: Path) -> dict:
             ops.chunks([int(i) for i, _ in found[:10]])
 
         out["hybrid"] = percentiles([timed(lambda q=q: hybrid(q)) for q in asked])
+        out["top10"] = {"semantic": [ops.top_chunk_ids(ops.semantic(q[1])) for q in asked],
+                        "lexical": [ops.top_chunk_ids(ops.lexical(q[0])) for q in asked]}
         clock = time.perf_counter()
         rows, matrix, shapes = ops.all_chunks()
         out["all_chunks_s"] = round(time.perf_counter() - clock, 2)
@@ -229,8 +235,19 @@ def main() -> None:
             done = subprocess.run([sys.executable, __file__, "--child", name, str(corpus), str(where)],
                                   capture_output=True, text=True, check=True)
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(json.dumps(results[-1]), flush=True)
+            print(json.dumps({k: v for k, v in results[-1].items() if k != "top10"}), flush=True)
     print_table(results)
+    print_overlap(results)
+
+
+def print_overlap(results: list[dict]) -> None:
+    """How many of DuckDB's top 10 each other backend also returns, per mode (mean over queries)."""
+    base = results[0]["top10"]
+    for other in results[1:]:
+        for mode in ("semantic", "lexical"):
+            pairs = zip(base[mode], other["top10"][mode], strict=True)
+            shared = [len(set(a) & set(b)) / max(1, len(a)) for a, b in pairs]
+            print(f"{other['backend']} {mode} top-10 overlap with duckdb: {statistics.mean(shared):.2f}")
 
 
 def print_table(results: list[dict]) -> None:
