@@ -6,29 +6,29 @@ Pure functions, no client calls (docs/design.md, "The Qdrant backend").
   shifted right by one bit: the same chunk gets the same id on every machine, and the id fits a
   signed 64-bit integer (numpy int64, DuckDB BIGINT). It is also `ChunkRow.id` on this backend.
 - A file's point id is made the same way from its key.
-- The sparse vector "lexemes" holds, per term of the chunk's lexemes (sai/lexical.py, lightly
-  stemmed), the BM25-saturated term frequency tf*(k1+1)/(tf + k1*(1-b+b*len/AVG_LEN)); Qdrant's
-  IDF modifier multiplies in the inverse document frequency at query time, so a query of the
-  distinct terms (value 1 each) scores Okapi BM25 (k1 1.2, b 0.75). The length norm uses a fixed
-  mean length instead of the collection's current one: a point's vector never depends on the
-  other points, so copies and incremental runs write the same values everywhere.
+- The sparse vector "lexemes" holds, per term of the chunk's lexemes (sai/lexical.py; stop
+  words dropped and Porter-stemmed as DuckDB's FTS does, store/terms.py), the BM25-saturated
+  term frequency tf*(k1+1)/(tf + k1*(1-b+b*len/AVG_LEN)). Qdrant's IDF modifier multiplies in
+  the inverse document frequency at query time, so a query of the distinct terms (value 1
+  each) scores Okapi BM25 (k1 1.2, b 0.75). The length norm uses a fixed mean length instead
+  of the collection's current one: a point's vector never depends on the other points, so
+  copies and incremental runs write the same values everywhere.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
 
 from qdrant_client import models
 
-from sai.lexical import word_stem
 from sai.models import ChunkRow, FileRow, NewChunk, chunk_id
+from sai.store.terms import Terms
 
 K1, B = 1.2, 0.75
-AVG_LEN = 93.0  # lexemes per chunk: the mean (92.6) over the 20,000 stdlib chunks of benchmarks/backends.py
+AVG_LEN = 66.0  # terms per chunk: the mean (65.6) over the 20,000 stdlib chunks of benchmarks/backends.py
 DENSE, SPARSE = "dense", "lexemes"
 INDEXED_FIELDS = ("key", "language", "content_hash")  # payload indexes (keyword)
 
@@ -51,13 +51,11 @@ def term_index(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _term(lexeme: str) -> int:
-    return term_index(word_stem(lexeme))
+TERMS = Terms(term_index)  # lexeme -> dimension, as DuckDB's FTS stems it (store/terms.py)
 
 
 def _term_counts(lexemes: str) -> Counter[int]:
-    return Counter(_term(term) for term in lexemes.split())
+    return Counter(TERMS.dimensions(lexemes))
 
 
 def document_vector(lexemes: str) -> models.SparseVector:
