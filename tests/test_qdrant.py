@@ -337,3 +337,29 @@ def test_a_write_killed_mid_file_leaves_the_old_chunks_and_a_file_the_next_run_r
         assert "src/user.py" not in reader.files()  # new to the next run: indexed again
         assert reader.chunk_count(["src/user.py"]) == 1 and reader.meta()["run_state"] == "writing"
         assert reader.lexical(query_lexemes("user name"), 1)  # still searchable
+
+
+def test_readers_in_threads_run_while_a_writer_writes(filled: Store) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+    answers: list[int] = []
+
+    def read() -> None:
+        try:
+            for _ in range(10):
+                with filled.read() as reader:
+                    answers.append(len(reader.nearest(VECTORS[0], 3)))
+                    reader.lexical(query_lexemes("cart total"), 3)
+        except BaseException as exc:  # noqa: BLE001 (collected for the assertion below)
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    for k in range(5):
+        with filled.write() as writer:
+            writer.replace_files([_file("src/cart.py", 3, mtime=k)], CHUNKS[:3], VECTORS[:3])
+    for thread in readers:
+        thread.join(timeout=60)
+    assert not errors and len(answers) == 30 and all(n == 3 for n in answers)
