@@ -3,6 +3,11 @@
 Written to become the parametrised contract suite: every test takes `make_store`, a factory of a
 fresh store of one backend; `BACKENDS` lists the backends it builds. Qdrant runs in local mode
 (`qdrant.path` in tmp_path); where QDRANT_URL is set, the same tests run against that server too.
+
+Backend-neutral (the contract): every test taking `make_store` or `filled`, except these, which
+are the Qdrant backend's own: point ids equal across stores (the contract only promises equal
+chunk_ids), `run_state` in the token test, the closed port, local mode's single process, the
+writer lock's lease, and a write killed mid-file (they reach into QdrantStore's client).
 """
 
 from __future__ import annotations
