@@ -34,6 +34,7 @@ def _common() -> argparse.ArgumentParser:
     p.add_argument("--embedder", default=S, choices=EMBEDDERS)
     p.add_argument("--model", default=S, metavar="NAME")
     p.add_argument("--collection", default=S, metavar="NAME")
+    p.add_argument("--backend", default=S, choices=["duckdb", "qdrant"], help="where the index lives (duckdb)")
     p.add_argument("--json", action="store_true", default=S, help="machine output on stdout")
     p.add_argument("--silent", action="store_true", default=S, help="errors only on stderr")
     p.add_argument("-v", "--verbose", action="store_true", default=S)
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     refresh = sub.add_parser("refresh", parents=[common], help="re-index the given files")
     refresh.add_argument("paths", nargs="+", metavar="PATH")
     sub.add_parser("flush", parents=[common], help="delete the collection")
+    copy = sub.add_parser("copy", parents=[common], help="copy the index to the other backend (no embedding)")
+    copy.add_argument("--to", required=True, choices=["duckdb", "qdrant"], help="the backend to copy into")
     init = sub.add_parser("init", parents=[common], help="write a commented sai-cfg.yml")
     init.add_argument("--yes", action="store_true", help="do not ask")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
@@ -202,6 +205,7 @@ def _load(args: argparse.Namespace) -> Project:
         "root": str(Path.cwd() / root) if root else None, "ext": getattr(args, "ext", None),
         "chunker": getattr(args, "chunker", None), "embedder": getattr(args, "embedder", None),
         "model": getattr(args, "model", None), "collection": getattr(args, "collection", None),
+        "backend": getattr(args, "backend", None),
     }
     config = load_config(config_file=getattr(args, "config", None), flags=flags,
                          env=os.environ, cwd=Path.cwd())
@@ -369,6 +373,26 @@ def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     return _emit(as_json, {"collection": name, "deleted": existed}, text)
 
 
+def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    from sai.copy import copy_index
+    from sai.store import open_store
+
+    config = project.config
+    if args.to == config.backend:
+        raise UsageError(f"the index already lives on backend {args.to}; give --to with the other backend")
+    source, target = open_store(config), open_store(config, backend=args.to)
+    try:
+        report = copy_index(source, target, collection=config.collection)
+    finally:
+        source.close()
+        target.close()
+    payload = {"collection": config.collection, "from": config.backend, "to": args.to,
+               "location": target.location, "files": report.files, "chunks": report.chunks}
+    text = (f"copied collection '{config.collection}' ({report.chunks} chunks of {report.files} files) "
+            f"from {config.backend} to {args.to} at {printable(target.location)}\n")
+    return _emit(as_json, payload, text)
+
+
 def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     from sai.mcp_server import serve
 
@@ -455,4 +479,4 @@ _HANDLERS = {
     "duplicates": _duplicates, "similar": _similar, "status": _status, "sync": _sync,
     "refresh": _refresh, "flush": _flush, "mcp": _mcp, "watch": _watch,
 }
-_HANDLERS.update({"read": _read, "symbol": _symbol})
+_HANDLERS.update({"read": _read, "symbol": _symbol, "copy": _copy})

@@ -10,7 +10,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -59,6 +59,7 @@ SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
     "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
 }
 DUPLICATE_METRICS = METRICS  # the name search.py knows them by
+SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, status or repr
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,9 @@ class Setting:
 _STR, _INT, _BOOL, _NUMBER, _LIST = (str,), (int,), (bool,), (int, float), (list,)
 PRUNED_NOTE = " ".join(ALWAYS_PRUNED)
 SETTINGS: tuple[Setting, ...] = (
-    Setting("backend", _STR, "duckdb", "the only backend today", choices=BACKENDS),
+    Setting("backend", _STR, "duckdb",
+            "duckdb (a file in the project) or qdrant (a server or local directory: qdrant:)",
+            choices=BACKENDS),
     Setting("embedder", _STR, "ollama", "ollama (an Ollama server) or local (bundled all-MiniLM-L6-v2, offline)",
             choices=EMBEDDERS),
     Setting("model", _STR, None, "default: nomic-embed-text (ollama), all-MiniLM-L6-v2 (local)",
@@ -114,6 +117,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root"),
     Setting("duckdb.lock_timeout_s", _NUMBER, 30.0, "how long to wait for another process holding the index file",
             bound="seconds"),
+    Setting("qdrant.url", _STR, None, "a Qdrant server or cluster; default: $QDRANT_URL",
+            example="http://localhost:6333"),
+    Setting("qdrant.api_key", _STR, None, "default: $QDRANT_API_KEY; never printed", example="team-read-key"),
+    Setting("qdrant.path", _STR, None, "local mode: no server, one process; wins over url",
+            example=".index/qdrant"),
+    Setting("qdrant.timeout_s", _NUMBER, 10.0, "per request to the server", bound="positive"),
+    Setting("qdrant.prefer_grpc", _BOOL, False, "talk gRPC (port 6334) instead of HTTP"),
     Setting("ollama.url", _STR, None, "default: $OLLAMA_HOST or http://localhost:11434",
             example="http://localhost:11434"),
     Setting("ollama.model", _STR, None, "accepted for compatibility; must not contradict `model`",
@@ -148,7 +158,8 @@ _SECTIONS = {key.split(".")[0] for key in SCHEMA if "." in key}
 ENV_KEYS = {
     "SAI_EMBEDDER": "embedder", "SAI_MODEL": "model", "SAI_COLLECTION": "collection",
     "SAI_ROOT": "root", "SAI_EXT": "ext", "SAI_CHUNKER": "chunker",
-    "SAI_DB_PATH": "duckdb.path", "OLLAMA_HOST": "ollama.url",
+    "SAI_DB_PATH": "duckdb.path", "OLLAMA_HOST": "ollama.url", "SAI_BACKEND": "backend",
+    "QDRANT_URL": "qdrant.url", "QDRANT_API_KEY": "qdrant.api_key",
 }
 
 
@@ -189,6 +200,18 @@ class Config:
     duplicate_cosine_min_score: float
     duplicate_min_cluster_size: int
     top_k: int
+    qdrant_url: str | None
+    qdrant_api_key: str | None = field(repr=False)
+    qdrant_path: Path | None
+    qdrant_timeout_s: float
+    qdrant_prefer_grpc: bool
+
+    @property
+    def index_location(self) -> str:
+        """Where the index lives, for messages: the DuckDB file, the local Qdrant directory or its URL."""
+        if self.backend == "qdrant":
+            return str(self.qdrant_path) if self.qdrant_path is not None else str(self.qdrant_url)
+        return str(self.db_path)
 
     @property
     def pruned_dirs(self) -> tuple[str, ...]:
@@ -258,7 +281,8 @@ def _check_type(key: str, value: Any, *, source: str) -> None:
     ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
     if not ok:
         names = " or ".join("list" if t is list else t.__name__ for t in types)
-        raise ConfigError(f"{source}: key '{key}' must be {names}, got {value!r}")
+        shown = "a value of another type" if key in SECRET_KEYS else repr(value)
+        raise ConfigError(f"{source}: key '{key}' must be {names}, got {shown}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{source}: key '{key}' must be a finite number, got {value}")
     if isinstance(value, list):
@@ -315,6 +339,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         raise ConfigError(
             f"{where('collection')}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
         )
+    _check_qdrant(v, where)
     _check_bounds(v, where)
     root = project_root(base, v["root"], where("root"))
     ext = v["ext"] if v["ext"] is not None else list(DEFAULT_EXTS)
@@ -365,7 +390,19 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         ),
         duplicate_min_cluster_size=v["similarity.duplicate_min_cluster_size"],
         top_k=v["similarity.top_k"],
+        qdrant_url=v["qdrant.url"] or None,
+        qdrant_api_key=v["qdrant.api_key"] or None,
+        qdrant_path=(root / v["qdrant.path"]).resolve() if v["qdrant.path"] else None,
+        qdrant_timeout_s=float(v["qdrant.timeout_s"]),
+        qdrant_prefer_grpc=v["qdrant.prefer_grpc"],
     )
+
+
+def _check_qdrant(v: dict[str, Any], where: Callable[[str], str]) -> None:
+    """`backend: qdrant` needs a server (qdrant.url, QDRANT_URL) or a local directory (qdrant.path)."""
+    if v["backend"] == "qdrant" and not v["qdrant.url"] and not v["qdrant.path"]:
+        raise ConfigError(f"{where('backend')}: backend 'qdrant' needs qdrant.url (or QDRANT_URL) for a "
+                          "server, or qdrant.path for local mode; set one of them")
 
 
 def project_root(base: Path, root: str, where: str) -> Path:

@@ -16,7 +16,7 @@ SearchMode = Literal["hybrid", "semantic", "lexical"]
 DuplicateMetric = Literal["duplicate", "cosine"]  # what a duplicate edge's score is
 EmbedderName = Literal["ollama", "local"]
 ChunkerName = Literal["ast", "lines"]
-BackendName = Literal["duckdb"]
+BackendName = Literal["duckdb", "qdrant"]
 PrefixStyle = Literal["nomic", "e5", "qwen", "none"]  # query/passage prefix conventions
 
 MODES: tuple[SearchMode, ...] = get_args(SearchMode)

@@ -389,7 +389,7 @@ def test_an_error_names_where_the_bad_value_came_from(tmp_path: Path) -> None:
     ("text", "fragment"),
     [
         ("embedder: openai\n", "unknown embedder 'openai'; choose one of: ollama, local"),
-        ("backend: qdrant\n", "unknown backend 'qdrant'; choose one of: duckdb"),
+        ("backend: mysql\n", "unknown backend 'mysql'; choose one of: duckdb, qdrant"),
         ("chunker: words\n", "unknown chunker 'words'; choose one of: ast, lines"),
         ("prefix_style: bert\n", "unknown prefix_style 'bert'; choose one of: auto, nomic, e5"),
     ],
@@ -508,3 +508,33 @@ def test_template_with_every_key_uncommented_sets_every_key(tmp_path: Path) -> N
     config = load(tmp_path)
     assert config.model == "nomic-embed-text" and config.vector_dim == 768
     assert config.ext == ("py", "js", "ts")
+
+
+def test_qdrant_settings_come_from_the_file_the_environment_and_flags(tmp_path: Path) -> None:
+    write_cfg(tmp_path, "qdrant:\n  url: http://file:6333\n  timeout_s: 3\n  prefer_grpc: true\n")
+    config = load(tmp_path, env={"SAI_BACKEND": "qdrant", "QDRANT_API_KEY": "k3y"})
+    assert config.backend == "qdrant" and config.qdrant_url == "http://file:6333"
+    assert config.qdrant_api_key == "k3y" and config.qdrant_timeout_s == 3.0 and config.qdrant_prefer_grpc
+    assert "k3y" not in repr(config) and config.index_location == "http://file:6333"
+    from_env = load(tmp_path, env={"QDRANT_URL": "http://env:6333"}, backend="qdrant")
+    assert from_env.qdrant_url == "http://env:6333"
+
+
+def test_qdrant_path_is_local_mode_relative_to_the_root(tmp_path: Path) -> None:
+    write_cfg(tmp_path, "backend: qdrant\nqdrant:\n  path: .index/q\n")
+    config = load(tmp_path)
+    assert config.qdrant_path == (tmp_path / ".index" / "q").resolve()
+    assert config.index_location == str(config.qdrant_path)
+
+
+def test_backend_qdrant_without_a_url_or_path_is_refused(tmp_path: Path) -> None:
+    write_cfg(tmp_path, "backend: qdrant\n")
+    with pytest.raises(ConfigError, match="needs qdrant.url \\(or QDRANT_URL\\)"):
+        load(tmp_path)
+
+
+def test_a_wrongly_typed_api_key_is_not_shown(tmp_path: Path) -> None:
+    write_cfg(tmp_path, "qdrant:\n  api_key: 123456789\n")
+    with pytest.raises(ConfigError) as caught:
+        load(tmp_path)
+    assert "123456789" not in str(caught.value) and "qdrant.api_key" in str(caught.value)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +14,9 @@ import pytest
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, chunk_id
 from sai.store import DuckDBStore, Scope
 from sai.store.base import Store
+from sai.store.qdrant import QdrantStore
 
-BACKENDS = ["duckdb"]
+BACKENDS = ["duckdb", "qdrant-local"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
 TRANSACTIONAL = {"duckdb"}  # backends whose readers never see a writer's open transaction
 DIM = 8
 META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
@@ -34,6 +37,11 @@ CHUNKS = [
 def _open(backend: str, where: Path) -> Store:
     if backend == "duckdb":
         return DuckDBStore(where / "index" / "code.duckdb", collection="code", lock_timeout_s=10)
+    if backend == "qdrant-local":
+        return QdrantStore("code", path=where / "qdrant", lock_timeout_s=10)
+    if backend == "qdrant-server":
+        return QdrantStore(f"code_{uuid.uuid4().hex[:8]}", url=os.environ["QDRANT_URL"],
+                           api_key=os.environ.get("QDRANT_API_KEY"), lock_timeout_s=10)
     raise AssertionError(f"no fixture for backend {backend}")
 
 
@@ -181,6 +189,7 @@ def test_nearest_is_exact_and_best_first(filled) -> None:
     store, chunks, vectors = filled
     ids = _ids(store)
     query = vectors[1] + 0.3 * vectors[4]
+    query /= np.linalg.norm(query)  # embedders hand out unit vectors (the contract says so)
     with store.read() as reader:
         hits = reader.nearest(query, 4)
     scores = vectors @ query
@@ -286,7 +295,8 @@ def test_all_chunks_align_rows_vectors_and_shapes(filled) -> None:
                                                                         for c in chunks)
     by_hash = {c.content_hash: k for k, c in enumerate(chunks)}
     order = [by_hash[r.content_hash] for r in rows]
-    assert matrix.dtype == np.float32 and matrix.tobytes() == vectors[order].tobytes()
+    assert matrix.dtype == np.float32  # Qdrant normalises cosine vectors again: equal to 1e-6, not bit for bit
+    assert np.allclose(matrix, vectors[order], atol=1e-6)
     assert shapes == [chunks[k].shape for k in order]
     assert all(isinstance(r, ChunkRow) and r.text == "" for r in rows)
 

@@ -30,6 +30,7 @@ import duckdb
 
 from sai.config import Config
 from sai.errors import ConfigError, StoreCorruptError, StoreError, StoreLockedError
+from sai.models import BACKENDS
 from sai.store import base, migrations
 from sai.store.base import IndexReader, IndexWriter, Scope
 from sai.store.cache import TokenCache
@@ -40,11 +41,24 @@ READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening cos
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
 
 
-def open_store(config: Config) -> base.Store:
-    """The store the config names (`backend`), not opened yet: sessions open it."""
-    if config.backend == "duckdb":
+def open_store(config: Config, *, backend: str | None = None) -> base.Store:
+    """The store of `backend` (default: the config's) for the config's collection, not opened
+    yet: sessions open it. Qdrant: local mode when qdrant.path is set, else the server at qdrant.url."""
+    backend = backend or config.backend
+    if backend == "duckdb":
         return DuckDBStore(config.db_path, collection=config.collection, lock_timeout_s=config.lock_timeout_s)
-    raise ConfigError(f"unknown backend '{config.backend}'; choose one of: duckdb")
+    if backend == "qdrant":
+        from sai.store.qdrant import QdrantStore  # qdrant-client loads only for this backend
+
+        if config.qdrant_path is None and not config.qdrant_url:
+            raise ConfigError("the qdrant backend needs qdrant.url (or QDRANT_URL) for a server, "
+                              "or qdrant.path for local mode; set one of them")
+        return QdrantStore(
+            config.collection, url=None if config.qdrant_path else config.qdrant_url,
+            api_key=config.qdrant_api_key, path=config.qdrant_path, timeout_s=config.qdrant_timeout_s,
+            prefer_grpc=config.qdrant_prefer_grpc, lock_timeout_s=config.lock_timeout_s,
+        )
+    raise ConfigError(f"unknown backend '{backend}'; choose one of: {', '.join(BACKENDS)}")
 
 
 class DuckDBStore(base.Store):

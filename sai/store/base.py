@@ -84,7 +84,8 @@ class IndexReader(ABC):
     def nearest(
         self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
     ) -> list[tuple[int, float]]:
-        """The k chunks (id, cosine) nearest to `vector` within `scope`, best first, exact."""
+        """The k chunks (id, cosine) nearest to `vector` (L2-normalised, as embedders give it) within
+        `scope`, best first, exact."""
 
     @abstractmethod
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:

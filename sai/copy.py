@@ -1,0 +1,85 @@
+"""`sai copy`: an index moved from one backend to another without embedding anything.
+
+Reads through the store contract (store/base.py): the files' rows, every chunk with its vector
+and shape, the texts in batches; writes whole files per batch with `replace_files`, then
+`finish_run`. Lexemes are worked out again from each chunk's text (sai/lexical.py), as the index
+run made them. An index already at the target is replaced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sai.errors import StoreError
+from sai.lexical import lexemes
+from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta, NewChunk
+
+BATCH = 512  # chunks per write (whole files)
+_NOT_COPIED = {"token", "fts_token", "run_state", "created_at", "backend"}
+
+
+@dataclass(frozen=True)
+class CopyReport:
+    files: int
+    chunks: int
+
+
+def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
+    """Copy the index of `source` into `target` (both stores of store/base.py)."""
+    with source.read() as reader:
+        if not reader.has_index():
+            raise StoreError(f"no index '{collection}' at {source.location} to copy; run `sai` to build it first")
+        meta = reader.meta()
+        files = reader.files()
+        rows, matrix, shapes = reader.all_chunks()
+        with target.write() as writer:
+            if writer.has_index():
+                writer.drop()
+            writer.create(_meta_for(meta, target.backend))
+            for batch in _batches(rows):
+                texts = reader.texts([rows[k].id for k in batch])
+                chunks = [_new_chunk(rows[k], texts.get(rows[k].id, ""), files, shapes[k]) for k in batch]
+                keys = {rows[k].path for k in batch}
+                writer.replace_files([files[key] for key in sorted(keys) if key in files], chunks, matrix[batch])
+            held = {row.path for row in rows}
+            writer.touch_files([row for key, row in files.items() if key not in held])  # files without chunks
+            writer.set_meta({k: v for k, v in meta.items() if k not in _NOT_COPIED})
+            writer.finish_run()
+    return CopyReport(files=len(files), chunks=len(rows))
+
+
+def _meta_for(meta: dict[str, str], backend: str) -> IndexMeta:
+    try:
+        return IndexMeta(
+            backend=backend, embedder=meta["embedder"], model=meta["model"], prefix_style=meta["prefix_style"],
+            vector_dim=int(meta["vector_dim"]), chunker=meta["chunker"],
+            chunker_version=int(meta["chunker_version"]),
+            schema_version=int(meta.get("schema_version", SCHEMA_VERSION)), chunking=meta.get("chunking", ""),
+        )
+    except (KeyError, ValueError) as exc:
+        raise StoreError(f"the index to copy has incomplete metadata ({exc}); "
+                         "rebuild it with `sai --recreate`") from exc
+
+
+def _batches(rows: list[ChunkRow]) -> Iterator[list[int]]:
+    """Row positions in batches of about BATCH, never splitting a file (rows come in key order)."""
+    batch: list[int] = []
+    for k, row in enumerate(rows):
+        if batch and len(batch) >= BATCH and rows[batch[-1]].path != row.path:
+            yield batch
+            batch = []
+        batch.append(k)
+    if batch:
+        yield batch
+
+
+def _new_chunk(row: ChunkRow, text: str, files: dict[str, FileRow], shape: bytes | None) -> NewChunk:
+    held = files.get(row.path)
+    return NewChunk(
+        path=row.path, language=row.language, start_line=row.start_line, end_line=row.end_line,
+        symbol=row.symbol, text=text, content_hash=row.content_hash, file_hash=held.file_hash if held else "",
+        no_duplicate=row.no_duplicate, lexemes=lexemes(text, path=row.path, symbol=row.symbol), shape=shape,
+        kind=row.kind,
+    )
