@@ -33,7 +33,7 @@ npm bundled with Node (`--js-dir`, default: `$(npm root -g)/npm`, its lib/ and i
   how often the bare name as the query returns its definition first.
 
     .venv/bin/python benchmarks/quality.py [--split tune|heldout|all] [--max-queries N]
-        [--python-dir DIR] [--js-dir DIR] [--max-lines N] [--cache DIR]
+        [--python-dir DIR] [--js-dir DIR] [--max-lines N] [--cache DIR] [--backend duckdb|qdrant]
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from sai import files, search
 from sai.config import load_config
 from sai.indexer import index
 from sai.lexical import tokens
+from sai.models import BACKENDS
 from sai.project import Project
 
 METHODS = ("semantic", "lexical", "hybrid", "bm25/fn", "bm25+minilm/fn")
@@ -243,6 +244,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-lines", type=int, default=20000, help="per language (20000)")
     parser.add_argument("--max-queries", type=int, default=400, help="per language (400)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sai-quality"))
+    parser.add_argument("--backend", choices=BACKENDS, default="duckdb",
+                        help="where the index lives (qdrant: local mode under the tree's .index/)")
     args = parser.parse_args(argv)
     args.js_dir = args.js_dir or default_js_dir()
     return args
@@ -270,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sources, corpus, root = prepare(args)
     embedder = CachedEmbedder(args.cache)
-    project = Project(load_config(flags={}, env={}, cwd=root), embedder=embedder)
+    flags = {"backend": args.backend, "qdrant.path": ".index/qdrant"} if args.backend == "qdrant" else {}
+    project = Project(load_config(flags=flags, env={}, cwd=root), embedder=embedder)
     corpus.restrict({s.key for s in files.walk(project.config).included})
     targets = spread(corpus.targets, args.max_queries)
     try:

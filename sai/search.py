@@ -92,9 +92,15 @@ def _candidates(
     rows = reader.chunks(ids, text=False)
     cosine = dict(near)
     scored = {r.id: replace(r, score=float(cosine.get(r.id, 0.0))) for r in rows}
-    semantic = [scored[i] for i, _ in near if i in scored]
-    lexical = [(scored[i], score) for i, score in lex if i in scored]
+    semantic = sorted((scored[i] for i, _ in near if i in scored), key=lambda r: _best_first(r.score, r))
+    lexical = sorted(((scored[i], score) for i, score in lex if i in scored), key=lambda p: _best_first(p[1], p[0]))
     return semantic, lexical
+
+
+def _best_first(score: float, row: ChunkRow) -> tuple[float, str, int, int]:
+    """Higher scores first; equal ones (to 1e-6: backends round vectors differently) by place,
+    so every backend orders ties alike whatever ids it gave the chunks."""
+    return -round(score, 6), row.path, row.start_line, row.end_line
 
 
 def _with_bodies(reader: IndexReader, chosen: list[Candidate], vector: np.ndarray | None) -> list[Candidate]:
@@ -158,7 +164,7 @@ def find_similar(
         near = [(i, s) for i, s in reader.nearest(vector, limit, scope=scope, exclude=source_id) if s >= threshold]
         rows = reader.chunks([i for i, _ in near])
         score = dict(near)
-        rows = [replace(r, score=score[r.id]) for r in rows]
+        rows = sorted((replace(r, score=score[r.id]) for r in rows), key=lambda r: _best_first(r.score, r))
         stored = reader.files([r.path for r in rows])
     stale = stale_keys(project.config.root, stored, [r.path for r in rows])
     return [_hit(r, stale=r.path in stale) for r in rows]
