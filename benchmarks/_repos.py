@@ -9,9 +9,9 @@ slice (token-set Jaccard < 0.5 and shape similarity < 0.6 with every other chunk
 in every flavour of _clones.py (renamed, abbreviated, opaque, edited, reordered); a copy is a
 chunk of its own in
 `zz_planted/<flavour>.<ext>`. The duplicate search then runs as find_duplicates runs it
-(sai.duplicates.duplicate_edges over the chunks that have a shape, nesting excluded, union-find),
+(sai.duplicates.edges.duplicate_edges over the chunks that have a shape, nesting excluded, union-find),
 on MiniLM vectors cached on disk by content (a re-run embeds nothing) and shapes computed afresh
-(so a change to sai/shape.py needs no model).
+(so a change to sai/text/shape.py needs no model).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import numpy as np
 from _clones import FLAVOURS, RULES, clone, functions_of, independent_pair
 from _common import CACHE_DIR, cached_text_vectors
 
-from sai import shape
 from sai.chunking.treesitter import TreeSitterChunker
-from sai.duplicates import Nesting, Shapes, duplicate_edges, union_find_groups
-from sai.keywords import keywords_of
+from sai.duplicates.edges import Nesting, Shapes, duplicate_edges, union_find_groups
+from sai.text import shape
+from sai.text.keywords import keywords_of
 
 REPOS_DIR = Path(os.environ.get("SAI_BENCH_REPOS", str(CACHE_DIR / "repos")))
 # language -> (repository, its directories in the slice, extension)

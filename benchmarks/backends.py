@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import STDLIB, stdlib_files  # noqa: E402
 
 from sai.config import load_config  # noqa: E402
-from sai.lexical import query_lexemes  # noqa: E402
 from sai.models import FileRow, IndexMeta, NewChunk, SourceFile  # noqa: E402
+from sai.text.lexical import query_lexemes  # noqa: E402
 
 DIM = 384
 BATCH = 1000
@@ -60,7 +60,7 @@ def fast_vector(digest: str) -> np.ndarray:
 
 def build_corpus(count: int) -> tuple[list[list[NewChunk]], list[list[FileRow]], dict[str, np.ndarray]]:
     """Batches of whole files' chunks (about BATCH each), their file rows, a vector per hash."""
-    from sai.prepare import prepare
+    from sai.indexing.prepare import prepare
 
     with tempfile.TemporaryDirectory() as cwd:
         config = load_config(flags={"root": str(STDLIB), "chunker": "ast"}, env={}, cwd=Path(cwd))
@@ -162,7 +162,7 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 def run_backend(name: str, corpus: Path, where: Path) -> dict:
-    from sai.duplicates import Shapes, duplicate_edges
+    from sai.duplicates.edges import Shapes, duplicate_edges
 
     with corpus.open("rb") as f:
         batches, files, vectors, asked = pickle.load(f)

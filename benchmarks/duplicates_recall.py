@@ -57,10 +57,12 @@ import _repos
 import numpy as np
 from _common import CACHE_DIR, STDLIB, log
 
-from sai import indexer, search, shape
 from sai.config import load_config
-from sai.duplicates import Shapes
+from sai.duplicates.edges import Shapes
+from sai.indexing import indexer
 from sai.project import Project
+from sai.query import search
+from sai.text import shape
 
 SLICE = ("email", "http", "urllib", "logging", "json", "concurrent")
 PLANTED_DIR = "zz_planted"

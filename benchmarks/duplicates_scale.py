@@ -11,7 +11,7 @@ near-duplicate structure (at 0.8, 40% of the real chunks sit in a cluster: the s
 boilerplate), while a chunk and its rotated twins stay below any duplicate threshold. Their
 token-shape signatures are salted per copy in the same spirit (see salted()). Rotated
 copies spread over more directions than one model's embeddings do, which makes the screen in
-sai/duplicates.py pass more pairs than on real code: a pessimistic stand-in.
+sai/duplicates/edges.py pass more pairs than on real code: a pessimistic stand-in.
 Rows go into a real DuckDB index through sai's store (no HNSW index: the
 duplicate search scans every vector and does not use it). Each size is then measured in a fresh
 subprocess: `find_duplicates(top_k=10)` end to end, loading the vectors from DuckDB included, and
@@ -40,10 +40,10 @@ from _common import (
 )
 
 from sai.config import load_config
-from sai.lexical import lexemes
 from sai.models import NewChunk, sha256_hex
 from sai.project import Project
-from sai.shape import signature
+from sai.text.lexical import lexemes
+from sai.text.shape import signature
 
 BASE = 5000
 TWIN_COS = 0.6  # a chunk against its own rotated copy
@@ -119,7 +119,7 @@ def build(root: Path, size: int, chunks, vectors: np.ndarray) -> float:
 
 def child(root: Path, top_k: int, min_score: float | None) -> None:
     """Run in a fresh process: time find_duplicates end to end and report peak RSS."""
-    from sai import search
+    from sai.query import search
 
     project = project_at(root)
     threshold = project.config.duplicate_min_score if min_score is None else min_score

@@ -29,9 +29,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from ollama_standin import OllamaStandIn  # noqa: E402
 
-from sai import indexer, search  # noqa: E402
 from sai.config import load_config  # noqa: E402
+from sai.indexing import indexer  # noqa: E402
 from sai.project import Project  # noqa: E402
+from sai.query import search  # noqa: E402
 
 STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB") or sysconfig.get_paths()["stdlib"])  # this Python's
 QUERIES = ("parse a header line", "encode the message body", "open a socket connection", "read the config file",

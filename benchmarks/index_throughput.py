@@ -1,4 +1,4 @@
-"""Indexing throughput on real code: how close does `sai.indexer.index()` run to the embedder?
+"""Indexing throughput on real code: how close does `sai.indexing.indexer.index()` run to the embedder?
 
 Two modes.
 
@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from sai.config import load_config
-from sai.indexer import index
+from sai.indexing.indexer import index
 from sai.models import IndexReport
 from sai.project import Project
 from sai.store.tables import Connection
@@ -339,7 +339,7 @@ class StageCapture(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.times: Any = None  # sai.indexer.StageTimes (absent from older indexers)
+        self.times: Any = None  # sai.indexing.indexer.StageTimes (absent from older indexers)
 
     def emit(self, record: logging.LogRecord) -> None:
         if hasattr(record, "stage_times"):
@@ -352,7 +352,7 @@ def fast_run(root: Path, url: str, args: argparse.Namespace) -> None:
         config += f"  parallel: {args.parallel}\n"
     (root / "sai-cfg.yml").write_text(config, encoding="utf-8")
     capture = StageCapture()
-    logger = logging.getLogger("sai.indexer")
+    logger = logging.getLogger("sai.indexing.indexer")
     logger.addHandler(capture)
     logger.setLevel(logging.DEBUG)
     for run in ("full", "no-op"):

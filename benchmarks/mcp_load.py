@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from ollama_standin import OllamaStandIn  # noqa: E402
 
 from sai.config import load_config  # noqa: E402
-from sai.indexer import index  # noqa: E402
+from sai.indexing.indexer import index  # noqa: E402
 from sai.models import EMBEDDERS  # noqa: E402
 from sai.project import Project  # noqa: E402
 
@@ -122,9 +122,9 @@ def corpus_queries(tree: Path, count: int) -> list[str]:
 
 
 def in_process(config: Path, env: dict[str, str], queries: list[str], limit: int) -> list[float]:
-    """Latencies of the same searches through sai.search.search() in this process, one at a time:
+    """Latencies of the same searches through sai.query.search.search() in this process, one at a time:
     what the MCP layer (and concurrency) adds is the difference."""
-    from sai.search import search as core_search
+    from sai.query.search import search as core_search
 
     project = Project(load_config(config_file=str(config), env=env))
     try:

@@ -17,17 +17,17 @@ npm bundled with Node (`--js-dir`, default: `$(npm root -g)/npm`, its lib/ and i
   lines, texts shared by two functions, functions that are only a docstring, and functions
   SAI's AST chunker does not make a chunk of (counted as "unreachable").
 - The indexed copy has every docstring and every JSDoc block blanked (lines kept, so line
-  numbers match the originals); it is indexed by `sai.indexer.index` with the local
+  numbers match the originals); it is indexed by `sai.indexing.indexer.index` with the local
   all-MiniLM-L6-v2 model (vectors cached by text under --cache; the index is rebuilt every run
-  so changes to sai/lexical.py are seen, at almost no embedding cost).
+  so changes to sai/text/lexical.py are seen, at almost no embedding cost).
 - A hit is correct when its path is the target's, it starts inside the target function's span
   (decorators / `export` included) and it contains the `def` / declaration line:
   span_start <= hit.start_line <= def_line <= hit.end_line. So the function's own chunk counts
   (its first window when split); an enclosing class or module chunk, which starts earlier,
   does not.
-- Methods: `semantic`, `lexical`, `hybrid` are `sai.search.search(..., limit=10, mode=...)`;
+- Methods: `semantic`, `lexical`, `hybrid` are `sai.query.search.search(..., limit=10, mode=...)`;
   `bm25/fn` is a plain BM25 (k1 1.2, b 0.75) over one document per function (its whole span,
-  tokenised by `sai.lexical.tokens`); `bm25+minilm/fn` fuses it with MiniLM cosine over the
+  tokenised by `sai.text.lexical.tokens`); `bm25+minilm/fn` fuses it with MiniLM cosine over the
   same documents by reciprocal rank (k 60). Also printed: hybrid latency (in-process, model
   loaded, embedding included) and, for 100 names each defined once in the corpus (any case),
   how often the bare name as the query returns its definition first.
@@ -67,12 +67,13 @@ from _quality_corpus import (
     write_tree,
 )
 
-from sai import files, search
 from sai.config import load_config
-from sai.indexer import index
-from sai.lexical import tokens
+from sai.indexing.indexer import index
 from sai.models import BACKENDS
 from sai.project import Project
+from sai.query import search
+from sai.source import files
+from sai.text.lexical import tokens
 
 METHODS = ("semantic", "lexical", "hybrid", "bm25/fn", "bm25+minilm/fn")
 TOP = 10

@@ -1,4 +1,4 @@
-"""Query latency: `sai.search.search` per mode in one warm process, and `sai --query-only` cold.
+"""Query latency: `sai.query.search.search` per mode in one warm process, and `sai --query-only` cold.
 
 Builds the stdlib-slice index of benchmarks/index_throughput.py (or reuses one with --index DIR),
 loads the model once (excluded), then issues the same deterministic natural-language queries
@@ -34,8 +34,8 @@ from index_throughput import (
     torch_threads,
 )
 
-from sai import search as search_module
-from sai.indexer import index
+from sai.indexing.indexer import index
+from sai.query import search as search_module
 from sai.store import READ_LEASE_S
 
 TARGETS_MS = {"semantic": 40.0, "hybrid": 60.0}

@@ -263,7 +263,7 @@ def open_project(cache: Path, repo: Repo, root: Path, embedder: str, model: str 
 
 
 def index_repo(project) -> tuple[int, int, float]:
-    from sai.indexer import index
+    from sai.indexing.indexer import index
 
     started = time.perf_counter()
     report = index(project)
@@ -282,7 +282,7 @@ class Outcome:
 
 
 def run_query(project, repo: Repo, q: Query, mode: str) -> Outcome:
-    from sai.search import search
+    from sai.query.search import search
 
     prefix = (repo.benchmark_root.strip("/") + "/") if repo.benchmark_root else ""
     hits = [(prefix + h.path, h.start_line, h.end_line) for h in search(project, q.text, limit=TOP, mode=mode)]

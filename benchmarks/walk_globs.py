@@ -1,4 +1,4 @@
-"""Walk and glob timing: `sai.files.walk` over a tree, then pathological globs over its keys.
+"""Walk and glob timing: `sai.source.files.walk` over a tree, then pathological globs over its keys.
 
 Prints the walk's time (best of --repeat, wall and CPU) with the number of files included and
 skipped, then for typical and pathological globs (`path_glob`/`include` syntax, and one
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sai.config import load_config
-from sai.files import glob_match, walk
-from sai.gitignore import IgnoreMatcher
+from sai.source.files import glob_match, walk
+from sai.source.gitignore import IgnoreMatcher
 
 STDLIB = Path(os.environ.get("SAI_BENCH_STDLIB") or sysconfig.get_paths()["stdlib"])  # this Python's
 TARGET_MS = 50.0

@@ -1,3 +1,3 @@
-from sai.cli import main
+from sai.app import main
 
 raise SystemExit(main())

@@ -40,7 +40,7 @@ def chunk_id(key: str, start_line: int, end_line: int, content_hash: str) -> str
     return sha256_hex(f"{key}\0{start_line}\0{end_line}\0{content_hash}")[:16]
 
 
-# The index format. 3: chunks carry a token-shape signature (sai/shape.py);
+# The index format. 3: chunks carry a token-shape signature (sai/text/shape.py);
 # 4: no HNSW index; 5: chunks carry a kind
 SCHEMA_VERSION = 5
 
@@ -101,8 +101,8 @@ class NewChunk:
     content_hash: str
     file_hash: str
     no_duplicate: bool
-    lexemes: str  # sai.lexical: the code-aware terms BM25 indexes
-    shape: bytes | None  # sai.shape: the token-shape signature (None: too small)
+    lexemes: str  # sai.text.lexical: the code-aware terms BM25 indexes
+    shape: bytes | None  # sai.text.shape: the token-shape signature (None: too small)
     kind: str | None = None
 
 
@@ -136,7 +136,7 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Signals:
-    """What hybrid ranking added to a candidate's reciprocal-rank score (sai/ranking.py):
+    """What hybrid ranking added to a candidate's reciprocal-rank score (sai/query/ranking.py):
     fused = (rrf + name_match + definition) * test_penalty."""
 
     name_match: float = 0.0

@@ -8,10 +8,10 @@ from sai.chunking.base import CHUNKER_VERSION
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
 from sai.errors import IndexMismatchError
-from sai.lexical import LEXEMES_VERSION
 from sai.models import SCHEMA_VERSION, IndexMeta
-from sai.shape import SHAPE_VERSION
 from sai.store import open_store
+from sai.text.lexical import LEXEMES_VERSION
+from sai.text.shape import SHAPE_VERSION
 
 # meta keys that must match between an index and the config that opens it
 # Chunking settings are not checked: a change re-chunks every file on the next index run.

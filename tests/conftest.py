@@ -10,9 +10,9 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from fixtures_tree import ORIGINAL, RENAMED, UNRELATED_A, UNRELATED_B, write_tree
 from ollama_standin import OllamaStandIn
 
-from sai import indexer
 from sai.config import load_config
 from sai.embedders.local import LocalEmbedder
+from sai.indexing import indexer
 from sai.project import Project
 
 

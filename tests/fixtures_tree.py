@@ -9,9 +9,9 @@ from typing import Any
 import yaml
 from ollama_standin import OllamaStandIn
 
-from sai import indexer
-from sai.cli import main
+from sai.cli.commands import main
 from sai.config import Config, load_config
+from sai.indexing import indexer
 from sai.project import Project
 
 STANDIN_MODEL = "nomic-embed-text"  # a model the Ollama stand-in serves

@@ -17,8 +17,8 @@ from fixtures_tree import write_tree
 from ollama_standin import OllamaStandIn
 
 from sai.cfg_template import TEMPLATE
-from sai.cli import main
-from sai.progress import ProgressReporter
+from sai.cli.commands import main
+from sai.output.progress import ProgressReporter
 
 ROW = re.compile(r"^  -?\d\.\d{4}  (\S+):(\d+)-(\d+)$")
 SUMMARY = re.compile(

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from sai.cfg_template import TEMPLATE
-from sai.cli import main
+from sai.cli.commands import main
 from sai.config import ALWAYS_PRUNED, SCHEMA, SIMILARITY_DEFAULTS, Config, load_config, read_config_file
 from sai.errors import ConfigError
-from sai.languages import DEFAULT_EXTS
+from sai.source.languages import DEFAULT_EXTS
 
 REPO = Path(__file__).resolve().parent.parent
 

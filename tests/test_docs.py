@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from sai.cfg_template import yaml_value
-from sai.cli import build_parser
+from sai.cli.commands import build_parser
 from sai.config import ENV_KEYS, SCHEMA, SETTINGS
-from sai.files import REASONS
+from sai.source.files import REASONS
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -104,7 +104,7 @@ def test_every_environment_variable_is_in_configuration_md() -> None:
 
 
 def test_the_documented_tools_are_the_servers_tools() -> None:
-    from sai.mcp_server import TOOL_NAMES
+    from sai.mcp.server import TOOL_NAMES
 
     assert set(TOOL_NAMES) == set(TOOLS)
 

@@ -29,8 +29,9 @@ from fixtures_tree import (
     run_cli,
 )
 
-from sai import duplicates, search
+from sai.duplicates import edges as duplicates
 from sai.project import Project
+from sai.query import search
 
 TOTAL_MEMBERS = [
     "  lib/vendor_billing.py:1-6  total_price",

@@ -14,8 +14,8 @@ from fixtures_tree import write_tree
 
 from sai.config import Config, load_config
 from sai.errors import OutsideRootError
-from sai.files import SkipFileError, check_file, glob_match, key_for, read_source, walk
 from sai.models import SourceFile
+from sai.source.files import SkipFileError, check_file, glob_match, key_for, read_source, walk
 
 
 def config(where: Path, /, **flags: object) -> Config:
@@ -201,7 +201,7 @@ def test_special_file_is_unreadable_and_never_opened(tmp_path):
 _WALK_AS_UNPRIVILEGED = """
 import json, pathlib, sys
 from sai.config import load_config
-from sai.files import check_file, walk
+from sai.source.files import check_file, walk
 cfg = load_config(flags={}, env={}, cwd=pathlib.Path(sys.argv[1]))
 print(json.dumps([dict(walk(cfg).excluded), check_file(cfg, "locked.py")]))
 """

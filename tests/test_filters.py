@@ -10,8 +10,9 @@ import pytest
 from fixtures_tree import many_functions, open_project, run_cli, write_config, write_tree
 from ollama_standin import OllamaStandIn
 
-from sai import indexer, search
 from sai.errors import UsageError
+from sai.indexing import indexer
+from sai.query import search
 
 TS_FILES = {
     "web/cart.ts": ("export class Cart {\n  computeTotal(items: Item[]): number {\n"

@@ -1,4 +1,4 @@
-"""Globs as globset reads them (sai/globs.py), invalid globs as errors, and no glob or ignore line
+"""Globs as globset reads them (sai/source/globs.py), invalid globs as errors, and no glob or ignore line
 that can stall a walk or a search."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from fixtures_tree import write_tree
 
 from sai.config import load_config
 from sai.errors import ConfigError, GlobError, UsageError
-from sai.files import glob_match, walk
-from sai.globs import check_glob, compile_glob, fullmatcher, translate
+from sai.source.files import glob_match, walk
+from sai.source.globs import check_glob, compile_glob, fullmatcher, translate
 
 # (glob, key, matches) under globset's default options plus SAI's conveniences
 SEMANTICS = [

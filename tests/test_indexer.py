@@ -26,13 +26,15 @@ from fixtures_tree import (
 )
 from ollama_standin import OllamaStandIn
 
-from sai import cli, indexer, lookup, search
+from sai.cli import commands as cli
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError, IndexMismatchError, StoreError
+from sai.indexing import indexer
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
-from sai.shape import signature
+from sai.query import lookup, search
 from sai.store.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
+from sai.text.shape import signature
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
 TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
@@ -352,11 +354,11 @@ def test_cli_index_run_prints_the_summary(root: Path, monkeypatch: pytest.Monkey
 INDEX_IN_SUBPROCESS = """
 import sys
 from pathlib import Path
-import sai.indexer
+import sai.indexing.indexer
 from sai.config import load_config
 from sai.project import Project
-sai.indexer.FLUSH_CHUNKS = int(sys.argv[2])
-sai.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
+sai.indexing.indexer.FLUSH_CHUNKS = int(sys.argv[2])
+sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
 
 
@@ -518,11 +520,11 @@ def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
 # with the pool still open.
 POOLED_CLI_RUN = """
 import sys
-import sai.indexer
-from sai import cli
-sai.indexer.POOL_MIN_FILES = 1
-sai.indexer.FLUSH_CHUNKS = 1
-sai.indexer.IN_FLIGHT = sai.indexer.IN_FLIGHT_LARGE = 0
+import sai.indexing.indexer
+from sai.cli import commands as cli
+sai.indexing.indexer.POOL_MIN_FILES = 1
+sai.indexing.indexer.FLUSH_CHUNKS = 1
+sai.indexing.indexer.IN_FLIGHT = sai.indexing.indexer.IN_FLIGHT_LARGE = 0
 sys.exit(cli.main(["--silent"]))
 """
 

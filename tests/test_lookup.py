@@ -19,7 +19,7 @@ from ollama_standin import OllamaStandIn
 from test_mcp_server import Session, _env, index_project, mcp_session
 
 from sai.models import chunk_id, sha256_hex
-from sai.ranking import TEST_PENALTY
+from sai.query.ranking import TEST_PENALTY
 
 CART = """\
 import { Item } from "./item";

@@ -31,8 +31,8 @@ from mcp.shared.exceptions import MCPError
 from ollama_standin import OllamaStandIn
 
 import sai
-from sai import indexer
 from sai.config import load_config
+from sai.indexing import indexer
 from sai.project import Project
 
 REPO = Path(sai.__file__).resolve().parent.parent  # the checkout under test, for the servers

@@ -6,11 +6,11 @@ import argparse
 
 from pydantic import TypeAdapter
 
-from sai import mcp_schemas
 from sai.chunking import CHUNKER_CLASSES, make_chunker
-from sai.cli import build_parser
+from sai.cli.commands import build_parser
 from sai.config import SCHEMA
 from sai.embedders import EMBEDDER_FACTORIES
+from sai.mcp import schemas as mcp_schemas
 from sai.models import BACKENDS, CHUNKERS, EMBEDDERS, METRICS, MODES, PREFIX_STYLES
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from fixtures_tree import many_functions, write_config, write_tree
 from ollama_standin import OllamaStandIn
 
-from sai.progress import ProgressReporter
+from sai.output.progress import ProgressReporter
 
 REPO = Path(__file__).resolve().parent.parent
 BAR = re.compile(r"indexing: +\d+%\|[# 0-9]*\| (\d+)/(\d+) files \[\d\d:\d\d<(\d\d:\d\d|\?), +[\d.?]+file/s\]"

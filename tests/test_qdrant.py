@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 from sai.errors import StoreError
-from sai.lexical import lexemes, query_lexemes
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk, chunk_id, sha256_hex
 from sai.store.base import Scope, Store
 from sai.store.qdrant import QdrantStore
+from sai.text.lexical import lexemes, query_lexemes
 
 DIM = 8
 META = IndexMeta(backend="qdrant", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sai import ranking
-from sai.ranking import fuse, merge
+from sai.query import ranking
+from sai.query.ranking import fuse, merge
 from sai.store.tables import ChunkRow
 
 

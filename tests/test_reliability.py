@@ -13,7 +13,8 @@ from fixtures_tree import many_functions, open_project, write_config, write_tree
 from ollama_standin import OllamaStandIn
 from test_indexer import _snapshot
 
-from sai import indexer, search
+from sai.indexing import indexer
+from sai.query import search
 
 ALPHA = "def alpha(x):\n    return x + 1\n"
 BETA = "def beta(items):\n    return sorted(items, key=len)\n"
@@ -99,7 +100,7 @@ def slow(self):
     print("last step", flush=True)
     time.sleep(30)
 tables.Connection.rebuild_fts = slow
-from sai import cli
+from sai.cli import commands as cli
 sys.exit(cli.main(["--root", sys.argv[1], "--config", sys.argv[1] + "/sai-cfg.yml"]))
 """
 

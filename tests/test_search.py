@@ -25,10 +25,11 @@ from fixtures_tree import (
     run_cli,
 )
 
-from sai import indexer, search
 from sai.config import SIMILARITY_DEFAULTS
 from sai.errors import EmbedderError, NotFoundError, UsageError
+from sai.indexing import indexer
 from sai.project import Project
+from sai.query import search
 
 SIMILAR_ROW_RE = re.compile(r"^  (\d\.\d{4})  (\S+):(\d+)-(\d+)  (\S*)$")
 HTTP = '''"""Small HTTP helpers."""

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 from fixtures_tree import ORIGINAL, UNRELATED_A
 
-from sai import duplicates, shape
+from sai.duplicates import edges as duplicates
+
+# fixtures_tree.ORIGINAL with a docstring and a comment
+from sai.text import shape
 
 # fixtures_tree.ORIGINAL with a docstring and a comment
 DOCUMENTED = ORIGINAL.replace(

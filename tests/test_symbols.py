@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sai.files import compile_glob
 from sai.models import chunk_id
+from sai.source.files import compile_glob
 from sai.store.symbols import MATCHES, SymbolTable
 
 ROWS = [  # id, path, language, start, end, symbol, kind, content hash

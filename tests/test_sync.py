@@ -13,8 +13,8 @@ import pytest
 from fixtures_tree import OPEN, index_template, indexed_copy, load, run_cli
 
 import sai.store.tables as tables
-from sai import indexer
 from sai.errors import OutsideRootError
+from sai.indexing import indexer
 from sai.models import PathResult
 from sai.project import Project
 
@@ -111,7 +111,7 @@ def test_refresh_cli_prints_one_line_per_path_and_a_summary(project, tmp_path, c
 
 
 def test_the_core_takes_keys_whatever_the_process_cwd(project, tmp_path, monkeypatch):
-    from sai import lookup, search
+    from sai.query import lookup, search
 
     elsewhere = tmp_path.parent / "elsewhere"
     (elsewhere / "src").mkdir(parents=True)
@@ -203,7 +203,7 @@ def test_refresh_rebuilds_no_vector_index_and_leaves_bm25_current(project, tmp_p
     with project.store.read() as reader:
         assert reader.lexical_current()
     # searches follow the refreshed rows: the edited chunk is its own nearest neighbour
-    from sai import search
+    from sai.query import search
 
     hits = search.find_similar(project, code=EDITED_TAX.rstrip("\n"), min_score=0.99)
     assert [(h.path, h.start_line) for h in hits] == [("src/a.py", 5)]

@@ -20,8 +20,8 @@ from fixtures_tree import open_project, write_config, write_tree
 from ollama_standin import OllamaStandIn
 from test_mcp_server import REPO, _env, mcp_session
 
-from sai.cli import main
-from sai.watch import Batch, BatchFailed, Indexed, Watcher, WatchReport
+from sai.cli.commands import main
+from sai.indexing.watch import Batch, BatchFailed, Indexed, Watcher, WatchReport
 
 TIMEOUT = 15.0
 NEW_FUNCTION = '''def reconcile_ledger_entries(ledger, payments):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from sai.languages import STRING_LITERAL
 from sai.models import Chunk
+from sai.source.languages import STRING_LITERAL
 
 # bump when chunks change (2: strip_comments keeps string literals; 3: chunks carry a kind): the
 # next index run re-chunks

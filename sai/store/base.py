@@ -10,7 +10,7 @@ Ids: `ChunkRow.id` is an integer the backend chooses, stable while its index is 
 public name of a chunk is `chunk_id` (models.chunk_id), the same on every backend and machine.
 
 Keys: every path here is a *key* (project-root-relative, '/'-separated); front ends turn what a
-user typed into a key before calling the core (sai.files.key_for).
+user typed into a key before calling the core (sai.source.files.key_for).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class IndexReader(ABC):
 
     @abstractmethod
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
-        """The k chunks (id, BM25) best matching the query's lexemes (sai.lexical.query_lexemes)
+        """The k chunks (id, BM25) best matching the query's lexemes (sai.text.lexical.query_lexemes)
         within `scope`, best first; statistics over the scope as if the index held only it."""
 
     @abstractmethod

@@ -14,7 +14,7 @@ from sai.store.tables import Connection
 
 
 def _add_shape(conn: Connection) -> None:
-    """3: chunks carry a token-shape signature (sai/shape.py)."""
+    """3: chunks carry a token-shape signature (sai/text/shape.py)."""
     conn.con.execute(f"ALTER TABLE {conn.collection} ADD COLUMN IF NOT EXISTS shape BLOB")
 
 

@@ -6,7 +6,7 @@ Pure functions, no client calls (docs/design.md, "The Qdrant backend").
   shifted right by one bit: the same chunk gets the same id on every machine, and the id fits a
   signed 64-bit integer (numpy int64, DuckDB BIGINT). It is also `ChunkRow.id` on this backend.
 - A file's point id is made the same way from its key.
-- The sparse vector "lexemes" holds, per term of the chunk's lexemes (sai/lexical.py; stop
+- The sparse vector "lexemes" holds, per term of the chunk's lexemes (sai/text/lexical.py; stop
   words dropped and Porter-stemmed as DuckDB's FTS does, store/terms.py), the BM25-saturated
   term frequency tf*(k1+1)/(tf + k1*(1-b+b*len/AVG_LEN)). Qdrant's IDF modifier multiplies in
   the inverse document frequency at query time, so a query of the distinct terms (value 1

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from sai.config import Config, resolve_path
 from sai.errors import OutsideRootError, SaiError, UsageError
-from sai.gitignore import IgnoreMatcher
-from sai.globs import compile_glob
-from sai.languages import language_for
 from sai.models import SourceFile
+from sai.source.gitignore import IgnoreMatcher
+from sai.source.globs import compile_glob
+from sai.source.languages import language_for
 
 REASONS = (
     "binary", "ext", "generated-marker", "gitignore", "glob", "missing", "not-included",

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import watchfiles
 
-from sai import files, indexer
 from sai.errors import SaiError
+from sai.indexing import indexer
 from sai.models import FileRow, IndexReport, PathResult, SourceFile
 from sai.project import Project
+from sai.source import files
 
 QUIET_MS = 300  # a batch starts once the tree has been quiet this long
 MAX_WAIT_MS = 5000  # ... or this long after its first change, when changes keep coming

@@ -1,7 +1,7 @@
 """JSON shapes of results, shared by `--json` and the MCP tools (docs/output-schemas.md).
 
 One TypedDict per payload: the return type of its builder here and, for the MCP tools, the
-outputSchema the SDK derives from it (sai/mcp_schemas.py), so the two cannot drift apart.
+outputSchema the SDK derives from it (sai/mcp/schemas.py), so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from sai.models import (
 )
 
 if TYPE_CHECKING:
-    from sai.watch import Batch, BatchFailed
+    from sai.indexing.watch import Batch, BatchFailed
 
 SNIPPET_LINES = 8
 SNIPPET_BYTES = 800

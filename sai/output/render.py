@@ -6,11 +6,11 @@ import re
 from typing import TYPE_CHECKING
 
 from sai.config import Config
-from sai.files import WalkResult
 from sai.models import ChunkContext, Cluster, Definition, Explain, Hit, IndexReport, RefreshReport, StoredChunk
+from sai.source.files import WalkResult
 
 if TYPE_CHECKING:
-    from sai.watch import Batch
+    from sai.indexing.watch import Batch
 
 SAMPLE = 15
 # C0 and C1 controls, DEL, lone surrogates (undecodable bytes of a file name) and the line and

@@ -7,9 +7,8 @@ from typing import Annotated
 
 from mcp_types import CallToolResult
 
-from sai import lookup
-from sai.mcp_calls import clamp, key_of, tool_result
-from sai.mcp_schemas import (
+from sai.mcp.calls import clamp, key_of, tool_result
+from sai.mcp.schemas import (
     ChunkId,
     Enclosing,
     EndLine,
@@ -23,8 +22,9 @@ from sai.mcp_schemas import (
     SymbolName,
     SymbolsOut,
 )
-from sai.payloads import chunk_context_json, definitions_json
+from sai.output.payloads import chunk_context_json, definitions_json
 from sai.project import Project
+from sai.query import lookup
 
 
 class LookupTools:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from sai.lexical import identifiers, split_identifier, tokens, word_stem
 from sai.models import ChunkRow, Signals
+from sai.text.lexical import identifiers, split_identifier, tokens, word_stem
 
 # A small k trusts the top of each list: 0.510 / 0.526 at k 5, 0.497 / 0.517 at 20, 0.482 / 0.494 at 60.
 RRF_K = 5

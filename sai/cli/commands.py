@@ -7,19 +7,29 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sai import indexer, lookup, render, search
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
-from sai.files import key_for
-from sai.globs import check_glob
+from sai.indexing import indexer
 from sai.models import CHUNKERS, EMBEDDERS, METRICS, MODES
-from sai.payloads import chunk_context_json, definitions_json, duplicates_json, hits_json, refresh_json, status_json
-from sai.progress import ProgressReporter
+from sai.output import render
+from sai.output.payloads import (
+    chunk_context_json,
+    definitions_json,
+    duplicates_json,
+    hits_json,
+    refresh_json,
+    status_json,
+)
+from sai.output.progress import ProgressReporter
+from sai.output.render import printable
 from sai.project import Project
-from sai.render import printable
+from sai.query import lookup, search
+from sai.source.files import key_for
+from sai.source.globs import check_glob
 
 S = argparse.SUPPRESS
 
@@ -129,9 +139,12 @@ def _add_similar(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-score", type=float, metavar="F")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None = None) -> int:
+    """Run one `sai` command; `serve_mcp` is what `sai mcp` runs (sai/app.py passes the MCP
+    server in: the command line never imports it)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.serve_mcp = serve_mcp
     opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_PrintableFormatter("sai: %(message)s"))
@@ -239,7 +252,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.explain and not args.query:
         raise UsageError("--explain needs --query; it says why each search hit ranked where it did")
     if args.dry_run:
-        from sai.files import walk
+        from sai.source.files import walk
 
         walked = walk(project.config)
         payload = {
@@ -283,7 +296,7 @@ def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> in
 
 
 def _seed_paths(project: Project, args: argparse.Namespace) -> list[str] | None:
-    from sai.gitchanges import changed_files
+    from sai.source.git import changed_files
 
     if args.files:
         return _file_keys(project, args.files)
@@ -374,7 +387,7 @@ def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
-    from sai.copy import copy_index
+    from sai.indexing.copy import copy_index
     from sai.store import open_store
 
     config = project.config
@@ -394,8 +407,6 @@ def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
-    from sai.mcp_server import serve
-
     if args.watch and not args.allow_write:
         raise UsageError("--watch re-indexes changed files, which needs --allow-write; add --allow-write")
     if not project.store.exists and not args.allow_write:
@@ -403,8 +414,10 @@ def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
             f"no index at {project.config.db_path}; run `sai` in the project first "
             "or start the server with --allow-write"
         )
-    serve(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http,
-          watch=args.watch)
+    if args.serve_mcp is None:
+        raise SaiError("this entry point has no MCP server; run `sai mcp` or `python -m sai mcp`")
+    args.serve_mcp(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http,
+                   watch=args.watch)
     return 0
 
 
@@ -414,7 +427,7 @@ def _watch(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     import signal
     import threading
 
-    from sai.watch import Watcher
+    from sai.indexing.watch import Watcher
 
     silent = bool(getattr(args, "silent", False))
     stop = threading.Event()
@@ -437,8 +450,8 @@ def _watch(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _watch_report(event: Any, *, project: Project, as_json: bool, silent: bool) -> None:
     """A watch report: text on stderr (errors even when --silent), JSON lines on stdout."""
-    from sai.payloads import watch_failure_json, watch_json
-    from sai.watch import BatchFailed, Indexed
+    from sai.indexing.watch import BatchFailed, Indexed
+    from sai.output.payloads import watch_failure_json, watch_json
 
     if isinstance(event, Indexed):
         if not silent:

@@ -1,6 +1,6 @@
 """What the MCP tools take and return: argument types (inputSchema) and result shapes
 (outputSchema), as the SDK derives the tools' JSON schemas from them. The result shapes are the
-payload TypedDicts of sai/payloads.py, re-exported here, and SetupOut."""
+payload TypedDicts of sai/output/payloads.py, re-exported here, and SetupOut."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from sai.models import BACKENDS, EMBEDDERS, MODES, DuplicateMetric
-from sai.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
-from sai.payloads import HitsOut as HitsOut
-from sai.payloads import ReadChunkOut as ReadChunkOut
-from sai.payloads import RefreshOut as RefreshOut
-from sai.payloads import ServerStatusOut as ServerStatusOut
-from sai.payloads import SymbolsOut as SymbolsOut
+from sai.output.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
+from sai.output.payloads import HitsOut as HitsOut
+from sai.output.payloads import ReadChunkOut as ReadChunkOut
+from sai.output.payloads import RefreshOut as RefreshOut
+from sai.output.payloads import ServerStatusOut as ServerStatusOut
+from sai.output.payloads import SymbolsOut as SymbolsOut
 
 MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
@@ -23,7 +23,7 @@ EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline 
 
 
 # ---------------------------------------------------------------- result shapes (outputSchema)
-# The payload TypedDicts of sai/payloads.py are the outputSchemas; only the setup tool's own
+# The payload TypedDicts of sai/output/payloads.py are the outputSchemas; only the setup tool's own
 # result is declared here (it is MCP's alone).
 class SetupOut(TypedDict):
     target_directory: str

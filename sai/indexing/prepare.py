@@ -19,14 +19,14 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-from sai import files
 from sai.chunking import make_chunker
 from sai.chunking.base import Chunker, drop_noindex, strip_c_comments
 from sai.config import Config
-from sai.languages import C_STYLE_COMMENTS
-from sai.lexical import lexemes
 from sai.models import Chunk, NewChunk, SourceFile, sha256_hex
-from sai.shape import signature
+from sai.source import files
+from sai.source.languages import C_STYLE_COMMENTS
+from sai.text.lexical import lexemes
+from sai.text.shape import signature
 
 NODUP_MARKER = "sai-noduplicate"
 TASK_FILES = 8  # files per task sent to a worker

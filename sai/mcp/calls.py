@@ -9,10 +9,10 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from sai import files
 from sai.errors import UsageError
-from sai.mcp_schemas import MAX_LIMIT
+from sai.mcp.schemas import MAX_LIMIT
 from sai.project import Project
+from sai.source import files
 
 
 def tool_result(payload: Mapping[str, Any]) -> CallToolResult:

@@ -1,7 +1,7 @@
 """Near-duplicate clusters: candidate pairs, duplicate scores, top-k, threshold, union-find.
 
 A pair's duplicate score is the mean of its embedding cosine and its shape similarity (the
-Jaccard similarity of the two chunks' token shapes, sai/shape.py): the model says the two do the
+Jaccard similarity of the two chunks' token shapes, sai/text/shape.py): the model says the two do the
 same thing, the shape says one is a copy of the other. Either alone misleads: a small model scores
 a renamed copy anywhere from 0.6 to 0.95 and unrelated code up to 0.8, while boilerplate shares
 its shape with code that does something else. A chunk without a shape (too few tokens) never
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sai import shape
+from sai.text import shape
 
 TILE = 2048  # rows and columns per tile: a 16 MB float32 block
 HEAD_DIMS = 64  # principal directions the screen computes exactly
@@ -104,7 +104,7 @@ class Nesting:
 
 @dataclass(frozen=True)
 class Shapes:
-    """Rows' shape signatures (sai/shape.py) and the mask of rows that have one."""
+    """Rows' shape signatures (sai/text/shape.py) and the mask of rows that have one."""
 
     sigs: np.ndarray
     known: np.ndarray

@@ -9,7 +9,7 @@ re-included; callers get that by pruning ignored directories (or checking each p
 matches the path itself, never a path below it, so ignore files above the project root cannot
 hide the root itself, as the walk always did.
 
-A line whose regex could backtrack badly (`*a*a*a*a*b`) runs on RE2, as globs do (sai/globs.py),
+A line whose regex could backtrack badly (`*a*a*a*a*b`) runs on RE2, as globs do (sai/source/globs.py),
 so no ignore file can stall a walk; a line that cannot be matched at all (a range running
 backwards, `[z-a]`) is skipped, as git skips it.
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import re2
 
-from sai.globs import backtracks, escape, fullmatcher
+from sai.source.globs import backtracks, escape, fullmatcher
 
 _ANY_DIRS = "(?:.*/)?"
 Matcher = Callable[[str], object]

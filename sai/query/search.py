@@ -7,16 +7,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sai.config import DUPLICATE_METRICS, Config
-from sai.duplicates import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
+from sai.duplicates.edges import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
-from sai.freshness import stale_keys
-from sai.globs import compile_glob, literal_prefix
-from sai.languages import canonical_language
-from sai.lexical import query_lexemes
 from sai.models import MODES, ChunkRow, Cluster, ClusterMember, Explain, Hit, IndexStatus
 from sai.project import Project
-from sai.ranking import Candidate, fuse, merge
+from sai.query.freshness import stale_keys
+from sai.query.ranking import Candidate, fuse, merge
+from sai.source.globs import compile_glob, literal_prefix
+from sai.source.languages import canonical_language
 from sai.store import IndexReader, Scope
+from sai.text.lexical import query_lexemes
 
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses

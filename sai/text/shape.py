@@ -25,9 +25,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from sai import keywords
-from sai.keywords import keywords_of
-from sai.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
+from sai.source.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
+from sai.text import keywords
+from sai.text.keywords import keywords_of
 
 SHAPE_VERSION = 2  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625

@@ -22,13 +22,13 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from sai import files
 from sai.embedders.base import Embedder
 from sai.errors import EmbedderError, StoreCorruptError
-from sai.gitchanges import changed_files
+from sai.indexing.prepare import Prepared, PreparePool, prepare
 from sai.models import FileRow, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
-from sai.prepare import Prepared, PreparePool, prepare
 from sai.project import Project
+from sai.source import files
+from sai.source.git import changed_files
 from sai.store import IndexWriter
 
 FLUSH_CHUNKS = 256  # chunks between two write transactions

@@ -1,4 +1,4 @@
-"""Reserved words by language: the names a renamed copy cannot change (sai/shape.py).
+"""Reserved words by language: the names a renamed copy cannot change (sai/text/shape.py).
 
 Per language, because one language's keyword is another's everyday name (`end` in Ruby, `type`
 and `match` in Python, `map` in Go); a word counted as a keyword where it is a name would make a

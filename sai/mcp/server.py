@@ -31,12 +31,12 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnota
 from pydantic import ValidationError
 
 import sai
-from sai import indexer, render, search
 from sai.errors import ReadOnlyError, SaiError, UsageError
-from sai.globs import check_glob
-from sai.mcp_calls import clamp, key_of, no_nul, tool_result
-from sai.mcp_lookup import LookupTools
-from sai.mcp_schemas import (
+from sai.indexing import indexer
+from sai.indexing.watch import Batch, BatchFailed, Watcher, WatchReport
+from sai.mcp.calls import clamp, key_of, no_nul, tool_result
+from sai.mcp.lookup import LookupTools
+from sai.mcp.schemas import (
     EMBEDDER_ALIASES,
     MAX_PATHS,
     Backend,
@@ -72,9 +72,11 @@ from sai.mcp_schemas import (
     UseAst,
 )
 from sai.models import BACKENDS, EMBEDDERS
-from sai.payloads import duplicates_json, hits_json, refresh_json, server_status_json
+from sai.output import render
+from sai.output.payloads import duplicates_json, hits_json, refresh_json, server_status_json
 from sai.project import Project
-from sai.watch import Batch, BatchFailed, Watcher, WatchReport
+from sai.query import search
+from sai.source.globs import check_glob
 
 log = logging.getLogger("sai.mcp")
 
@@ -481,7 +483,7 @@ def serve(
             log.info("serving %s over stdio (%s)", project.config.root, _mode(allow_write))
             server.run("stdio")
         else:
-            from sai.mcp_http import serve_http  # imports uvicorn: HTTP mode only
+            from sai.mcp.http import serve_http  # imports uvicorn: HTTP mode only
 
             serve_http(server, http, mode=_mode(allow_write))
     finally:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from sai import files
 from sai.errors import NotFoundError, StoreError, UsageError
-from sai.freshness import stale_keys
-from sai.languages import canonical_language
 from sai.models import ChunkContext, ChunkRow, Definition, StoredChunk
 from sai.project import Project
+from sai.query.freshness import stale_keys
+from sai.source import files
+from sai.source.languages import canonical_language
 from sai.store import IndexReader
 
 MAX_NEIGHBOURS = 5

@@ -2,7 +2,7 @@
 
 Reads through the store contract (store/base.py): the files' rows, every chunk with its vector
 and shape, the texts in batches; writes whole files per batch with `replace_files`, then
-`finish_run`. Lexemes are worked out again from each chunk's text (sai/lexical.py), as the index
+`finish_run`. Lexemes are worked out again from each chunk's text (sai/text/lexical.py), as the index
 run made them. An index already at the target is replaced.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sai.errors import StoreError
-from sai.lexical import lexemes
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta, NewChunk
+from sai.text.lexical import lexemes
 
 BATCH = 512  # chunks per write (whole files)
 _NOT_COPIED = {"token", "fts_token", "run_state", "created_at", "backend"}

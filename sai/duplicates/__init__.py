@@ -1,0 +1,1 @@
+"""Near-duplicate code: token shapes, edges between chunks and clusters."""

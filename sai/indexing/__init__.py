@@ -1,0 +1,1 @@
+"""Index runs: read, chunk, embed and write files; refresh, sync and watch."""

@@ -1,0 +1,1 @@
+"""The MCP server for coding agents (stdio and HTTP)."""

@@ -1,0 +1,1 @@
+"""What people and scripts read: JSON payloads, text rendering and progress."""

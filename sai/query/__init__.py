@@ -1,0 +1,1 @@
+"""Answers: search, similar code, status and look-ups over a store."""

@@ -1,0 +1,1 @@
+"""What is indexed: walking the tree, ignore rules, git changes, globs and languages."""
