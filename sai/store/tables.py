@@ -8,7 +8,6 @@ binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/d
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from collections.abc import Callable
 from datetime import UTC
@@ -19,10 +18,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from sai.store import lexicon
 from sai.store.cache import TokenCache
 from sai.store.rows import (
     CHUNK_COLS,
-    FTS_OPTIONS,
     SCHEMA_VERSION,
     ChunkRow,
     FileRow,
@@ -39,6 +38,7 @@ from sai.store.symbols import SYMBOL_COLS, SymbolTable
 from sai.store.vectors import VectorTable
 
 T = TypeVar("T")
+R = TypeVar("R")
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 
 __all__ = ["SCHEMA_VERSION", "ChunkRow", "Connection", "FileRow", "IndexMeta", "extension_path"]
@@ -61,6 +61,7 @@ class Connection:
         self.cache: dict[str, object] = {} if cache is None else cache
         self.collection = collection
         self.files_table = f"{collection}__files"
+        self.postings = lexicon.Postings(con, collection)
 
     @classmethod
     def open(
@@ -174,7 +175,9 @@ class Connection:
             f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
             "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
         )
-        self.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
+        self.postings.create()
+        self.set_meta({k: str(v) for k, v in meta.__dict__.items()}
+                      | {"created_at": now_iso(), "lexicon": lexicon.LEXICON_VERSION})
         self.dirty = True
 
     def upgrade(self, from_version: int) -> None:
@@ -197,6 +200,7 @@ class Connection:
         self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
         self.con.execute(f"DROP TABLE IF EXISTS {self.collection}")
         self.con.execute(f"DROP TABLE IF EXISTS {self.files_table}")
+        self.postings.drop()
         if self._table_exists("sai_meta"):
             self.con.execute("DELETE FROM sai_meta WHERE collection = ?", [self.collection])
 
@@ -215,7 +219,7 @@ class Connection:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
         return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows)
 
-    def _derived(self, name: str, build: Callable[[str, pa.Table], T], rows: Callable[[], pa.Table]) -> T:
+    def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R]) -> T:
         """A table derived from the chunk rows, shared by the process's threads until the token changes."""
         if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
             return build("", rows())
@@ -232,23 +236,36 @@ class Connection:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
         self.con.execute(f"DROP INDEX IF EXISTS {self.collection}_hnsw")
 
+    def lexical_table(self) -> lexicon.LexicalTable:
+        """Every chunk's postings, from this process's copy when it is current (store/lexicon.py)."""
+        return self._derived("lexicon", lexicon.LexicalTable.from_arrow, self.postings.rows)
+
     def rebuild_fts(self) -> None:
-        """Rebuild the BM25 index (DuckDB's FTS index does not follow table changes) and record
-        which state of the chunks it holds, so a run that dies before this is repaired later."""
-        self.con.execute(
-            f"PRAGMA create_fts_index('{self.collection}', 'id', 'lexemes', {FTS_OPTIONS})"
-        )
+        """Build the lexical index (the postings table) from every chunk's lexemes, and record
+        which state of the chunks it holds, so a run that dies before this is repaired later.
+
+        Needed only by an index without postings (written by an older SAI, whose DuckDB FTS
+        index is dropped here) or with postings of another LEXICON_VERSION: every chunk write
+        keeps the postings current in its own transaction.
+        """
+        self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
+        self.postings.rebuild()
+        self.set_meta({"lexicon": lexicon.LEXICON_VERSION})
         self.set_meta({"fts_token": self._next_token()})
 
     def fts_current(self) -> bool:
-        """Whether the BM25 index holds exactly the committed chunks."""
+        """Whether the lexical index holds exactly the committed chunks."""
         meta = self.meta()
-        return self.has_fts() and bool(meta.get("fts_token")) and meta.get("fts_token") == meta.get("token")
+        return (self.has_fts() and meta.get("lexicon") == lexicon.LEXICON_VERSION
+                and bool(meta.get("fts_token")) and meta.get("fts_token") == meta.get("token"))
 
     def _next_token(self) -> str:
-        """The token this transaction commits with (a new one when it changed chunk rows)."""
+        """The token this transaction commits with (a new one when it changed chunk rows); the
+        lexical index follows it when its postings were written alongside."""
         if self.dirty:
-            self.set_meta({"token": uuid.uuid4().hex})
+            token = uuid.uuid4().hex
+            follows = self.has_fts() and self.meta().get("fts_token") == self.meta().get("token")
+            self.set_meta({"token": token, **({"fts_token": token} if follows else {})})
             self.dirty = False
         token = self.meta().get("token")
         if not token:
@@ -257,74 +274,24 @@ class Connection:
         return token
 
     def has_fts(self) -> bool:
-        return self._table_exists("docs", schema=f"fts_main_{self.collection}")
+        """Whether the collection has a lexical index (a postings table)."""
+        return self._table_exists(self.postings.postings)
 
     def bm25(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) of the best lexical matches, best first.
+        """(chunk id, BM25 score) of the best lexical matches, best first (ties by id).
 
-        The same Okapi BM25 (k1 1.2, b 0.75) over the extension's index as its `match_bm25`,
-        but over the postings of the query's terms only: `match_bm25` is a per-row macro,
-        evaluated for every chunk (130 ms at 20k chunks, benchmarks/query_latency.py).
-        `among` (chunk ids) restricts the search to those chunks, with the statistics (document
-        count, mean length, document frequencies) of that subset: the answer an index holding
-        only them would give.
+        Okapi BM25 (k1 1.2, b 0.75) over the postings of the query's terms only, in numpy
+        (store/lexicon.py). `among` (chunk ids) restricts the search to those chunks, with the
+        statistics (document count, mean length, document frequencies) of that subset: the
+        answer an index holding only them would give.
         """
         if not query_lexemes.strip() or not self.has_fts() or (among is not None and not len(among)):
             return []
-        fts = f"fts_main_{self.collection}"
-        terms = self.con.execute(
-            f"WITH tokens AS (SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t) "
-            f"SELECT dict.termid, dict.df, stats.num_docs, stats.avgdl FROM {fts}.dict AS dict "
-            f"JOIN tokens ON dict.term = tokens.t, {fts}.stats AS stats",
-            [query_lexemes],
-        ).fetchall()
+        terms = self.postings.query_terms(query_lexemes)
         if not terms:
             return []
-        if among is None:
-            return self._bm25_all(fts, terms, limit)
-        # the subset's ids as a registered Arrow column: no literal to parse
-        self.con.register("sai_among", pa.table({"id": pa.array(among, pa.int64())}))
-        try:
-            return self._bm25_among(fts, [t[0] for t in terms], limit)
-        finally:
-            self.con.unregister("sai_among")
-
-    def _bm25_all(self, fts: str, terms: list[tuple], limit: int) -> list[tuple[int, float]]:
-        """BM25 over every chunk, with the index's own statistics."""
-        ids = int_list([t[0] for t in terms])
-        idf = "[" + ",".join(repr(math.log((n - df + 0.5) / (df + 0.5) + 1)) for _, df, n, _ in terms) + "]"
-        return self.con.execute(
-            f"""WITH q AS (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS termid,
-                                  unnest(CAST(?::VARCHAR AS DOUBLE[])) AS idf),
-            tf AS (SELECT docid, termid, count(*) AS tf FROM {fts}.terms
-                   WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), termid) GROUP BY docid, termid),
-            scores AS (SELECT tf.docid, sum(q.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / ?)))
-                       AS score FROM tf JOIN q ON tf.termid = q.termid
-                       JOIN {fts}.docs AS docs ON tf.docid = docs.docid GROUP BY tf.docid)
-            SELECT docs.name, scores.score FROM scores JOIN {fts}.docs AS docs ON scores.docid = docs.docid
-            ORDER BY scores.score DESC, docs.name LIMIT ?""",
-            [ids, idf, ids, float(terms[0][3]), int(limit)],
-        ).fetchall()
-
-    def _bm25_among(self, fts: str, termids: list[int], limit: int) -> list[tuple[int, float]]:
-        """BM25 over the chunks registered as `sai_among`, with that subset's statistics."""
-        ids = int_list(termids)
-        return self.con.execute(
-            f"""WITH docs AS (SELECT d.* FROM {fts}.docs AS d JOIN sai_among AS a ON a.id = d.name),
-            stats AS (SELECT count(*) AS n, avg(len) AS avgdl FROM docs),
-            tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms AS t
-                   WHERE t.docid IN (SELECT docid FROM docs)
-                   AND list_contains(CAST(?::VARCHAR AS BIGINT[]), t.termid) GROUP BY t.docid, t.termid),
-            df AS (SELECT termid, count(*) AS df FROM tf GROUP BY termid),
-            idf AS (SELECT termid, ln((stats.n - df + 0.5) / (df + 0.5) + 1) AS idf FROM df, stats),
-            scores AS (SELECT tf.docid,
-                              sum(idf.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / stats.avgdl)))
-                       AS score FROM tf JOIN idf ON tf.termid = idf.termid
-                       JOIN docs ON tf.docid = docs.docid, stats GROUP BY tf.docid)
-            SELECT docs.name, scores.score FROM scores JOIN docs ON scores.docid = docs.docid
-            ORDER BY scores.score DESC, docs.name LIMIT ?""",
-            [ids, int(limit)],
-        ).fetchall()
+        table = self.lexical_table()
+        return table.search(terms, limit, mask=None if among is None else table.mask_of(among))
 
     def chunks_by_ids(
         self, ids: list[int], *, vectors: bool = True, text: bool = True
@@ -401,6 +368,8 @@ class Connection:
         """Remove every chunk of these files; returns how many were removed."""
         if not keys:
             return 0
+        if self.has_fts():
+            self.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
         row = self.con.execute(
             f"DELETE FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys]
         ).fetchone()
@@ -492,6 +461,8 @@ class Connection:
         try:
             # by name: columns an upgrade added (shape, kind) sit in the order they were added
             self.con.execute(f"INSERT INTO {self.collection} BY NAME SELECT * FROM sai_batch")
+            if self.has_fts():  # an index without postings gets them from rebuild_fts
+                self.postings.add("sai_batch")
         finally:
             self.con.unregister("sai_batch")
 
