@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,32 @@ from pathlib import Path
 from sai.store import Store
 with Store(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2])).write() as conn:
     conn.set_meta({"other_process": "wrote"})
+"""
+
+# An index run in another process: one writer connection over many transactions (Store.run).
+# Prints "held" after its first commit, then commits `n` more, one every 0.1 s, and prints
+# how many times it had to open the file.
+HOLD_RUN = """
+import sys, time
+from pathlib import Path
+from sai.store import Store, tables
+opens = 0
+real = tables.Connection.open.__func__
+def counted(cls, *args, **kwargs):
+    global opens
+    opens += 1
+    return real(cls, *args, **kwargs)
+tables.Connection.open = classmethod(counted)
+store = Store(Path(sys.argv[1]), collection="code", lock_timeout_s=10)
+with store.run():
+    with store.write() as conn:
+        conn.set_meta({"run": "0"})
+    print("held", flush=True)
+    for n in range(1, int(sys.argv[2]) + 1):
+        time.sleep(0.1)
+        with store.write() as conn:
+            conn.set_meta({"run": str(n)})
+print("opens", opens, flush=True)
 """
 
 
@@ -271,3 +298,58 @@ def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
     error = describe(duckdb.IOException("IO Error: Could not write file: No space left on device"), tmp_path)
     assert isinstance(error, StoreError) and "free some space" in str(error)
     assert "\n" not in str(error)
+
+
+def test_a_run_keeps_one_writer_connection_and_lets_another_process_read_between_writes(
+    built: Store, db: Path
+) -> None:
+    built.close()
+    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "40"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stdout.readline().strip() == "held", run.stderr
+    started = time.monotonic()
+    with built.read() as conn:
+        seen = int(conn.meta()["run"])
+        assert conn.chunk_count() == 40
+    waited = time.monotonic() - started
+    built.close()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert waited < 3  # the run saw the request at its next transaction, not at its end
+    assert 0 <= seen < 40
+    opens = int(out.split()[-1])
+    assert opens == 2  # once at its start, once more after letting the reader in
+    with built.read() as conn:
+        assert conn.meta()["run"] == "40"
+
+
+def test_a_run_commits_each_write_and_serves_its_other_threads_between_them(built: Store) -> None:
+    seen: list[int] = []
+    with built.run():
+        with built.write() as conn:
+            conn.insert_chunks(_rows(3), _vectors(3, seed=1))
+        reader = threading.Thread(target=lambda: seen.append(_count(built)))
+        reader.start()
+        reader.join(timeout=30)
+        with built.write() as conn:
+            conn.set_meta({"second": "yes"})
+    assert seen == [43]
+    with built.read() as conn:
+        assert conn.meta()["second"] == "yes" and conn.chunk_count() == 43
+
+
+def test_a_failed_write_inside_a_run_rolls_back_and_lets_go_of_the_file(built: Store, db: Path) -> None:
+    with built.run():
+        with pytest.raises(RuntimeError), built.write() as conn:
+            conn.set_meta({"lost": "yes"})
+            raise RuntimeError("boom")
+        done = subprocess.run([sys.executable, "-c", WRITE_ONCE, str(db), "0"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr  # lock_timeout 0: the run had let go already
+    with built.read() as conn:
+        assert "lost" not in conn.meta() and conn.meta()["other_process"] == "wrote"
+
+
+def _count(store: Store) -> int:
+    with store.read() as conn:
+        return conn.chunk_count()

@@ -146,6 +146,7 @@ class Store:
             with self._lock:
                 self._runs -= 1
                 if not self._runs and self._writer_fd is not None:
+                    self._lock.wait_for(lambda: self._readers == 0)  # their cursors are on it
                     with translate(self.path):
                         self._release()
 

@@ -251,21 +251,21 @@ class Connection:
         self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
         self.postings.rebuild()
         self.set_meta({"lexicon": lexicon.LEXICON_VERSION})
-        self.set_meta({"fts_token": self._next_token()})
+        self.set_meta({"lexicon_token": self._next_token()})
 
     def fts_current(self) -> bool:
         """Whether the lexical index holds exactly the committed chunks."""
         meta = self.meta()
         return (self.has_fts() and meta.get("lexicon") == lexicon.LEXICON_VERSION
-                and bool(meta.get("fts_token")) and meta.get("fts_token") == meta.get("token"))
+                and bool(meta.get("lexicon_token")) and meta.get("lexicon_token") == meta.get("token"))
 
     def _next_token(self) -> str:
         """The token this transaction commits with (a new one when it changed chunk rows); the
         lexical index follows it when its postings were written alongside."""
         if self.dirty:
             token = uuid.uuid4().hex
-            follows = self.has_fts() and self.meta().get("fts_token") == self.meta().get("token")
-            self.set_meta({"token": token, **({"fts_token": token} if follows else {})})
+            follows = self.has_fts() and self.meta().get("lexicon_token") == self.meta().get("token")
+            self.set_meta({"token": token, **({"lexicon_token": token} if follows else {})})
             self.dirty = False
         token = self.meta().get("token")
         if not token:
@@ -413,12 +413,15 @@ class Connection:
         return {r[0] for r in self.con.execute(f"SELECT DISTINCT content_hash FROM {self.collection}").fetchall()}
 
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded."""
+        """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded.
+
+        The rows' ids first, then their vectors by id: filtering on the hash while reading the
+        vectors scanned every vector (0.46 s for 50 hashes at 78k chunks; 0.05 s this way)."""
         if not hashes:
             return {}
         table = self._arrow(
-            f"SELECT DISTINCT ON (content_hash) content_hash, embedding FROM {self.collection} "
-            "WHERE content_hash IN (SELECT unnest(?::VARCHAR[]))",
+            f"SELECT content_hash, embedding FROM {self.collection} WHERE id IN (SELECT min(id) "
+            f"FROM {self.collection} WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash)",
             [hashes],
         )
         if table.num_rows == 0:
