@@ -353,11 +353,21 @@ class Connection:
     def upsert_files(self, rows: list[FileRow]) -> None:
         if not rows:
             return
-        self.delete_file_rows([r.path for r in rows])
-        self.con.executemany(
-            f"INSERT INTO {self.files_table} VALUES (?, ?, ?, ?, ?, ?)",
-            [[r.path, r.size, r.mtime_ns, r.file_hash, r.chunk_count, utc_now()] for r in rows],
-        )
+        # one Arrow insert: executemany ran a statement per row (~1 s for 70 files at 78k chunks)
+        batch = pa.table({
+            "path": pa.array([r.path for r in rows], pa.string()),
+            "size": pa.array([r.size for r in rows], pa.int64()),
+            "mtime_ns": pa.array([r.mtime_ns for r in rows], pa.int64()),
+            "file_hash": pa.array([r.file_hash for r in rows], pa.string()),
+            "chunk_count": pa.array([r.chunk_count for r in rows], pa.int32()),
+            "indexed_at": pa.array([utc_now()] * len(rows), pa.timestamp("us")),
+        })
+        self.con.register("sai_files", batch)
+        try:
+            self.con.execute(f"DELETE FROM {self.files_table} WHERE path IN (SELECT path FROM sai_files)")
+            self.con.execute(f"INSERT INTO {self.files_table} BY NAME SELECT * FROM sai_files")
+        finally:
+            self.con.unregister("sai_files")
 
     def delete_file_rows(self, keys: list[str]) -> None:
         self.con.execute(
