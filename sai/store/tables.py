@@ -39,6 +39,7 @@ from sai.store.vectors import VectorTable
 
 T = TypeVar("T")
 R = TypeVar("R")
+WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 
 __all__ = ["SCHEMA_VERSION", "ChunkRow", "Connection", "FileRow", "IndexMeta", "extension_path"]
@@ -71,7 +72,13 @@ class Connection:
         # Verifying the extensions' signatures hashes ~35 MB on every open (~0.4 s CPU, ~100x the
         # rest of an open); they come from installed wheels, as trusted as SAI's own code.
         check_collection(collection)
-        con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
+        config = {"allow_unsigned_extensions": "true"}
+        if not read_only:
+            # A run keeps its writer open from start to end (store/__init__.py): without a cap,
+            # DuckDB keeps every block it wrote cached (1.4 GB after the whole stdlib); above
+            # the cap it drops clean blocks and spills the rest next to the index.
+            config |= {"memory_limit": WRITER_MEMORY, "temp_directory": f"{path}.tmp"}
+        con = duckdb.connect(":memory:", config=config)
         try:
             con.execute(f"LOAD '{extension_path('vss')}'")
             con.execute(f"LOAD '{extension_path('fts')}'")
