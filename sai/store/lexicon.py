@@ -71,7 +71,8 @@ STOPWORDS = frozenset("""
 """.split())
 
 _STOPWORD_TABLE = pa.table({"sw": pa.array(sorted(STOPWORDS), pa.string())})
-_QUERY_WORDS = "string_split_regex(regexp_replace(lower(?::VARCHAR), '[^a-z0-9_]+', ' ', 'g'), '\\s+')"
+# a query's lexemes are sai.lexical tokens too (query_lexemes): [a-z0-9_] words and spaces
+_QUERY_WORDS = "string_split(?::VARCHAR, ' ')"
 
 
 class Postings:

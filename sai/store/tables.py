@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from sai.store import lexicon
 from sai.store.cache import TokenCache
+from sai.store.chunkrows import RowTable
 from sai.store.rows import (
     CHUNK_COLS,
     SCHEMA_VERSION,
@@ -222,6 +223,13 @@ class Connection:
         """Every chunk's vector, from this process's copy when it is current (store/vectors.py)."""
         return self._derived("vectors", VectorTable.from_arrow, self._vector_rows)
 
+    def row_table(self) -> RowTable:
+        """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
+        return self._derived("rows", RowTable.from_arrow, self._row_rows)
+
+    def _row_rows(self) -> pa.Table:
+        return self._arrow(f"SELECT {_chunk_cols(text=False)} FROM {self.collection} ORDER BY id")
+
     def symbol_table(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
         return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows)
@@ -309,6 +317,9 @@ class Connection:
         """
         if not ids:
             return [], np.zeros((0, 0), dtype=np.float32)
+        if not vectors and not text and not self.dirty:  # what ranking asks: from memory
+            found = self.row_table().rows(ids, _chunk_rows)
+            return found, np.zeros((len(found), 0), np.float32)
         cols = _chunk_cols(text=text)
         table = self._arrow(
             f"SELECT {cols}{', embedding' if vectors else ''} FROM {self.collection} "
