@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -353,3 +354,18 @@ def test_a_failed_write_inside_a_run_rolls_back_and_lets_go_of_the_file(built: S
 def _count(store: Store) -> int:
     with store.read() as conn:
         return conn.chunk_count()
+
+
+def test_rows_without_text_come_from_memory_as_the_table_holds_them(built: Store) -> None:
+    with built.read() as conn:
+        table = conn.row_table()
+        rows, matrix = conn.chunks_by_ids([7, 3, 999, 12], vectors=False, text=False)
+        from_sql, _ = conn.chunks_by_ids([7, 3, 12], vectors=False, text=True)
+    assert [r.id for r in rows] == [7, 3, 12] and matrix.shape == (3, 0)  # order kept, 999 unknown
+    assert rows == [replace(r, text="") for r in from_sql]
+    with built.write() as conn:
+        conn.delete_chunks(["src/f2.py"])  # chunk 3
+        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]
+    with built.read() as conn:
+        assert conn.row_table() is not table
+        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]
