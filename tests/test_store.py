@@ -48,8 +48,8 @@ with Store(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2
 """
 
 # An index run in another process: one writer connection over many transactions (Store.run).
-# Prints "held" after its first commit, then commits `n` more, one every 0.1 s, and prints
-# how many times it had to open the file.
+# Prints "held" after its first commit, then commits `n` more, one every `pause` seconds, and
+# prints how many times it had to open the file.
 HOLD_RUN = """
 import sys, time
 from pathlib import Path
@@ -67,7 +67,7 @@ with store.run():
         conn.set_meta({"run": "0"})
     print("held", flush=True)
     for n in range(1, int(sys.argv[2]) + 1):
-        time.sleep(0.1)
+        time.sleep(float(sys.argv[3]))
         with store.write() as conn:
             conn.set_meta({"run": str(n)})
 print("opens", opens, flush=True)
@@ -305,7 +305,7 @@ def test_a_run_keeps_one_writer_connection_and_lets_another_process_read_between
     built: Store, db: Path
 ) -> None:
     built.close()
-    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "40"],
+    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "40", "0.1"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert run.stdout is not None and run.stdout.readline().strip() == "held", run.stderr
     started = time.monotonic()
@@ -322,6 +322,26 @@ def test_a_run_keeps_one_writer_connection_and_lets_another_process_read_between
     assert opens == 2  # once at its start, once more after letting the reader in
     with built.read() as conn:
         assert conn.meta()["run"] == "40"
+
+
+def test_an_idle_run_lets_another_process_read_without_waiting_for_its_next_write(
+    built: Store, db: Path
+) -> None:
+    built.close()
+    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "1", "6"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stdout.readline().strip() == "held", run.stderr
+    started = time.monotonic()
+    with built.read() as conn:
+        assert conn.meta()["run"] == "0"
+    waited = time.monotonic() - started
+    built.close()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert waited < 3  # the run's next write comes 6 s after its first
+    assert int(out.split()[-1]) == 2
+    with built.read() as conn:
+        assert conn.meta()["run"] == "1"
 
 
 def test_a_run_commits_each_write_and_serves_its_other_threads_between_them(built: Store) -> None:

@@ -13,9 +13,10 @@ An index run (`Store.run()`) keeps its writer connection from its first write tr
 end: closing a DuckDB file checkpoints it, and that costs seconds at 78k chunks, so a connection
 per transaction made the writer the slowest stage (docs/design.md, "Writing"). A reader of another
 process that wants the file in the meantime asks for it by holding a shared lock on
-`<db>.readers` while it waits and connects; the run looks for such a request between two
-transactions, closes and lets go of `<db>.writer`, waits until the readers are in, and takes
-both again (the readers leave as soon as their query is done, as they do for any writer).
+`<db>.readers` while it waits and connects; between two transactions the run looks for such a
+request (every WRITER_POLL_S, and before each transaction), closes and lets go of
+`<db>.writer`; its next transaction waits until the readers are in and takes both again (the
+readers leave as soon as their query is done, as they do for any writer).
 
 Every database error is translated here into a StoreError with one line naming the fix
 (`translate`); Ctrl-C inside a query becomes KeyboardInterrupt.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -38,6 +40,7 @@ from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.store.cache import TokenCache
 from sai.store.tables import Connection, extension_path
 
+log = logging.getLogger(__name__)
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
 
@@ -56,6 +59,7 @@ class Store:
         self._runs = 0  # nested run() blocks: while > 0 the writer connection stays open
         self._writer_fd: int | None = None  # the held `<db>.writer` lock of a run's connection
         self._writing: int | None = None  # the thread inside a write transaction
+        self._yield_timer: threading.Timer | None = None  # a run looking for waiting readers
         self.derived = TokenCache()  # vector and symbol tables, kept across read leases
 
     @property
@@ -133,6 +137,8 @@ class Store:
                     self._writing = None
                     if not self._runs:
                         self._release()
+                    elif self._writer_fd is not None:
+                        self._schedule_yield()
 
     @contextlib.contextmanager
     def run(self) -> Iterator[None]:
@@ -146,6 +152,7 @@ class Store:
             with self._lock:
                 self._runs -= 1
                 if not self._runs and self._writer_fd is not None:
+                    self._cancel_yield()
                     self._lock.wait_for(lambda: self._readers == 0)  # their cursors are on it
                     with translate(self.path):
                         self._release()
@@ -153,12 +160,13 @@ class Store:
     def _writer(self) -> Connection:
         """The held writer connection, or a new one under the writer lock; a held one first
         lets in the readers of other processes that asked for the file."""
+        self._cancel_yield()
         if self._writer_fd is not None and self._conn is not None:
             if not self._readers_asking():
                 return self._conn
             self._release()  # closing checkpoints: the readers see what was committed
-            self._wait_for_readers()
         self._close()
+        self._wait_for_readers()
         self.prepare_dir()
         self._writer_fd = self._lock_writer()
         try:
@@ -167,6 +175,31 @@ class Store:
             self._release()
             raise
         return self._conn
+
+    def _schedule_yield(self) -> None:
+        """Between a run's transactions, look for readers of other processes every
+        WRITER_POLL_S and let them in at once (the run's next write opens the file again)."""
+        self._cancel_yield()
+        self._yield_timer = threading.Timer(WRITER_POLL_S, self._yield_tick)
+        self._yield_timer.daemon = True
+        self._yield_timer.start()
+
+    def _yield_tick(self) -> None:
+        with self._lock:
+            if not self._runs or self._writer_fd is None or self._writing is not None:
+                return
+            if self._readers or not self._readers_asking():
+                self._schedule_yield()
+                return
+            try:
+                self._release()
+            except duckdb.Error as exc:  # the run's next write reopens the file and reports
+                log.debug("closing the run's connection for a reader failed: %s", _first_line(exc))
+
+    def _cancel_yield(self) -> None:
+        if self._yield_timer is not None:
+            self._yield_timer.cancel()
+            self._yield_timer = None
 
     def _release(self) -> None:
         """Close the writer connection (DuckDB checkpoints) and drop the writer lock."""
@@ -237,6 +270,7 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._cancel_timer()
+            self._cancel_yield()
             self._release()
 
     def _connect(self, *, read_only: bool) -> Connection:
