@@ -389,7 +389,10 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     project = open_project(root)
     status = search.status(project)
     assert status.chunk_count == batch
+    with project.store.read() as reader:
+        assert reader.lexical_current()  # postings are written with their chunks: none behind them
     assert search.search(project, "gen_7 value")
+    assert search.search(project, "gen_7", mode="lexical")[0].path == "gen/mod_000.py"
     ollama_server.reset_counts()
     report = indexer.index(project)
     project.close()

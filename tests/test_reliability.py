@@ -89,7 +89,8 @@ def test_a_function_moved_between_files_written_in_different_batches_keeps_a_vec
     assert _chunks(root)["z.py"] == {GAMMA.rstrip("\n"), BETA.rstrip("\n")}
 
 
-# Runs an index in a child process that stops inside the last step (the BM25 rebuild) and says so.
+# Runs an index in a child process that stops inside the last step (the lexical index rebuild,
+# which a run needs when the index has no postings: one written by an older SAI) and says so.
 PAUSE_IN_LAST_STEP = """
 import sys, time
 from pathlib import Path
@@ -119,6 +120,7 @@ def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
     root = write_tree(tmp_path / "p", many_functions(20, per_file=10))
     write_config(root, ollama_server.url)
     _index(root)
+    _forget_postings(root)
     write_tree(root, {"gen/new.py": "def freshly_written_helper(value):\n    return value\n"})
     proc = _run_until_last_step(root)
     proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
@@ -141,6 +143,15 @@ def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
     assert hits and hits[0].path == "gen/new.py"
 
 
+def _forget_postings(root: Path) -> None:
+    """Make the index look written by an SAI before postings (it held a DuckDB FTS index)."""
+    project = open_project(root)
+    with project.store.write() as writer:
+        writer.conn.postings.drop()  # the DuckDB store's own table: below the contract
+        assert not writer.lexical_current()
+    project.close()
+
+
 def test_many_small_writes_keep_the_index_file_near_its_fresh_size(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -155,14 +166,19 @@ def test_many_small_writes_keep_the_index_file_near_its_fresh_size(
 
     fresh = size()
     target = root / "gen" / "mod_000.py"
+    sizes = []
     for n in range(12):
         target.write_text(target.read_text() + f"\n\ndef extra_{n}(x):\n    return x - {n}\n")
         if n % 4 == 3:
             indexer.index(project)
         else:
             indexer.refresh(project, [target.relative_to(root).as_posix()])
-    project.close()
-    assert size() <= 1.5 * fresh, (size(), fresh)
+        project.close()
+        sizes.append(size())
+    # The first rewrite of a table's row groups takes new 256 KB blocks before the old ones are
+    # free (a 1.8 MB file becomes ~3.7 MB); later writes reuse the freed blocks: no growth.
+    assert max(sizes) <= 2.5 * fresh, (sizes, fresh)
+    assert max(sizes[4:]) <= 1.2 * max(sizes[:4]), (sizes, fresh)
 
 
 def test_a_reader_does_not_wait_for_a_dead_writer(tmp_path: Path, ollama_server: OllamaStandIn) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -44,6 +46,32 @@ from pathlib import Path
 from sai.store import DuckDBStore
 with DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2])).write() as writer:
     writer.set_meta({"other_process": "wrote"})
+"""
+
+# An index run in another process: one writer connection over many transactions (Store.run).
+# Prints "held" after its first commit, then commits `n` more, one every `pause` seconds, and
+# prints how many times it had to open the file.
+HOLD_RUN = """
+import sys, time
+from pathlib import Path
+from sai.store import DuckDBStore as Store, tables
+opens = 0
+real = tables.Connection.open.__func__
+def counted(cls, *args, **kwargs):
+    global opens
+    opens += 1
+    return real(cls, *args, **kwargs)
+tables.Connection.open = classmethod(counted)
+store = Store(Path(sys.argv[1]), collection="code", lock_timeout_s=10)
+with store.run():
+    with store.write() as conn:
+        conn.set_meta({"run": "0"})
+    print("held", flush=True)
+    for n in range(1, int(sys.argv[2]) + 1):
+        time.sleep(float(sys.argv[3]))
+        with store.write() as conn:
+            conn.set_meta({"run": str(n)})
+print("opens", opens, flush=True)
 """
 
 
@@ -285,3 +313,96 @@ def test_migrations_are_numbered_up_to_this_schema_version() -> None:
     from sai.store.migrations import MIGRATIONS
 
     assert sorted(MIGRATIONS) == list(range(min(MIGRATIONS), SCHEMA_VERSION + 1))
+
+
+def test_a_run_keeps_one_writer_connection_and_lets_another_process_read_between_writes(
+    built: DuckDBStore, db: Path
+) -> None:
+    built.close()
+    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "40", "0.1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stdout.readline().strip() == "held", run.stderr
+    started = time.monotonic()
+    with built.read() as conn:
+        seen = int(conn.meta()["run"])
+        assert conn.chunk_count() == 40
+    waited = time.monotonic() - started
+    built.close()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert waited < 3  # the run saw the request at its next transaction, not at its end
+    assert 0 <= seen < 40
+    opens = int(out.split()[-1])
+    assert opens == 2  # once at its start, once more after letting the reader in
+    with built.read() as conn:
+        assert conn.meta()["run"] == "40"
+
+
+def test_an_idle_run_lets_another_process_read_without_waiting_for_its_next_write(
+    built: DuckDBStore, db: Path
+) -> None:
+    built.close()
+    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "1", "6"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None and run.stdout.readline().strip() == "held", run.stderr
+    started = time.monotonic()
+    with built.read() as conn:
+        assert conn.meta()["run"] == "0"
+    waited = time.monotonic() - started
+    built.close()
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert waited < 3  # the run's next write comes 6 s after its first
+    assert int(out.split()[-1]) == 2
+    with built.read() as conn:
+        assert conn.meta()["run"] == "1"
+
+
+def test_a_run_commits_each_write_and_serves_its_other_threads_between_them(built: DuckDBStore) -> None:
+    seen: list[int] = []
+    with built.run():
+        with built.write() as writer:
+            writer.conn.insert_chunks(_rows(3), _vectors(3, seed=1))
+        reader = threading.Thread(target=lambda: seen.append(_count(built)))
+        reader.start()
+        reader.join(timeout=30)
+        with built.write() as writer:
+            writer.set_meta({"second": "yes"})
+    assert seen == [43]
+    with built.read() as conn:
+        assert conn.meta()["second"] == "yes" and conn.chunk_count() == 43
+
+
+def test_a_failed_write_inside_a_run_rolls_back_and_lets_go_of_the_file(built: DuckDBStore, db: Path) -> None:
+    with built.run():
+        with pytest.raises(RuntimeError), built.write() as writer:
+            writer.set_meta({"lost": "yes"})
+            raise RuntimeError("boom")
+        done = subprocess.run([sys.executable, "-c", WRITE_ONCE, str(db), "0"],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr  # lock_timeout 0: the run had let go already
+    with built.read() as conn:
+        assert "lost" not in conn.meta() and conn.meta()["other_process"] == "wrote"
+
+
+def _count(store: DuckDBStore) -> int:
+    with store.read() as conn:
+        return conn.chunk_count()
+
+
+def test_rows_without_text_come_from_memory_as_the_table_holds_them(built: DuckDBStore) -> None:
+    with built.read() as reader:
+        conn = reader.conn
+        table = conn.row_table()
+        rows, matrix = conn.chunks_by_ids([7, 3, 999, 12], vectors=False, text=False)
+        from_sql, _ = conn.chunks_by_ids([7, 3, 12], vectors=False, text=True)
+    assert [r.id for r in rows] == [7, 3, 12] and matrix.shape == (3, 0)  # order kept, 999 unknown
+    assert rows == [replace(r, text="") for r in from_sql]
+    with built.write() as writer:
+        conn = writer.conn
+        conn.delete_chunks(["src/f2.py"])  # chunk 3
+        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]
+    with built.read() as reader:
+        conn = reader.conn
+        assert conn.row_table() is not table
+        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]

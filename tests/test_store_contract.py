@@ -313,14 +313,14 @@ def test_symbols_find_definitions_and_chunk_ids(filled) -> None:
 
 
 # ---------------------------------------------------------------- runs, drop, transactions
-def test_lexical_index_is_current_after_finish_run_only(store: Store) -> None:
+def test_lexical_index_is_current_after_finish_run(store: Store) -> None:
     _fill(store)
     with store.read() as reader:
         assert reader.lexical_current()
     with store.write() as writer:
         writer.remove_files(["src/dates.py"])
-    with store.read() as reader:
-        assert not reader.lexical_current()  # a run killed here is repaired by the next one
+    # here a backend may be behind (Qdrant records a run's end) or current (DuckDB writes the
+    # postings with the chunks); either way finish_run leaves it current
     with store.write() as writer:
         writer.finish_run()
     with store.read() as reader:

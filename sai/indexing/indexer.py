@@ -51,8 +51,8 @@ class StageTimes:
 
     read_chunk, lexemes and shapes are summed over files, so with worker processes they add up
     the workers' time (more than the wall clock); embed_wait, write and fts are what the writing
-    thread waited. Logged at debug level at the end of index() with the record's `stage_times`
-    attribute set, for benchmarks/index_throughput.py.
+    thread waited; walk and close fall outside the writes. Logged at debug level at the end of
+    index() with the record's `stage_times` attribute set, for benchmarks/index_throughput.py.
     """
 
     walk: float = 0.0
@@ -61,7 +61,8 @@ class StageTimes:
     shapes: float = 0.0  # shape signatures and the rest of row building
     embed_wait: float = 0.0  # waiting for the embedder
     write: float = 0.0  # database writes
-    fts: float = 0.0  # the BM25 rebuild
+    fts: float = 0.0  # the lexical index, when it is behind the chunks (an index of an older SAI)
+    close: float = 0.0  # closing the run's writer connection (DuckDB checkpoints the file)
     transactions: int = 0  # write transactions of chunk batches
 
     @contextlib.contextmanager
@@ -342,6 +343,22 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     started = time.perf_counter()
     walked = files.walk(config)
     walk_s = time.perf_counter() - started
+    with project.store.run():  # one writer connection for the run, checkpointed once at its end
+        run, unreadable = _update(project, walked, recreate=recreate, progress=progress)
+        closing = time.perf_counter()
+    run.stats.walk, run.stats.close = walk_s, time.perf_counter() - closing
+    log.debug("stage times: %s", run.stats.summary(), extra={"stage_times": run.stats})
+    keys = sorted({s.key for s in walked.included} - {key for key, _ in unreadable})
+    chunks, nfiles = _held(project, keys)
+    return IndexReport(
+        chunks=chunks, files=nfiles, skipped=len(walked.excluded) + len(unreadable),
+        embedded=run.counts.embedded, unchanged=run.counts.unchanged, removed=run.counts.removed,
+    )
+
+
+def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progress: Progress | None
+            ) -> tuple[_Run, list[tuple[str, str]]]:
+    """index()'s writes: returns the run (its counts and times) and the unreadable files."""
     if recreate:
         try:
             flush(project)
@@ -350,7 +367,6 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     elif project.upgrade():
         log.info("upgraded the index to this version's format; every file is chunked again")
     run = _Run(project, progress=progress)
-    run.stats.walk = walk_s
     run.load_state()
     wanted = {s.key for s in walked.included}
     changed = [s for s in walked.included if run.rechunk or _changed(run.stored.get(s.key), s)]
@@ -367,13 +383,7 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
             "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
             "chunking": chunking.chunking,
         } if changed or run.counts.removed else None)
-    log.debug("stage times: %s", run.stats.summary(), extra={"stage_times": run.stats})
-    keys = sorted(wanted - {key for key, _ in unreadable})
-    chunks, nfiles = _held(project, keys)
-    return IndexReport(
-        chunks=chunks, files=nfiles, skipped=len(walked.excluded) + len(unreadable),
-        embedded=run.counts.embedded, unchanged=run.counts.unchanged, removed=run.counts.removed,
-    )
+    return run, unreadable
 
 
 def refresh(project: Project, keys: list[str]) -> RefreshReport:
@@ -392,11 +402,12 @@ def refresh(project: Project, keys: list[str]) -> RefreshReport:
             gone.append(PathResult(path=key, removed_reason=checked))
     for source in sources:
         run.stored.pop(source.key, None)  # force a re-read: refresh means "look again"
-    unreadable = run.process(sources, len(sources))
-    gone += [PathResult(path=key, removed_reason=reason) for key, reason in unreadable]
-    run.stored = _stored_files(project)
-    run.remove([g.path for g in gone if g.path in run.stored])
-    _finish(project)
+    with project.store.run():
+        unreadable = run.process(sources, len(sources))
+        gone += [PathResult(path=key, removed_reason=reason) for key, reason in unreadable]
+        run.stored = _stored_files(project)
+        run.remove([g.path for g in gone if g.path in run.stored])
+        _finish(project)
     done = {s.key for s in sources} - {key for key, _ in unreadable}
     refreshed = tuple(
         PathResult(path=k, chunks=run.stored[k].chunk_count if k in run.stored else 0)

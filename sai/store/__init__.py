@@ -11,6 +11,15 @@ as long as it writes; readers close their connection as soon as they see that lo
 otherwise keep it for a short idle lease. Both sides retry a locked file until `lock_timeout_s`.
 A lock dies with its process, so a killed writer never leaves readers waiting.
 
+An index run (`Store.run()`) keeps its writer connection from its first write transaction to its
+end: closing a DuckDB file checkpoints it, and that costs seconds at 78k chunks, so a connection
+per transaction made the writer the slowest stage (docs/design.md, "Writing"). A reader of another
+process that wants the file in the meantime asks for it by holding a shared lock on
+`<db>.readers` while it waits and connects; between two transactions the run looks for such a
+request (every WRITER_POLL_S, and before each transaction), closes and lets go of
+`<db>.writer`; its next transaction waits until the readers are in and takes both again (the
+readers leave as soon as their query is done, as they do for any writer).
+
 Every database error is translated here into a StoreError with one line naming the fix
 (`translate`); Ctrl-C inside a query becomes KeyboardInterrupt.
 """
@@ -20,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -37,6 +47,7 @@ from sai.store.cache import TokenCache
 from sai.store.sessions import DuckDBReader, DuckDBWriter
 from sai.store.tables import Connection
 
+log = logging.getLogger(__name__)
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
 
@@ -74,6 +85,10 @@ class DuckDBStore(base.Store):
         self._conn: Connection | None = None
         self._timer: threading.Timer | None = None
         self._readers = 0  # threads of this process reading through the lease right now
+        self._runs = 0  # nested run() blocks: while > 0 the writer connection stays open
+        self._writer_fd: int | None = None  # the held `<db>.writer` lock of a run's connection
+        self._writing: int | None = None  # the thread inside a write transaction
+        self._yield_timer: threading.Timer | None = None  # a run looking for waiting readers
         self.derived = TokenCache()  # vector and symbol tables, kept across read leases
         self.location = str(self.path)
 
@@ -85,13 +100,17 @@ class DuckDBStore(base.Store):
     def intent_path(self) -> Path:
         return self.path.with_name(self.path.name + ".writer")
 
+    @property
+    def request_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".readers")
+
     @contextlib.contextmanager
     def read(self) -> Iterator[IndexReader]:
         """A cursor on the read-only lease (threads read in parallel), or this thread's writer."""
         with self._lock:
-            if self._conn is not None and not self._conn.read_only:
+            if self._writing == threading.get_ident():
                 with translate(self.path):
-                    yield DuckDBReader(self._conn)  # only the writing thread gets here: it holds the lock
+                    yield DuckDBReader(self._conn)  # the writing thread reads its own transaction
                 return
             cursor = self._lease_cursor()
         try:
@@ -103,64 +122,174 @@ class DuckDBStore(base.Store):
                 self._readers -= 1
                 if self._readers == 0:
                     self._lock.notify_all()
-                    if self._conn is not None and self._writer_waiting():
+                    if self._leased() and self._writer_waiting():
                         self._close()  # another process wants to write: let it in now
-                    elif self._conn is not None:
+                    elif self._leased():
                         self._schedule_close()
 
+    def _leased(self) -> bool:
+        return self._conn is not None and self._conn.read_only
+
     def _lease_cursor(self) -> Connection:
+        """A cursor on the read lease, or on a run's writer connection between its transactions."""
         self._cancel_timer()
-        if self._conn is not None and self._readers == 0 and self._writer_waiting():
+        if self._leased() and self._readers == 0 and self._writer_waiting():
             self._close()
         if self._conn is None:
             if not self.exists:
                 raise StoreError(f"no index at {self.path}; run `sai` in the project to build it")
-            self._wait_for_writer()
-            self._conn = self._connect(read_only=True)
+            with self._asking():
+                self._wait_for_writer()
+                self._conn = self._connect(read_only=True)
         cursor = self._conn.cursor()
         self._readers += 1
         return cursor
 
     @contextlib.contextmanager
     def write(self) -> Iterator[IndexWriter]:
-        """A read-write connection inside one transaction, released when the block ends."""
+        """A read-write connection inside one transaction; closed when the block ends, unless a
+        run() holds it open for the next transaction."""
         with self._lock:
             self._lock.wait_for(lambda: self._readers == 0)  # this process's readers finish first
             self._cancel_timer()
-            self._close()
-            self.prepare()
-            with self._writer_lock(), translate(self.path):
-                conn = self._connect(read_only=False)
-                self._conn = conn
+            with translate(self.path):
+                conn = self._writer()
+                self._writing = threading.get_ident()
                 try:
                     conn.begin()
                     yield DuckDBWriter(conn)
                     conn.commit()
                 except BaseException:
                     conn.rollback()
+                    self._release()
                     raise
                 finally:
-                    self._close()
+                    self._writing = None
+                    if not self._runs:
+                        self._release()
+                    elif self._writer_fd is not None:
+                        self._schedule_yield()
 
     @contextlib.contextmanager
-    def _writer_lock(self) -> Iterator[None]:
-        """Hold the OS lock on `<db>.writer`: other processes' readers step aside for it."""
-        fd = os.open(self.intent_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    def run(self) -> Iterator[None]:
+        """Keep the writer connection of the writes inside this block open between them (one
+        checkpoint when the block ends instead of one per transaction)."""
+        with self._lock:
+            self._runs += 1
         try:
-            deadline = time.monotonic() + self.lock_timeout_s
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise StoreError(f"cannot lock {self.intent_path}: {exc.strerror}") from exc
-                    if time.monotonic() >= deadline:
-                        raise self._locked_error() from exc
-                    time.sleep(0.02)
             yield
         finally:
-            os.close(fd)  # closing releases the lock
+            with self._lock:
+                self._runs -= 1
+                if not self._runs and self._writer_fd is not None:
+                    self._cancel_yield()
+                    self._lock.wait_for(lambda: self._readers == 0)  # their cursors are on it
+                    with translate(self.path):
+                        self._release()
+
+    def _writer(self) -> Connection:
+        """The held writer connection, or a new one under the writer lock; a held one first
+        lets in the readers of other processes that asked for the file."""
+        self._cancel_yield()
+        if self._writer_fd is not None and self._conn is not None:
+            if not self._readers_asking():
+                return self._conn
+            self._release()  # closing checkpoints: the readers see what was committed
+        self._close()
+        self._wait_for_readers()
+        self.prepare()
+        self._writer_fd = self._lock_writer()
+        try:
+            self._conn = self._connect(read_only=False)
+        except BaseException:
+            self._release()
+            raise
+        return self._conn
+
+    def _schedule_yield(self) -> None:
+        """Between a run's transactions, look for readers of other processes every
+        WRITER_POLL_S and let them in at once (the run's next write opens the file again)."""
+        self._cancel_yield()
+        self._yield_timer = threading.Timer(WRITER_POLL_S, self._yield_tick)
+        self._yield_timer.daemon = True
+        self._yield_timer.start()
+
+    def _yield_tick(self) -> None:
+        with self._lock:
+            if not self._runs or self._writer_fd is None or self._writing is not None:
+                return
+            if self._readers or not self._readers_asking():
+                self._schedule_yield()
+                return
+            try:
+                self._release()
+            except duckdb.Error as exc:  # the run's next write reopens the file and reports
+                log.debug("closing the run's connection for a reader failed: %s", _first_line(exc))
+
+    def _cancel_yield(self) -> None:
+        if self._yield_timer is not None:
+            self._yield_timer.cancel()
+            self._yield_timer = None
+
+    def _release(self) -> None:
+        """Close the writer connection (DuckDB checkpoints) and drop the writer lock."""
+        try:
+            self._close()
+        finally:
+            if self._writer_fd is not None:
+                fd, self._writer_fd = self._writer_fd, None
+                os.close(fd)  # closing releases the lock
+
+    def _lock_writer(self) -> int:
+        """Take the OS lock on `<db>.writer` (other processes' readers step aside for it)."""
+        fd = os.open(self.intent_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                    os.close(fd)
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise StoreError(f"cannot lock {self.intent_path}: {exc.strerror}") from exc
+                    raise self._locked_error() from exc
+            time.sleep(0.02)
+
+    @contextlib.contextmanager
+    def _asking(self) -> Iterator[None]:
+        """Hold a shared lock on `<db>.readers` while connecting: a run holding the file sees
+        the request between two transactions and lets this process in."""
+        try:
+            fd = os.open(self.request_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            yield  # a read-only directory: no run can be writing there either
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
+    def _readers_asking(self) -> bool:
+        """Whether a reader of another process holds `<db>.readers` (waits to connect)."""
+        try:
+            fd = os.open(self.request_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def _wait_for_readers(self) -> None:
+        """Until the readers that asked are connected (or lock_timeout_s has passed)."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while self._readers_asking() and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def upgrade(self, from_version: int) -> None:
         """Bring a collection of an older format to this one in place (store/migrations.py)."""
@@ -177,7 +306,8 @@ class DuckDBStore(base.Store):
     def close(self) -> None:
         with self._lock:
             self._cancel_timer()
-            self._close()
+            self._cancel_yield()
+            self._release()
 
     def _connect(self, *, read_only: bool) -> Connection:
         deadline = time.monotonic() + self.lock_timeout_s

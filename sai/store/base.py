@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -183,6 +184,12 @@ class Store(ABC):
 
     @abstractmethod
     def write(self) -> contextlib.AbstractContextManager[IndexWriter]: ...
+
+    @contextlib.contextmanager
+    def run(self) -> Iterator[None]:
+        """Around the writes of one index run: what they may share (DuckDB keeps one writer
+        connection and checkpoints once at the end); nothing by default."""
+        yield
 
     @abstractmethod
     def prepare(self) -> None:

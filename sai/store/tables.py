@@ -8,7 +8,6 @@ binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/d
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from collections.abc import Callable
 from datetime import UTC
@@ -20,10 +19,11 @@ import numpy as np
 import pyarrow as pa
 
 from sai.models import NewChunk
+from sai.store import lexicon
 from sai.store.cache import TokenCache
+from sai.store.chunkrows import RowTable
 from sai.store.rows import (
     CHUNK_COLS,
-    FTS_OPTIONS,
     ChunkRow,
     FileRow,
     IndexMeta,
@@ -39,6 +39,8 @@ from sai.store.symbols import SYMBOL_COLS, SymbolTable
 from sai.store.vectors import VectorTable
 
 T = TypeVar("T")
+R = TypeVar("R")
+WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 
 __all__ = ["Connection", "extension_path"]
@@ -61,6 +63,7 @@ class Connection:
         self.cache: dict[str, object] = {} if cache is None else cache
         self.collection = collection
         self.files_table = f"{collection}__files"
+        self.postings = lexicon.Postings(con, collection)
 
     @classmethod
     def open(
@@ -70,7 +73,13 @@ class Connection:
         # Verifying the extensions' signatures hashes ~35 MB on every open (~0.4 s CPU, ~100x the
         # rest of an open); they come from installed wheels, as trusted as SAI's own code.
         check_collection(collection)
-        con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
+        config = {"allow_unsigned_extensions": "true"}
+        if not read_only:
+            # A run keeps its writer open from start to end (store/__init__.py): without a cap,
+            # DuckDB keeps every block it wrote cached (1.4 GB after the whole stdlib); above
+            # the cap it drops clean blocks and spills the rest next to the index.
+            config |= {"memory_limit": WRITER_MEMORY, "temp_directory": f"{path}.tmp"}
+        con = duckdb.connect(":memory:", config=config)
         try:
             con.execute(f"LOAD '{extension_path('vss')}'")
             con.execute(f"LOAD '{extension_path('fts')}'")
@@ -174,7 +183,9 @@ class Connection:
             f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
             "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
         )
-        self.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
+        self.postings.create()
+        self.set_meta({k: str(v) for k, v in meta.__dict__.items()}
+                      | {"created_at": now_iso(), "lexicon": lexicon.LEXICON_VERSION})
         self.dirty = True
 
     def drop_collection(self) -> None:
@@ -183,6 +194,7 @@ class Connection:
         self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
         self.con.execute(f"DROP TABLE IF EXISTS {self.collection}")
         self.con.execute(f"DROP TABLE IF EXISTS {self.files_table}")
+        self.postings.drop()
         if self._table_exists("sai_meta"):
             self.con.execute("DELETE FROM sai_meta WHERE collection = ?", [self.collection])
 
@@ -197,11 +209,18 @@ class Connection:
         """Every chunk's vector, from this process's copy when it is current (store/vectors.py)."""
         return self._derived("vectors", VectorTable.from_arrow, self._vector_rows)
 
+    def row_table(self) -> RowTable:
+        """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
+        return self._derived("rows", RowTable.from_arrow, self._row_rows)
+
+    def _row_rows(self) -> pa.Table:
+        return self._arrow(f"SELECT {_chunk_cols(text=False)} FROM {self.collection} ORDER BY id")
+
     def symbol_table(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
         return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows)
 
-    def _derived(self, name: str, build: Callable[[str, pa.Table], T], rows: Callable[[], pa.Table]) -> T:
+    def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R]) -> T:
         """A table derived from the chunk rows, shared by the process's threads until the token changes."""
         if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
             return build("", rows())
@@ -218,23 +237,36 @@ class Connection:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
         self.con.execute(f"DROP INDEX IF EXISTS {self.collection}_hnsw")
 
+    def lexical_table(self) -> lexicon.LexicalTable:
+        """Every chunk's postings, from this process's copy when it is current (store/lexicon.py)."""
+        return self._derived("lexicon", lexicon.LexicalTable.from_arrow, self.postings.rows)
+
     def rebuild_fts(self) -> None:
-        """Rebuild the BM25 index (DuckDB's FTS index does not follow table changes) and record
-        which state of the chunks it holds, so a run that dies before this is repaired later."""
-        self.con.execute(
-            f"PRAGMA create_fts_index('{self.collection}', 'id', 'lexemes', {FTS_OPTIONS})"
-        )
-        self.set_meta({"fts_token": self._next_token()})
+        """Build the lexical index (the postings table) from every chunk's lexemes, and record
+        which state of the chunks it holds, so a run that dies before this is repaired later.
+
+        Needed only by an index without postings (written by an older SAI, whose DuckDB FTS
+        index is dropped here) or with postings of another LEXICON_VERSION: every chunk write
+        keeps the postings current in its own transaction.
+        """
+        self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
+        self.postings.rebuild()
+        self.set_meta({"lexicon": lexicon.LEXICON_VERSION})
+        self.set_meta({"lexicon_token": self._next_token()})
 
     def fts_current(self) -> bool:
-        """Whether the BM25 index holds exactly the committed chunks."""
+        """Whether the lexical index holds exactly the committed chunks."""
         meta = self.meta()
-        return self.has_fts() and bool(meta.get("fts_token")) and meta.get("fts_token") == meta.get("token")
+        return (self.has_fts() and meta.get("lexicon") == lexicon.LEXICON_VERSION
+                and bool(meta.get("lexicon_token")) and meta.get("lexicon_token") == meta.get("token"))
 
     def _next_token(self) -> str:
-        """The token this transaction commits with (a new one when it changed chunk rows)."""
+        """The token this transaction commits with (a new one when it changed chunk rows); the
+        lexical index follows it when its postings were written alongside."""
         if self.dirty:
-            self.set_meta({"token": uuid.uuid4().hex})
+            token = uuid.uuid4().hex
+            follows = self.has_fts() and self.meta().get("lexicon_token") == self.meta().get("token")
+            self.set_meta({"token": token, **({"lexicon_token": token} if follows else {})})
             self.dirty = False
         token = self.meta().get("token")
         if not token:
@@ -243,74 +275,24 @@ class Connection:
         return token
 
     def has_fts(self) -> bool:
-        return self._table_exists("docs", schema=f"fts_main_{self.collection}")
+        """Whether the collection has a lexical index (a postings table)."""
+        return self._table_exists(self.postings.postings)
 
     def bm25(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) of the best lexical matches, best first.
+        """(chunk id, BM25 score) of the best lexical matches, best first (ties by id).
 
-        The same Okapi BM25 (k1 1.2, b 0.75) over the extension's index as its `match_bm25`,
-        but over the postings of the query's terms only: `match_bm25` is a per-row macro,
-        evaluated for every chunk (130 ms at 20k chunks, benchmarks/query_latency.py).
-        `among` (chunk ids) restricts the search to those chunks, with the statistics (document
-        count, mean length, document frequencies) of that subset: the answer an index holding
-        only them would give.
+        Okapi BM25 (k1 1.2, b 0.75) over the postings of the query's terms only, in numpy
+        (store/lexicon.py). `among` (chunk ids) restricts the search to those chunks, with the
+        statistics (document count, mean length, document frequencies) of that subset: the
+        answer an index holding only them would give.
         """
         if not query_lexemes.strip() or not self.has_fts() or (among is not None and not len(among)):
             return []
-        fts = f"fts_main_{self.collection}"
-        terms = self.con.execute(
-            f"WITH tokens AS (SELECT DISTINCT stem(unnest({fts}.tokenize(?)), 'porter') AS t) "
-            f"SELECT dict.termid, dict.df, stats.num_docs, stats.avgdl FROM {fts}.dict AS dict "
-            f"JOIN tokens ON dict.term = tokens.t, {fts}.stats AS stats",
-            [query_lexemes],
-        ).fetchall()
+        terms = self.postings.query_terms(query_lexemes)
         if not terms:
             return []
-        if among is None:
-            return self._bm25_all(fts, terms, limit)
-        # the subset's ids as a registered Arrow column: no literal to parse
-        self.con.register("sai_among", pa.table({"id": pa.array(among, pa.int64())}))
-        try:
-            return self._bm25_among(fts, [t[0] for t in terms], limit)
-        finally:
-            self.con.unregister("sai_among")
-
-    def _bm25_all(self, fts: str, terms: list[tuple], limit: int) -> list[tuple[int, float]]:
-        """BM25 over every chunk, with the index's own statistics."""
-        ids = int_list([t[0] for t in terms])
-        idf = "[" + ",".join(repr(math.log((n - df + 0.5) / (df + 0.5) + 1)) for _, df, n, _ in terms) + "]"
-        return self.con.execute(
-            f"""WITH q AS (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])) AS termid,
-                                  unnest(CAST(?::VARCHAR AS DOUBLE[])) AS idf),
-            tf AS (SELECT docid, termid, count(*) AS tf FROM {fts}.terms
-                   WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), termid) GROUP BY docid, termid),
-            scores AS (SELECT tf.docid, sum(q.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / ?)))
-                       AS score FROM tf JOIN q ON tf.termid = q.termid
-                       JOIN {fts}.docs AS docs ON tf.docid = docs.docid GROUP BY tf.docid)
-            SELECT docs.name, scores.score FROM scores JOIN {fts}.docs AS docs ON scores.docid = docs.docid
-            ORDER BY scores.score DESC, docs.name LIMIT ?""",
-            [ids, idf, ids, float(terms[0][3]), int(limit)],
-        ).fetchall()
-
-    def _bm25_among(self, fts: str, termids: list[int], limit: int) -> list[tuple[int, float]]:
-        """BM25 over the chunks registered as `sai_among`, with that subset's statistics."""
-        ids = int_list(termids)
-        return self.con.execute(
-            f"""WITH docs AS (SELECT d.* FROM {fts}.docs AS d JOIN sai_among AS a ON a.id = d.name),
-            stats AS (SELECT count(*) AS n, avg(len) AS avgdl FROM docs),
-            tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms AS t
-                   WHERE t.docid IN (SELECT docid FROM docs)
-                   AND list_contains(CAST(?::VARCHAR AS BIGINT[]), t.termid) GROUP BY t.docid, t.termid),
-            df AS (SELECT termid, count(*) AS df FROM tf GROUP BY termid),
-            idf AS (SELECT termid, ln((stats.n - df + 0.5) / (df + 0.5) + 1) AS idf FROM df, stats),
-            scores AS (SELECT tf.docid,
-                              sum(idf.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * docs.len / stats.avgdl)))
-                       AS score FROM tf JOIN idf ON tf.termid = idf.termid
-                       JOIN docs ON tf.docid = docs.docid, stats GROUP BY tf.docid)
-            SELECT docs.name, scores.score FROM scores JOIN docs ON scores.docid = docs.docid
-            ORDER BY scores.score DESC, docs.name LIMIT ?""",
-            [ids, int(limit)],
-        ).fetchall()
+        table = self.lexical_table()
+        return table.search(terms, limit, mask=None if among is None else table.mask_of(among))
 
     def chunks_by_ids(
         self, ids: list[int], *, vectors: bool = True, text: bool = True
@@ -321,6 +303,9 @@ class Connection:
         """
         if not ids:
             return [], np.zeros((0, 0), dtype=np.float32)
+        if not vectors and not text and not self.dirty:  # what ranking asks: from memory
+            found = self.row_table().rows(ids, _chunk_rows)
+            return found, np.zeros((len(found), 0), np.float32)
         cols = _chunk_cols(text=text)
         table = self._arrow(
             f"SELECT {cols}{', embedding' if vectors else ''} FROM {self.collection} "
@@ -372,11 +357,21 @@ class Connection:
     def upsert_files(self, rows: list[FileRow]) -> None:
         if not rows:
             return
-        self.delete_file_rows([r.path for r in rows])
-        self.con.executemany(
-            f"INSERT INTO {self.files_table} VALUES (?, ?, ?, ?, ?, ?)",
-            [[r.path, r.size, r.mtime_ns, r.file_hash, r.chunk_count, utc_now()] for r in rows],
-        )
+        # one Arrow insert: executemany ran a statement per row (~1 s for 70 files at 78k chunks)
+        batch = pa.table({
+            "path": pa.array([r.path for r in rows], pa.string()),
+            "size": pa.array([r.size for r in rows], pa.int64()),
+            "mtime_ns": pa.array([r.mtime_ns for r in rows], pa.int64()),
+            "file_hash": pa.array([r.file_hash for r in rows], pa.string()),
+            "chunk_count": pa.array([r.chunk_count for r in rows], pa.int32()),
+            "indexed_at": pa.array([utc_now()] * len(rows), pa.timestamp("us")),
+        })
+        self.con.register("sai_files", batch)
+        try:
+            self.con.execute(f"DELETE FROM {self.files_table} WHERE path IN (SELECT path FROM sai_files)")
+            self.con.execute(f"INSERT INTO {self.files_table} BY NAME SELECT * FROM sai_files")
+        finally:
+            self.con.unregister("sai_files")
 
     def delete_file_rows(self, keys: list[str]) -> None:
         self.con.execute(
@@ -387,6 +382,8 @@ class Connection:
         """Remove every chunk of these files; returns how many were removed."""
         if not keys:
             return 0
+        if self.has_fts():
+            self.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
         row = self.con.execute(
             f"DELETE FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys]
         ).fetchone()
@@ -430,12 +427,15 @@ class Connection:
         return {r[0] for r in self.con.execute(f"SELECT DISTINCT content_hash FROM {self.collection}").fetchall()}
 
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded."""
+        """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded.
+
+        The rows' ids first, then their vectors by id: filtering on the hash while reading the
+        vectors scanned every vector (0.46 s for 50 hashes at 78k chunks; 0.05 s this way)."""
         if not hashes:
             return {}
         table = self._arrow(
-            f"SELECT DISTINCT ON (content_hash) content_hash, embedding FROM {self.collection} "
-            "WHERE content_hash IN (SELECT unnest(?::VARCHAR[]))",
+            f"SELECT content_hash, embedding FROM {self.collection} WHERE id IN (SELECT min(id) "
+            f"FROM {self.collection} WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash)",
             [hashes],
         )
         if table.num_rows == 0:
@@ -478,6 +478,8 @@ class Connection:
         try:
             # by name: columns an upgrade added (shape, kind) sit in the order they were added
             self.con.execute(f"INSERT INTO {self.collection} BY NAME SELECT * FROM sai_batch")
+            if self.has_fts():  # an index without postings gets them from rebuild_fts
+                self.postings.add("sai_batch")
         finally:
             self.con.unregister("sai_batch")
 

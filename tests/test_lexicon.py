@@ -1,0 +1,162 @@
+"""The lexical index (store/lexicon.py): postings kept with the chunks, scored as DuckDB's FTS did."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from sai.models import IndexMeta, NewChunk
+from sai.store import DuckDBStore as Store
+from sai.store.lexicon import STOPWORDS
+from sai.store.rows import extension_path
+from sai.store.tables import Connection
+from sai.text.lexical import lexemes, query_lexemes
+
+DIM = 8
+META = IndexMeta(
+    backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
+    vector_dim=DIM, chunker="ast", chunker_version=1,
+)
+# The options SAI's FTS index was built with up to index format 5.
+FTS_OPTIONS = ("stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
+               "strip_accents = 0, lower = 1, overwrite = 1")
+TEXTS = [
+    "def parse_header(line):\n    return line.split(':', 1)  # parse the header line\n",
+    "def read_config(path):\n    with open(path) as f:\n        return f.read()\n",
+    "class HTTPConnection:\n    def request(self, method, url):\n        return self.send(method, url)\n",
+    "def compress(data):\n    return zlib.compress(data)  # compressing data is useful\n",
+    "def getUserName(user):\n    return user.name  # the user's name, as they are known\n",
+    "def parse(text):\n    return [parse_header(line) for line in text.splitlines()]\n",
+    "",
+    "def send(self, payload):\n    self.sock.sendall(payload)  # sending sends the parsed payload\n",
+]
+QUERIES = ["parse header line", "read the config file", "HTTPConnection request", "compress data",
+           "getUserName", "send payload over socket", "parsing headers", "nothing matches xyzzy"]
+
+
+def _row(k: int, text: str, path: str | None = None) -> NewChunk:
+    path = path or f"src/m{k}.py"
+    return NewChunk(path, "python", 1, 3, f"f{k}", text, f"h{k}-{len(text)}", f"file{k}", False,
+                    lexemes(text, path=path, symbol=f"f{k}"), b"")
+
+
+@contextlib.contextmanager
+def _conn(session: contextlib.AbstractContextManager) -> Iterator[Connection]:
+    """The DuckDB connection behind a store session: these tests check the store's own SQL."""
+    with session as opened:
+        yield opened.conn
+
+
+def _vectors(n: int) -> np.ndarray:
+    return np.random.default_rng(3).standard_normal((n, DIM)).astype(np.float32)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    store = Store(tmp_path / "code.duckdb", collection="code", lock_timeout_s=10)
+    with _conn(store.write()) as conn:
+        conn.create_collection(META)
+        conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS[:5])], _vectors(5))
+    with _conn(store.write()) as conn:
+        conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS) if k >= 5], _vectors(3))
+    yield store
+    store.close()
+
+
+def _postings(store: Store) -> set[tuple[int, str, int]]:
+    with _conn(store.read()) as conn:
+        return set(conn.con.execute(
+            "SELECT id, term, tf FROM code__postings JOIN code__terms USING (termid)").fetchall())
+
+
+def _fts_scores(store: Store, query: str) -> list[tuple[int, float]]:
+    """What DuckDB's FTS extension (SAI's lexical index up to format 5) answers for `query`."""
+    store.close()
+    con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{extension_path('fts')}'")
+    con.execute(f"ATTACH '{store.path}' AS sai (READ_ONLY)")
+    con.execute("CREATE TABLE chunks AS SELECT id, lexemes FROM sai.code")
+    con.execute(f"PRAGMA create_fts_index('chunks', 'id', 'lexemes', {FTS_OPTIONS})")
+    rows = con.execute(
+        "SELECT id, score FROM (SELECT id, fts_main_chunks.match_bm25(id, ?) AS score FROM chunks) "
+        "WHERE score IS NOT NULL ORDER BY score DESC, id", [query_lexemes(query)]).fetchall()
+    con.close()
+    return [(int(i), float(s)) for i, s in rows]
+
+
+def test_bm25_answers_what_duckdbs_fts_index_answered(store: Store) -> None:
+    for query in QUERIES:
+        expected = _fts_scores(store, query)
+        with _conn(store.read()) as conn:
+            got = conn.bm25(query_lexemes(query), 10)
+        assert [i for i, _ in got] == [i for i, _ in expected], query
+        # the extension's macro takes log10 for the idf, SAI (before and now) the natural log:
+        # every score differs by the factor ln 10, the order not at all
+        assert [s for _, s in got] == pytest.approx([s * math.log(10) for _, s in expected], rel=1e-9), query
+    assert _fts_scores(store, "parse header line")  # the comparison is not between two empties
+
+
+def test_postings_follow_inserts_and_deletes_and_equal_a_rebuild(store: Store) -> None:
+    with _conn(store.write()) as conn:
+        conn.delete_chunks(["src/m0.py", "src/m3.py"])
+        conn.insert_chunks([_row(9, TEXTS[0], "src/moved.py")], _vectors(1))
+    kept = _postings(store)
+    with _conn(store.read()) as conn:
+        ids = {i for i, _, _ in kept}
+        assert conn.fts_current()
+        assert ids == {r[0] for r in conn.con.execute("SELECT id FROM code WHERE lexemes <> ''").fetchall()}
+    with _conn(store.write()) as conn:
+        conn.rebuild_fts()
+    assert _postings(store) == kept
+    with _conn(store.read()) as conn:
+        hits = conn.bm25(query_lexemes("compress data"), 5)
+        assert conn.fts_current()
+    assert hits == []  # its only chunk was deleted
+
+
+def test_stopwords_are_dropped_and_words_stemmed(store: Store) -> None:
+    terms = {term for _, term, _ in _postings(store)}
+    assert {"pars", "header", "compress", "send"} <= terms  # Porter stems, as FTS stemmed them
+    assert not terms & STOPWORDS
+    with _conn(store.read()) as conn:
+        assert conn.bm25(query_lexemes("the and of"), 5) == []
+        assert conn.bm25(query_lexemes("compressing"), 5)[0][0] == 4
+
+
+def test_a_scoped_search_answers_as_an_index_of_only_that_scope(store: Store, tmp_path: Path) -> None:
+    scope = [1, 2, 6, 8]
+    with _conn(store.read()) as conn:
+        scoped = {q: conn.bm25(query_lexemes(q), 10, among=np.array(scope)) for q in QUERIES}
+    alone = Store(tmp_path / "alone.duckdb", collection="code")
+    with _conn(alone.write()) as conn:
+        conn.create_collection(META)
+        for k, text in enumerate(TEXTS):
+            conn.insert_chunks([_row(k, text)], _vectors(1))  # the same ids: 1..8
+        conn.delete_chunks([f"src/m{k - 1}.py" for k in range(1, 9) if k not in scope])
+    with _conn(alone.read()) as conn:
+        for query in QUERIES:
+            alone_hits = conn.bm25(query_lexemes(query), 10)
+            assert [i for i, _ in scoped[query]] == [i for i, _ in alone_hits], query
+            assert [s for _, s in scoped[query]] == pytest.approx([s for _, s in alone_hits]), query
+    alone.close()
+    assert any(scoped.values())
+
+
+def test_chunks_written_without_postings_leave_the_index_behind_until_a_rebuild(store: Store) -> None:
+    with _conn(store.write()) as conn:
+        conn.postings.drop()  # as an SAI before postings left the index
+        conn.insert_chunks([_row(20, "def brand_new_helper():\n    pass\n")], _vectors(1))
+    with _conn(store.read()) as conn:
+        assert not conn.fts_current()
+        assert conn.bm25(query_lexemes("brand_new_helper"), 5) == []
+    with _conn(store.write()) as conn:
+        conn.rebuild_fts()
+    with _conn(store.read()) as conn:
+        assert conn.fts_current()
+        assert conn.bm25(query_lexemes("brand_new_helper"), 5)[0][0] == 9
