@@ -16,7 +16,10 @@ MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
 class SignalsOut(TypedDict):
     name_match: float
     definition: float
+    path_match: float
     test_penalty: float
+    file_support: float
+    repeat: float
 
 
 class ExplainOut(TypedDict):
@@ -37,6 +40,13 @@ class MemberOut(TypedDict):
     chunk_id: str
 
 
+class FileChunkOut(TypedDict):
+    start_line: int
+    end_line: int
+    symbol: str | None
+    chunk_id: str
+
+
 class HitOut(MemberOut):
     score: float
     snippet: str
@@ -45,6 +55,7 @@ class HitOut(MemberOut):
     rank: NotRequired[int]
     score_kind: NotRequired[str]
     explain: NotRequired[ExplainOut]
+    chunks: NotRequired[list[FileChunkOut]]
 
 
 class HitsOut(TypedDict):
@@ -202,6 +213,11 @@ EmbedderName = Annotated[str, _arg(
     "ollama, or local (offline; ort is another name for it)", enum=["ollama", "local", "ort"]
 )]
 Explain = Annotated[bool, _arg("add to each hit why it ranked there (ranks, cosine, BM25, signals)")]
+GroupBy = Annotated[str, _arg(
+    "chunk (default): one hit per chunk; file: each file once, as its best chunk, with its best "
+    "chunks' lines in `chunks`",
+    enum=["chunk", "file"],
+)]
 ChunkId = Annotated[str | None, _arg("a chunk_id from a hit (or give path and start_line)")]
 ReadPath = Annotated[str | None, _arg("file relative to the project root (with start_line)")]
 StartLine = Annotated[int | None, _arg("1-based line the chunk holds", minimum=1)]

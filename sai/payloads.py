@@ -42,6 +42,9 @@ def hit_json(hit: Hit, *, include_text: bool = False) -> dict[str, Any]:
     out["chunk_id"] = hit.chunk_id
     if hit.explain is not None:
         out["explain"] = explain_json(hit.explain)
+    if hit.chunks is not None:
+        out["chunks"] = [{"start_line": c.start_line, "end_line": c.end_line, "symbol": c.symbol,
+                          "chunk_id": c.chunk_id} for c in hit.chunks]
     return out
 
 
@@ -57,7 +60,10 @@ def explain_json(explain: Explain) -> dict[str, Any]:
         "signals": None if signals is None else {
             "name_match": round(signals.name_match, 6),
             "definition": round(signals.definition, 6),
+            "path_match": round(signals.path_match, 6),
             "test_penalty": signals.test_penalty,
+            "file_support": round(signals.file_support, 6),
+            "repeat": signals.repeat,
         },
         "fused": _rounded(explain.fused, 6),
     }

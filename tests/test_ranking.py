@@ -89,7 +89,8 @@ def project(tmp_path, ollama_server):
 
 # --- fusion arithmetic ------------------------------------------------------------------------
 
-def test_fusion_sums_reciprocal_ranks_of_both_lists():
+def test_fusion_sums_reciprocal_ranks_of_both_lists(monkeypatch):
+    monkeypatch.setattr(ranking, "FILE_SUPPORT", 0.0)  # the file signals are tested below
     a, b, c = row(1, "a.py"), row(2, "b.py"), row(3, "c.py")
     fused = fuse(merge([a, b], [(c, 9.0), (b, 5.0)]), "some words here")
     k = ranking.RRF_K
@@ -219,4 +220,34 @@ def test_fuse_records_what_each_signal_added():
     assert second.signals.test_penalty == ranking.TEST_PENALTY and second.signals.definition == 0.0
     for c in (first, second):
         s = c.signals
-        assert c.fused == pytest.approx((c.rrf + s.name_match + s.definition) * s.test_penalty)
+        base = (c.rrf + s.name_match + s.definition + s.path_match) * s.test_penalty
+        assert c.fused == pytest.approx((base + s.file_support) * s.repeat)
+
+
+# --- file-level signals -----------------------------------------------------------------------
+
+def test_a_file_the_query_names_ranks_above_a_slightly_closer_chunk():
+    other, named = row(1, "net/helpers.py"), row(2, "net/resolver.py")
+    fused = fuse(merge([other, named], []), "how the DNS resolver is chosen")
+    assert [c.row.path for c in fused] == ["net/resolver.py", "net/helpers.py"]
+    assert fused[0].signals.path_match == pytest.approx(ranking.PATH_MATCH / 3)  # dns, resolver, chosen
+    assert fused[1].signals.path_match == 0.0
+    assert fuse(merge([other, named], []), "resolver")[0].row.path == "net/helpers.py"  # bare: definitions decide
+
+
+def test_a_file_many_candidates_come_from_outranks_one_slightly_better_chunk():
+    lone = row(1, "lone.py")
+    module = [row(10 + i, "routing.py") for i in range(3)]
+    fused = fuse(merge([lone, *module], []), "how are url routes matched")
+    assert fused[0].row.path == "routing.py"
+    assert fused[0].signals.file_support == pytest.approx(ranking.FILE_SUPPORT)
+    assert [c.signals.file_support > 0 for c in fused].count(True) == 2  # each file's best chunk only
+
+
+def test_further_chunks_of_a_file_rank_below_other_files_best():
+    big = [row(i, "big.py") for i in range(1, 4)]
+    small = row(9, "small.py")
+    fused = fuse(merge([*big, small], []), "some words here")
+    assert [c.row.path for c in fused] == ["big.py", "small.py", "big.py", "big.py"]
+    assert [c.signals.repeat for c in fused] == [1.0, 1.0, ranking.REPEAT_DECAY, ranking.REPEAT_DECAY ** 2]
+
