@@ -14,13 +14,15 @@ from sai.freshness import stale_keys
 from sai.globs import compile_glob
 from sai.languages import canonical_language
 from sai.lexical import query_lexemes
-from sai.models import Cluster, ClusterMember, Explain, Hit, IndexStatus
+from sai.models import Cluster, ClusterMember, Explain, FileChunk, Hit, IndexStatus
 from sai.project import Project
 from sai.ranking import Candidate, fuse, merge
 from sai.store.tables import ChunkRow, Connection
 from sai.store.vectors import VectorTable
 
 MODES = ("hybrid", "semantic", "lexical")
+GROUPS = ("chunk", "file")  # group_by: one hit per chunk (the default) or per file
+FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 
@@ -53,19 +55,25 @@ def search(
     path_glob: str | None = None,
     mode: str = "hybrid",
     explain: bool = False,
+    group_by: str = "chunk",
 ) -> list[Hit]:
     """Chunks that answer `query`, best first, among those passing the language and glob filters.
 
     Filters choose the chunks searched, not the hits kept: a filtered search answers as an index
     holding only the matching chunks would. `score` stays the cosine similarity of hit and
     query (BM25 in lexical mode, which needs no embedder); in hybrid mode the order is the
-    fused rank, given in `rank`. With `explain`, each hit says why it ranked there.
+    fused rank, given in `rank`. With `explain`, each hit says why it ranked there. With
+    `group_by` "file", each file comes once, as its best chunk, with the lines of its best
+    chunks (up to FILE_CHUNKS, among the candidates) in `chunks`.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
+    if group_by not in GROUPS:
+        raise UsageError(f"unknown group_by '{group_by}'; choose one of: {', '.join(GROUPS)}")
     if not query.strip():
         raise UsageError("query is empty; give a few words describing the code you want")
-    wanted = limit if mode == "semantic" else max(CANDIDATES, 4 * limit)
+    by_file = group_by == "file"
+    wanted = limit if mode == "semantic" and not by_file else max(CANDIDATES, 4 * limit)
     with project.store.read() as conn:
         meta = _check(project, conn, None)  # before the embedder: a missing index is the error
         scope = _Scope.of(conn, language=language, path_glob=path_glob)
@@ -74,11 +82,31 @@ def search(
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         table = conn.vector_table()
         semantic, lexical = _candidates(conn, table, query, vector, wanted, mode=mode, mask=scope.mask(table))
-        chosen = _with_bodies(conn, table, _order(mode, semantic, lexical, query)[:limit], vector)
+        ordered = _order(mode, semantic, lexical, query)
+        files = _files(ordered, limit) if by_file else None
+        chosen = _with_bodies(conn, table, [group[0] for group in files] if files else ordered[:limit], vector)
         stored = conn.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
+    if files is not None:
+        hits = [replace(h, chunks=tuple(_file_chunk(c) for c in group)) for h, group in zip(hits, files, strict=True)]
     return [replace(h, explain=_explain(c, mode)) for h, c in zip(hits, chosen, strict=True)] if explain else hits
+
+
+def _files(ordered: list[Candidate], limit: int) -> list[list[Candidate]]:
+    """The first `limit` files in rank order, each with its best candidates (up to FILE_CHUNKS)."""
+    groups: dict[str, list[Candidate]] = {}
+    for c in ordered:
+        group = groups.get(c.row.path)
+        if group is None and len(groups) < limit:
+            groups[c.row.path] = [c]
+        elif group is not None and len(group) < FILE_CHUNKS:
+            group.append(c)
+    return list(groups.values())
+
+
+def _file_chunk(c: Candidate) -> FileChunk:
+    return FileChunk(c.row.start_line, c.row.end_line, c.row.symbol, c.row.chunk_id)
 
 
 def _explain(c: Candidate, mode: str) -> Explain:
