@@ -37,6 +37,7 @@ _TESTISH = re.compile(
 # files of the top 10) and checked on quality.py --split heldout (MRR@10 per function):
 # a file whose name or folder the query's words name (`resolver.py` for "DNS resolution"),
 PATH_MATCH = 1.0 * FIRST_PLACE  # times the share of the query's words it names
+FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name (symbol NDCG 0.98 -> 1.0)
 # a file many candidates come from (its best chunk gains, times the file's summed score over
 # the best file's: "how are routes matched" is answered by the module, not one helper),
 FILE_SUPPORT = 2.0 * FIRST_PLACE
@@ -104,7 +105,7 @@ def _order_key(c: Candidate) -> tuple:
 def _scored(c: Candidate, q: _Query, defining: bool, paths: dict[str, float]) -> Candidate:
     rrf = sum(1.0 / (RRF_K + rank) for rank in (c.semantic_rank, c.lexical_rank) if rank is not None)
     if c.row.path not in paths:
-        paths[c.row.path] = PATH_MATCH * _path_match(c.row.path, q.words)
+        paths[c.row.path] = _path_signal(c.row.path, q)
     signals = _signals(c, q, defining, paths[c.row.path])
     fused = (rrf + signals.name_match + signals.definition + signals.path_match) * signals.test_penalty
     return replace(c, fused=fused, rrf=rrf, signals=signals)
@@ -169,6 +170,19 @@ def _facts(query: str) -> _Query:
         wants_tests=any(t.startswith(("test", "spec", "example")) for t in found),
         words=frozenset() if bare else frozenset(w for w in plain if len(w) > 2 and w not in _STOPWORDS),
     )
+
+
+def _path_signal(path: str, q: _Query) -> float:
+    """What the file's name adds: FILE_NAMED when a bare identifier is its name (`adl_serializer`
+    and adl_serializer.hpp, `Column` and Column.kt), else PATH_MATCH times the words' share."""
+    if q.bare:
+        stem = path.rsplit("/", 1)[-1].split(".")[0]
+        return FILE_NAMED if q.names and _squashed(stem) in {_squashed(n) for n in q.names} else 0.0
+    return PATH_MATCH * _path_match(path, q.words)
+
+
+def _squashed(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
 
 
 def _path_match(path: str, words: frozenset[str]) -> float:

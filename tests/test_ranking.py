@@ -232,7 +232,16 @@ def test_a_file_the_query_names_ranks_above_a_slightly_closer_chunk():
     assert [c.row.path for c in fused] == ["net/resolver.py", "net/helpers.py"]
     assert fused[0].signals.path_match == pytest.approx(ranking.PATH_MATCH / 3)  # dns, resolver, chosen
     assert fused[1].signals.path_match == 0.0
-    assert fuse(merge([other, named], []), "resolver")[0].row.path == "net/helpers.py"  # bare: definitions decide
+
+
+
+def test_a_bare_identifier_that_is_a_file_name_brings_that_file_first():
+    caller, named = row(1, "detail/output/serializer.hpp", symbol="serializer"), row(2, "adl_serializer.hpp")
+    lists = ([caller, named], [(caller, 5.0), (named, 4.0)])
+    fused = fuse(merge(*lists), "adl_serializer")
+    assert [c.row.path for c in fused] == ["adl_serializer.hpp", "detail/output/serializer.hpp"]
+    assert fused[0].signals.path_match == ranking.FILE_NAMED
+    assert fuse(merge(*lists), "serializer output")[0].row.path == "detail/output/serializer.hpp"
 
 
 def test_a_file_many_candidates_come_from_outranks_one_slightly_better_chunk():
