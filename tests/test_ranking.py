@@ -260,3 +260,21 @@ def test_further_chunks_of_a_file_rank_below_other_files_best():
     assert [c.row.path for c in fused] == ["big.py", "small.py", "big.py", "big.py"]
     assert [c.signals.repeat for c in fused] == [1.0, 1.0, ranking.REPEAT_DECAY, ranking.REPEAT_DECAY ** 2]
 
+
+
+@pytest.mark.parametrize("query", ["Return the width of the box", "Parses a header line", "True if the box is empty",
+                                   "copies the buffer"])
+def test_a_query_reading_like_a_functions_docstring_gets_no_file_signals(query):
+    big = [row(i, "big.py") for i in range(1, 4)]
+    small = row(9, "small.py")
+    fused = fuse(merge([*big, small], []), query)
+    assert [c.row.path for c in fused] == ["big.py", "big.py", "big.py", "small.py"]  # plain fused order
+    assert all(c.signals.repeat == 1.0 and c.signals.file_support == 0.0 for c in fused)
+
+
+@pytest.mark.parametrize("query", ["box width computation", "how is the box width computed", "where boxes are drawn"])
+def test_a_topic_or_question_gets_the_file_signals(query):
+    big = [row(i, "big.py") for i in range(1, 4)]
+    fused = fuse(merge([*big, row(9, "small.py")], []), query)
+    assert [c.row.path for c in fused][:2] == ["big.py", "small.py"]
+    assert fused[0].signals.file_support > 0
