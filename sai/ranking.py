@@ -201,7 +201,7 @@ def _signals(c: Candidate, q: _Query, defining: bool, path_match: float) -> Sign
 def _facts(query: str) -> _Query:
     words = query.split()
     bare = len(words) == 1
-    names = {words[0].split(".")[-1].lower().strip("()")} if bare else identifiers(query)
+    names = {re.split(r"::|->|\\|\.", words[0])[-1].lower().strip("()")} if bare else identifiers(query)
     found = tokens(query)
     plain = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", query)}
     return _Query(

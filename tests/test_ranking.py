@@ -278,3 +278,11 @@ def test_a_topic_or_question_gets_the_file_signals(query):
     fused = fuse(merge([*big, row(9, "small.py")], []), query)
     assert [c.row.path for c in fused][:2] == ["big.py", "small.py"]
     assert fused[0].signals.file_support > 0
+
+
+@pytest.mark.parametrize("query", ["Rails::Engine", "Illuminate\\Routing\\Router", "pkg.sub.Router"])
+def test_a_qualified_name_is_looked_up_by_its_last_part(query):
+    other = row(1, "lib/other.rb", symbol="Helper")
+    named = row(2, f"lib/{query.replace('::', '.').replace(chr(92), '.').split('.')[-1].lower()}.rb")
+    fused = fuse(merge([other, named], [(other, 3.0)]), query)
+    assert fused[0].row.id == 2 and fused[0].signals.path_match == ranking.FILE_NAMED
