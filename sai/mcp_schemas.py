@@ -20,6 +20,7 @@ class SignalsOut(TypedDict):
     test_penalty: float
     file_support: float
     repeat: float
+    kind_factor: float
 
 
 class ExplainOut(TypedDict):

@@ -51,7 +51,8 @@ class Chunk:
 @dataclass(frozen=True)
 class Signals:
     """What hybrid ranking added to a candidate's reciprocal-rank score (sai/ranking.py):
-    fused = ((rrf + name_match + definition + path_match) * test_penalty + file_support) * repeat."""
+    fused = ((rrf + name_match + definition + path_match) * test_penalty * kind_factor + file_support)
+    * repeat."""
 
     name_match: float = 0.0
     definition: float = 0.0
@@ -59,6 +60,7 @@ class Signals:
     path_match: float = 0.0  # the query's words name the file or its folder
     file_support: float = 0.0  # the file's best chunk: how much of the candidates' score its file holds
     repeat: float = 1.0  # the factor for chunks of its file ranked above it
+    kind_factor: float = 1.0  # ranking.ACTION_UNIT for a non-callable chunk when the query starts with a verb
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ def explain_json(explain: Explain) -> dict[str, Any]:
             "test_penalty": signals.test_penalty,
             "file_support": round(signals.file_support, 6),
             "repeat": signals.repeat,
+            "kind_factor": signals.kind_factor,
         },
         "fused": _rounded(explain.fused, 6),
     }

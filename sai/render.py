@@ -64,6 +64,7 @@ def explanation(explain: Explain) -> str:
         s = explain.signals
         parts.append(f"rrf {explain.rrf:.6f} + name_match {s.name_match:.6f} + definition "
                      f"{s.definition:.6f} + path_match {s.path_match:.6f}, x test_penalty {s.test_penalty:g}"
+                     f" x kind_factor {s.kind_factor:g}"
                      f" + file_support {s.file_support:.6f}, x repeat {s.repeat:g} = fused {explain.fused:.6f}")
     return "explain: " + ", ".join(parts)
 

@@ -7,6 +7,7 @@ sai.search.search on a small tree indexed with the Ollama stand-in (no model is 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from fixtures_tree import load, write_config, write_tree
@@ -220,7 +221,7 @@ def test_fuse_records_what_each_signal_added():
     assert second.signals.test_penalty == ranking.TEST_PENALTY and second.signals.definition == 0.0
     for c in (first, second):
         s = c.signals
-        base = (c.rrf + s.name_match + s.definition + s.path_match) * s.test_penalty
+        base = (c.rrf + s.name_match + s.definition + s.path_match) * s.test_penalty * s.kind_factor
         assert c.fused == pytest.approx((base + s.file_support) * s.repeat)
 
 
@@ -286,3 +287,14 @@ def test_a_qualified_name_is_looked_up_by_its_last_part(query):
     named = row(2, f"lib/{query.replace('::', '.').replace(chr(92), '.').split('.')[-1].lower()}.rb")
     fused = fuse(merge([other, named], [(other, 3.0)]), query)
     assert fused[0].row.id == 2 and fused[0].signals.path_match == ranking.FILE_NAMED
+
+
+def test_a_query_starting_with_a_verb_prefers_functions_to_classes_and_gap_chunks():
+    cls = replace(row(1, "box.py", symbol="Box"), kind="class")
+    gap = row(2, "box.py")
+    method = replace(row(3, "box.py", symbol="Box.width"), kind="method")
+    lists = ([cls, gap, method], [])
+    acting = fuse(merge(*lists), "Return the width of the box")
+    assert acting[0].row.id == 3
+    assert {c.row.id: c.signals.kind_factor for c in acting} == {1: ranking.ACTION_UNIT, 2: ranking.ACTION_UNIT, 3: 1.0}
+    assert fuse(merge(*lists), "A box with a width")[0].row.id == 1  # no verb: no factor
