@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from sai.intent import asks_for_place, starts_with_verb
 from sai.lexical import identifiers, split_identifier, tokens, word_stem
 from sai.models import Signals
 from sai.store.tables import ChunkRow
@@ -45,47 +46,13 @@ FILE_SUPPORT = 2.0 * FIRST_PLACE
 # ten places to look rather than five slices of two files.
 REPEAT_DECAY = 0.5
 REPEAT_FREE = 1  # chunks of a file before the decay starts
-# A query that reads like a function's description (a verb first: "Return the MIME type",
-# "Parses a header", "True if ...") asks for one function: the file-level signals (support and
-# repeat decay) stay off, since its confusers share its file (quality.py --split heldout: MRR@10
-# 0.526 with them off, 0.454 on). A topic or a question ("connection pooling", "how are routes
-# matched") asks for a place: they apply (semble's benchmark: 1.6% of its queries read as verbs).
-_VERBS = frozenset("""
-    accept acquire add adjust allocate append apply ask assert attach begin bind build calculate call
-    cancel cast change check clean clear close coerce collect commit compare compile compute configure
-    connect construct consume convert copy count create decide decode define delegate delete
-    deserialize destroy detach determine disable disconnect dispatch display dispose do drain draw dump
-    emit enable encode ensure escape estimate evict execute expand expect extend extract fetch fill
-    filter find finish flush force format free generate get give handle hide implement import increment
-    initialise initialize insert inspect install instantiate invalidate invoke iterate join keep kill
-    launch list listen load lock log look lookup make map mark match measure merge modify move
-    normalize notify open override pack parse pass patch peek perform pop post prepare print process
-    produce prompt provide push put query quote raise read receive record reduce refresh register
-    reload remove rename render replace report request reset resolve restore resume retrieve return
-    reverse run save schedule search seek select send serialize set setup show shuffle signal skip
-    sort spawn split start stop store strip swap switch sync take tell terminate test throw toggle
-    trace transform translate trigger trim truncate try unescape uninstall unlink unlock unpack unquote
-    unregister unwrap update use validate verify visit wait walk warn wrap write yield
-    abort authenticate authorize compress decompress decrypt detect download encrypt enter evaluate
-    exit flatten hash infer leave pad prepend publish quit redirect reject release repeat reply
-    respond retry revert rotate scan sleep subscribe traverse upload
-""".split())
-# Verbs that also name topics ("request handling", "test runner", "store creation"): they count
-# only when an article or a pronoun follows ("Request the lock", "Test whether ...").
-_NOUN_TOO = frozenset("""
-    call cast change check count display execute expect filter import insert list log lookup map match
-    patch post print process query record report request search serialize deserialize set signal sort
-    store switch test trace update use
-""".split())
-_OBJECT = frozenset("""
-    a an the this that these those all any each every some its their his her our my your it them one
-    no none true false whether if
-""".split())
-# A query that starts with a verb asks for something that acts: a class, a module's gap chunk or
-# another non-callable unit ranks times ACTION_UNIT (quality.py: MRR@10 0.519 -> 0.540 heldout).
+# What a query asks for (sai/intent.py): a question or a short topic asks for a place, and only
+# then do FILE_SUPPORT and REPEAT_DECAY apply (a docstring-like query's confusers share its
+# file: with them on for every query, quality.py heldout MRR@10 0.526 -> 0.454). A query that
+# starts with a verb asks for something that acts: a class, a module's gap chunk or another
+# non-callable unit ranks times ACTION_UNIT (tune / heldout 0.500 / 0.520 without it).
 ACTION_UNIT = 0.7
 _CALLABLE = frozenset({"function", "method", "constructor"})
-_DESCRIBES_RESULT = frozenset({"the", "true", "false", "if", "whether", "a", "an", "called", "used", "invoked"})
 _STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how if in into is it its not of on or "
     "that the their them this to was what when where which who why with".split()
@@ -217,41 +184,10 @@ def _facts(query: str) -> _Query:
         bare=bare,
         stems=frozenset(word_stem(t) for t in found),
         wants_tests=any(t.startswith(("test", "spec", "example")) for t in found),
-        wants_place=not bare and _asks_for_place(words),
-        action=not bare and _starts_with_verb(words),
+        wants_place=not bare and asks_for_place(words),
+        action=not bare and starts_with_verb(words),
         words=frozenset() if bare else frozenset(w for w in plain if len(w) > 2 and w not in _STOPWORDS),
     )
-
-
-_QUESTION = frozenset({"how", "where", "what", "which", "why", "when", "who"})
-PLACE_WORDS = 7  # a topic is short (quality.py tune MRR@10: 0.507 at 8, 0.512 at 7; semble set 0.852 -> 0.851)
-
-
-def _asks_for_place(words: list[str]) -> bool:
-    """A question, or a short topic that is not a function's description."""
-    first = words[0].lower() if words else ""
-    if first in _QUESTION:
-        return True
-    return len(words) <= PLACE_WORDS and not _describes_function(words)
-
-
-def _describes_function(words: list[str]) -> bool:
-    """The query starts as a docstring does: a verb (`return`, `parses`, `copies`) or a result."""
-    first = re.sub(r"[^a-z]", "", words[0].lower()) if words else ""
-    return _starts_with_verb(words) or first in _DESCRIBES_RESULT
-
-
-def _starts_with_verb(words: list[str]) -> bool:
-    """`Return ...`, `Parses ...`, `Optionally set ...`; a verb that also names topics needs an
-    article or pronoun after it (`Request the lock`, not `request handling`)."""
-    plain = [re.sub(r"[^a-z]", "", w.lower()) for w in words[:3]]
-    if len(plain) > 1 and plain[0].endswith("ly"):
-        plain = plain[1:]
-    first = plain[0] if plain else ""
-    stems = {first, first[:-1], first[:-2], first[:-3] + "y"} if first.endswith("s") else {first}
-    if stems & _NOUN_TOO:
-        return len(plain) > 1 and plain[1] in _OBJECT
-    return bool(stems & _VERBS)
 
 
 def _path_signal(path: str, q: _Query) -> float:

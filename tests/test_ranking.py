@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 from fixtures_tree import load, write_config, write_tree
 
-from sai import indexer, ranking, search
+from sai import indexer, intent, ranking, search
 from sai.errors import EmbedderError
 from sai.project import Project
 from sai.ranking import fuse, merge
@@ -298,3 +298,20 @@ def test_a_query_starting_with_a_verb_prefers_functions_to_classes_and_gap_chunk
     assert acting[0].row.id == 3
     assert {c.row.id: c.signals.kind_factor for c in acting} == {1: ranking.ACTION_UNIT, 2: ranking.ACTION_UNIT, 3: 1.0}
     assert fuse(merge(*lists), "A box with a width")[0].row.id == 1  # no verb: no factor
+
+
+@pytest.mark.parametrize(("query", "place", "verb"), [
+    ("how are routes registered", True, False),
+    ("connection pooling and TCP connector", True, False),
+    ("request and response object internals", True, False),  # `request` names a topic here
+    ("Request the lock before writing", False, True),
+    ("Return the MIME type of the part", False, True),
+    ("Parses a header line", False, True),
+    ("Optionally set the formatter", False, True),
+    ("True if the box is empty", False, False),
+    ("websocket client implementation for streaming binary frames over a connection", False, False),
+])
+def test_query_intent_from_its_first_words(query, place, verb):
+    words = query.split()
+    assert intent.asks_for_place(words) is place
+    assert intent.starts_with_verb(words) is verb
