@@ -194,8 +194,12 @@ def _path_signal(path: str, q: _Query) -> float:
     """What the file's name adds: FILE_NAMED when a bare identifier is its name (`adl_serializer`
     and adl_serializer.hpp, `Column` and Column.kt), else PATH_MATCH times the words' share."""
     if q.bare:
-        stem = path.rsplit("/", 1)[-1].split(".")[0]
-        return FILE_NAMED if q.names and _squashed(stem) in {_squashed(n) for n in q.names} else 0.0
+        name = path.rsplit("/", 1)[-1]
+        wanted = {_squashed(n) for n in q.names}
+        if _squashed(name.rsplit(".", 1)[0]) in wanted:
+            return FILE_NAMED
+        # a partial or platform file (Serializer.Json.cs, Context.common.kt) counts half
+        return FILE_NAMED / 2 if _squashed(name.split(".")[0]) in wanted else 0.0
     return PATH_MATCH * _path_match(path, q.words)
 
 

@@ -315,3 +315,10 @@ def test_query_intent_from_its_first_words(query, place, verb):
     words = query.split()
     assert intent.asks_for_place(words) is place
     assert intent.starts_with_verb(words) is verb
+
+
+def test_the_file_a_name_is_exactly_beats_its_partial_files():
+    partial, whole = row(1, "src/Serializer.Json.cs"), row(2, "src/Serializer.cs")
+    fused = fuse(merge([partial, whole], [(partial, 2.0), (whole, 1.0)]), "Serializer")
+    assert [c.row.id for c in fused] == [2, 1]
+    assert (fused[0].signals.path_match, fused[1].signals.path_match) == (ranking.FILE_NAMED, ranking.FILE_NAMED / 2)
