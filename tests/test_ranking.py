@@ -322,3 +322,21 @@ def test_the_file_a_name_is_exactly_beats_its_partial_files():
     fused = fuse(merge([partial, whole], [(partial, 2.0), (whole, 1.0)]), "Serializer")
     assert [c.row.id for c in fused] == [2, 1]
     assert (fused[0].signals.path_match, fused[1].signals.path_match) == (ranking.FILE_NAMED, ranking.FILE_NAMED / 2)
+
+
+def test_search_on_a_real_index_spreads_a_topic_over_files_and_keeps_a_docstring_query_per_function(project):
+    topic = search.search(project, "header parsing", limit=4, explain=True)
+    paths = [h.path for h in topic]
+    assert len(set(paths[:2])) == 2  # the second place goes to another file's best chunk
+    for i, hit in enumerate(topic):
+        again = hit.path in paths[:i]
+        assert (hit.explain.signals.repeat < 1.0) is again
+    assert topic[0].explain.signals.file_support > 0
+    docstring = search.search(project, "Parse a header line into its name and value", limit=4, explain=True)
+    assert all(h.explain.signals.repeat == 1.0 and h.explain.signals.file_support == 0.0 for h in docstring)
+    assert docstring[0].symbol == "parse_header"
+
+
+def test_search_on_a_real_index_brings_the_file_a_bare_name_names(project):
+    hits = search.search(project, "dates", limit=3, explain=True)
+    assert hits[0].path == "web/dates.js" and hits[0].explain.signals.path_match == ranking.FILE_NAMED
