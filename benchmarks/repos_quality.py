@@ -27,6 +27,10 @@ $SAI_BENCH_CACHE defaulting to /tmp/sai-bench), never from this repository:
 
     CACHE/semble/benchmarks/repos.json, annotations/<repo>.json, results/<published>.json
     CACHE/checkouts/<repo>/          a git work tree at the pinned revision
+    CACHE/substitutes.json           optional: {"<repo>": {"revision": R, "why": W, "index_root": D}}
+                                     for a repository whose pinned revision cannot be had: the
+                                     checkout is at R instead, D (relative to the checkout, default
+                                     benchmark_root) is indexed, and every report line says so
     CACHE/index/<repo>/<embedder>-<model>/code.duckdb   SAI's index (incremental: a rerun
                                                         embeds nothing)
 
@@ -226,18 +230,39 @@ def load_published(path: Path) -> dict[str, dict]:
     return {r["repo"]: r for r in json.loads(path.read_text(encoding="utf-8")).get("repos", [])}
 
 
-def checkout(cache: Path, repo: Repo) -> Path:
-    """The benchmark_root of the repository's work tree, checked to be at the pinned revision."""
+@dataclass(frozen=True)
+class Substitute:
+    """A revision (and directory) used in place of the pinned one, and why."""
+
+    revision: str
+    why: str
+    index_root: str | None = None
+
+
+def load_substitutes(cache: Path) -> dict[str, Substitute]:
+    path = cache / "substitutes.json"
+    if not path.is_file():
+        return {}
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    return {name: Substitute(s["revision"], s.get("why", ""), s.get("index_root")) for name, s in raw.items()}
+
+
+def checkout(cache: Path, repo: Repo, substitute: Substitute | None = None) -> Path:
+    """The benchmark_root of the repository's work tree, checked to be at the pinned revision
+    (or at the substitute's revision, its index_root then taking benchmark_root's place)."""
     tree = cache / "checkouts" / repo.name
-    get = (f"git clone {repo.url} {tree} && git -C {tree} checkout {repo.revision}"
+    revision = substitute.revision if substitute else repo.revision
+    get = (f"git clone {repo.url} {tree} && git -C {tree} checkout {revision}"
            f"  (or clone a local copy, e.g. the `fetch` snapshot github:{_slug(repo.url)})")
     if not (tree / ".git").exists():
         raise MissingData(f"no checkout of {repo.name} at {tree}; get it with: {get}")
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    if head != repo.revision:
-        raise MissingData(f"{tree} is at {head[:12] or 'no commit'}, not the pinned {repo.revision[:12]}; "
-                          f"run: git -C {tree} checkout {repo.revision}")
-    root = tree / repo.benchmark_root if repo.benchmark_root else tree
+    if head != revision:
+        wanted = "substitute" if substitute else "pinned"
+        raise MissingData(f"{tree} is at {head[:12] or 'no commit'}, not the {wanted} "
+                          f"{revision[:12]}; run: git -C {tree} checkout {revision}")
+    where = (substitute.index_root if substitute else None) or repo.benchmark_root
+    root = tree / where if where else tree
     if not root.is_dir():
         raise MissingData(f"benchmark_root {root} is not a directory in the checkout of {repo.name}")
     return root
@@ -388,12 +413,13 @@ def run(args: argparse.Namespace) -> int:
     cache = args.cache.resolve()
     specs = load_repos(cache)
     published = load_published(args.published or semble_dir(cache) / "results" / PUBLISHED)
+    substitutes = load_substitutes(cache)
     plan = []
     for name in args.repos:  # check every repo's data before the slow part starts
         if name not in specs:
             raise MissingData(f"{name} is not in {semble_dir(cache) / 'repos.json'}; extract a newer semble snapshot")
         queries = [q for q in load_queries(cache, name) if q.category in args.categories]
-        plan.append((specs[name], checkout(cache, specs[name]), queries))
+        plan.append((specs[name], checkout(cache, specs[name], substitutes.get(name)), queries))
     whole = args.max_queries is None and set(args.categories) == set(CATEGORIES)
     cats_whole = set(args.categories) if args.max_queries is None else set()
     print(f"semble benchmark data {SEMBLE_COMMIT}; embedder {args.embedder} {args.model or '(default model)'}; "
@@ -405,7 +431,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             chunks, embedded, seconds = index_repo(project)
             semble_chunks = published.get(repo.name, {}).get("chunks", "?")
-            print(f"\n{repo.name}@{repo.revision[:10]} {repo.benchmark_root or '.'}: {chunks} chunks "
+            sub = substitutes.get(repo.name)
+            at = f"{sub.revision[:10]} (not the pinned {repo.revision[:10]}: {sub.why})" if sub else repo.revision[:10]
+            print(f"\n{repo.name}@{at} {root.relative_to(cache / 'checkouts' / repo.name)}: {chunks} chunks "
                   f"(semble {semble_chunks}), {embedded} embedded this run, index {seconds:.1f} s")
             outcomes = []
             for q in queries:

@@ -20,6 +20,8 @@ BackendName = Literal["duckdb", "qdrant"]
 PrefixStyle = Literal["nomic", "e5", "qwen", "none"]  # query/passage prefix conventions
 
 MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+GroupBy = Literal["chunk", "file"]  # search hits: one per chunk, or one per file with its best chunks
+GROUPS: tuple[GroupBy, ...] = get_args(GroupBy)
 METRICS: tuple[DuplicateMetric, ...] = get_args(DuplicateMetric)
 EMBEDDERS: tuple[EmbedderName, ...] = get_args(EmbedderName)
 CHUNKERS: tuple[ChunkerName, ...] = get_args(ChunkerName)
@@ -137,11 +139,16 @@ class Chunk:
 @dataclass(frozen=True)
 class Signals:
     """What hybrid ranking added to a candidate's reciprocal-rank score (sai/query/ranking.py):
-    fused = (rrf + name_match + definition) * test_penalty."""
+    fused = ((rrf + name_match + definition + path_match) * test_penalty * kind_factor + file_support)
+    * repeat."""
 
     name_match: float = 0.0
     definition: float = 0.0
     test_penalty: float = 1.0  # the factor applied: 1, or ranking.TEST_PENALTY for a test file
+    path_match: float = 0.0  # the query's words name the file or its folder
+    file_support: float = 0.0  # the file's best chunk: how much of the candidates' score its file holds
+    repeat: float = 1.0  # the factor for chunks of its file ranked above it
+    kind_factor: float = 1.0  # ranking.ACTION_UNIT for a non-callable chunk when the query starts with a verb
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,16 @@ class Explain:
     rrf: float | None = None
     signals: Signals | None = None
     fused: float | None = None
+
+
+@dataclass(frozen=True)
+class FileChunk:
+    """A chunk of a hit's file that also answers the query (search grouped by file)."""
+
+    start_line: int
+    end_line: int
+    symbol: str | None
+    chunk_id: str
 
 
 @dataclass(frozen=True)
@@ -173,6 +190,7 @@ class Hit:
     score_kind: str = "cosine"
     chunk_id: str = ""
     explain: Explain | None = None
+    chunks: tuple[FileChunk, ...] | None = None  # grouped by file: the file's best chunks, this one first
 
 
 @dataclass(frozen=True)

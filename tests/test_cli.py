@@ -780,3 +780,56 @@ def test_paths_are_keys_when_sai_runs_outside_the_root(
     assert seeded.code == 0 and json.loads(seeded.out)["seeded"] is True
     outside = sai(capsys, "refresh", "--config", config, "../elsewhere.py")
     assert_one_error_line(outside, "path ../elsewhere.py is outside the project root")
+
+
+# --- search grouped by file ----------------------------------------------------------------------
+
+SHAPES = "".join(f"def shape_area_{i}(width, height):\n    return width * height * {i}\n\n\n" for i in range(6))
+FILES_TREE = {"src/shapes.py": SHAPES, "src/auth.py": SOURCES["src/auth.py"], "src/db.py": SOURCES["src/db.py"]}
+GROUPED_ROW = re.compile(r"^      lines: \d+-\d+ shape_area_\d(, \d+-\d+ shape_area_\d)+$")
+
+
+@pytest.fixture
+def ast_project(tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Three files, one of them six functions long, indexed with the AST chunker."""
+    root = tmp_path / "shapes"
+    write_tree(root, FILES_TREE)
+    (root / "sai-cfg.yml").write_text(f"ollama:\n  url: {ollama_server.url}\n  timeout_s: 5\n"
+                                      "chunker: ast\next: [py]\ncollection: demo\n", encoding="utf-8")
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_files_lists_each_file_once_with_its_best_chunks_lines(
+    ast_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = sai(capsys, "--silent", "--json", "--query", "shape area width height", "--limit", "8")
+    paths = [h["path"] for h in json.loads(plain.out)["hits"]]
+    assert paths.count("src/shapes.py") > 1  # without --files, one file holds several hits
+    grouped = sai(capsys, "--json", "--query", "shape area width height", "--limit", "8", "--files",
+                  "--query-only")
+    assert grouped.code == 0, grouped.err
+    hits = json.loads(grouped.out)["hits"]
+    assert sorted(h["path"] for h in hits) == sorted(set(paths)) and len(hits) == 3
+    shapes = next(h for h in hits if h["path"] == "src/shapes.py")
+    lines = [(c["start_line"], c["end_line"]) for c in shapes["chunks"]]
+    assert lines[0] == (shapes["start_line"], shapes["end_line"])  # the hit is its file's best chunk
+    assert 1 < len(lines) <= 5 and len(set(lines)) == len(lines)
+    assert all(c["symbol"].startswith("shape_area_") and len(c["chunk_id"]) == 16 for c in shapes["chunks"])
+    assert [h["rank"] for h in hits] == [1, 2, 3]
+
+    text = sai(capsys, "--query", "shape area width height", "--files", "--query-only")
+    rows = text.out.splitlines()
+    assert rows[0] == "top 3 for: shape area width height"
+    assert sum(bool(ROW.match(r)) for r in rows) == 3 and any(GROUPED_ROW.match(r) for r in rows)
+
+
+def test_files_without_query_is_a_usage_error(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_one_error_line(sai(capsys, "--files"), "--files needs --query", code=2)
+
+
+def test_files_as_a_process(ast_project: Path) -> None:
+    result = sai_process(ast_project, "--silent", "--json", "--query", "shape area", "--files")
+    assert result.code == 0, result.err
+    hits = json.loads(result.out)["hits"]
+    assert len({h["path"] for h in hits}) == len(hits) and all("chunks" in h for h in hits)

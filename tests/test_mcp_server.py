@@ -335,6 +335,26 @@ def test_search_limit_is_clamped_to_1_through_50(session: Session) -> None:
     assert len(session.call("sai_search_code", query="handler request field", limit=0)["hits"]) == 1
 
 
+def test_search_grouped_by_file_gives_each_file_once_with_its_best_chunks(session: Session) -> None:
+    query = "handler request field"
+    plain = session.call("sai_search_code", query=query, limit=8)["hits"]
+    assert [h["path"] for h in plain].count("src/many.py") > 1
+    hits = session.call("sai_search_code", query=query, limit=8, group_by="file")["hits"]
+    paths = [h["path"] for h in hits]
+    assert len(paths) == len(set(paths)) == len(hits) and "src/many.py" in paths
+    for hit in hits:
+        _assert_hit(hit)
+        first = hit["chunks"][0]
+        assert (first["start_line"], first["end_line"], first["chunk_id"]) == \
+            (hit["start_line"], hit["end_line"], hit["chunk_id"])
+    many = hits[paths.index("src/many.py")]["chunks"]
+    assert 1 < len(many) <= 5 and all(c["symbol"].startswith("handler_") for c in many)
+    assert "chunks" not in plain[0]
+    assert session.call("sai_search_code", query=query, group_by="chunk")["hits"] == \
+        session.call("sai_search_code", query=query)["hits"]
+    assert session.error("sai_search_code", query=query, group_by="folder").code == -32602
+
+
 def test_snippet_is_capped_unless_include_text(session: Session) -> None:
     query = "parse config lines into key value pairs"
     capped = session.call("sai_search_code", query=query, path_glob="src/dup_a.py")["hits"][0]

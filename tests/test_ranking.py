@@ -3,11 +3,13 @@ ChunkRow lists (search() itself, on an indexed tree, is tested in test_search.py
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from sai.query import ranking
+from sai.models import ChunkRow
+from sai.query import intent, ranking
 from sai.query.ranking import fuse, merge
-from sai.store.tables import ChunkRow
 
 
 def row(chunk_id: int, path: str, *, symbol: str | None = None, score: float = 0.0) -> ChunkRow:
@@ -17,7 +19,8 @@ def row(chunk_id: int, path: str, *, symbol: str | None = None, score: float = 0
 
 # --- fusion arithmetic ------------------------------------------------------------------------
 
-def test_fusion_sums_reciprocal_ranks_of_both_lists():
+def test_fusion_sums_reciprocal_ranks_of_both_lists(monkeypatch):
+    monkeypatch.setattr(ranking, "FILE_SUPPORT", 0.0)  # the file signals are tested below
     a, b, c = row(1, "a.py"), row(2, "b.py"), row(3, "c.py")
     fused = fuse(merge([a, b], [(c, 9.0), (b, 5.0)]), "some words here")
     k = ranking.RRF_K
@@ -73,4 +76,104 @@ def test_fuse_records_what_each_signal_added():
     assert second.signals.test_penalty == ranking.TEST_PENALTY and second.signals.definition == 0.0
     for c in (first, second):
         s = c.signals
-        assert c.fused == pytest.approx((c.rrf + s.name_match + s.definition) * s.test_penalty)
+        base = (c.rrf + s.name_match + s.definition + s.path_match) * s.test_penalty * s.kind_factor
+        assert c.fused == pytest.approx((base + s.file_support) * s.repeat)
+
+
+# --- file-level signals -----------------------------------------------------------------------
+
+def test_a_file_the_query_names_ranks_above_a_slightly_closer_chunk():
+    other, named = row(1, "net/helpers.py"), row(2, "net/resolver.py")
+    fused = fuse(merge([other, named], []), "how the DNS resolver is chosen")
+    assert [c.row.path for c in fused] == ["net/resolver.py", "net/helpers.py"]
+    assert fused[0].signals.path_match == pytest.approx(ranking.PATH_MATCH / 3)  # dns, resolver, chosen
+    assert fused[1].signals.path_match == 0.0
+
+
+
+def test_a_bare_identifier_that_is_a_file_name_brings_that_file_first():
+    caller, named = row(1, "detail/output/serializer.hpp", symbol="serializer"), row(2, "adl_serializer.hpp")
+    lists = ([caller, named], [(caller, 5.0), (named, 4.0)])
+    fused = fuse(merge(*lists), "adl_serializer")
+    assert [c.row.path for c in fused] == ["adl_serializer.hpp", "detail/output/serializer.hpp"]
+    assert fused[0].signals.path_match == ranking.FILE_NAMED
+    assert fuse(merge(*lists), "serializer output")[0].row.path == "detail/output/serializer.hpp"
+
+
+def test_a_file_many_candidates_come_from_outranks_one_slightly_better_chunk():
+    lone = row(1, "lone.py")
+    module = [row(10 + i, "routing.py") for i in range(3)]
+    fused = fuse(merge([lone, *module], []), "how are url routes matched")
+    assert fused[0].row.path == "routing.py"
+    assert fused[0].signals.file_support == pytest.approx(ranking.FILE_SUPPORT)
+    assert [c.signals.file_support > 0 for c in fused].count(True) == 2  # each file's best chunk only
+
+
+def test_further_chunks_of_a_file_rank_below_other_files_best():
+    big = [row(i, "big.py") for i in range(1, 4)]
+    small = row(9, "small.py")
+    fused = fuse(merge([*big, small], []), "some words here")
+    assert [c.row.path for c in fused] == ["big.py", "small.py", "big.py", "big.py"]
+    assert [c.signals.repeat for c in fused] == [1.0, 1.0, ranking.REPEAT_DECAY, ranking.REPEAT_DECAY ** 2]
+
+
+
+@pytest.mark.parametrize("query", ["Return the width of the box", "Parses a header line", "True if the box is empty",
+                                   "copies the buffer"])
+def test_a_query_reading_like_a_functions_docstring_gets_no_file_signals(query):
+    big = [row(i, "big.py") for i in range(1, 4)]
+    small = row(9, "small.py")
+    fused = fuse(merge([*big, small], []), query)
+    assert [c.row.path for c in fused] == ["big.py", "big.py", "big.py", "small.py"]  # plain fused order
+    assert all(c.signals.repeat == 1.0 and c.signals.file_support == 0.0 for c in fused)
+
+
+@pytest.mark.parametrize("query", ["box width computation", "how is the box width computed", "where boxes are drawn"])
+def test_a_topic_or_question_gets_the_file_signals(query):
+    big = [row(i, "big.py") for i in range(1, 4)]
+    fused = fuse(merge([*big, row(9, "small.py")], []), query)
+    assert [c.row.path for c in fused][:2] == ["big.py", "small.py"]
+    assert fused[0].signals.file_support > 0
+
+
+@pytest.mark.parametrize("query", ["Rails::Engine", "Illuminate\\Routing\\Router", "pkg.sub.Router"])
+def test_a_qualified_name_is_looked_up_by_its_last_part(query):
+    other = row(1, "lib/other.rb", symbol="Helper")
+    named = row(2, f"lib/{query.replace('::', '.').replace(chr(92), '.').split('.')[-1].lower()}.rb")
+    fused = fuse(merge([other, named], [(other, 3.0)]), query)
+    assert fused[0].row.id == 2 and fused[0].signals.path_match == ranking.FILE_NAMED
+
+
+def test_a_query_starting_with_a_verb_prefers_functions_to_classes_and_gap_chunks():
+    cls = replace(row(1, "box.py", symbol="Box"), kind="class")
+    gap = row(2, "box.py")
+    method = replace(row(3, "box.py", symbol="Box.width"), kind="method")
+    lists = ([cls, gap, method], [])
+    acting = fuse(merge(*lists), "Return the width of the box")
+    assert acting[0].row.id == 3
+    assert {c.row.id: c.signals.kind_factor for c in acting} == {1: ranking.ACTION_UNIT, 2: ranking.ACTION_UNIT, 3: 1.0}
+    assert fuse(merge(*lists), "A box with a width")[0].row.id == 1  # no verb: no factor
+
+
+@pytest.mark.parametrize(("query", "place", "verb"), [
+    ("how are routes registered", True, False),
+    ("connection pooling and TCP connector", True, False),
+    ("request and response object internals", True, False),  # `request` names a topic here
+    ("Request the lock before writing", False, True),
+    ("Return the MIME type of the part", False, True),
+    ("Parses a header line", False, True),
+    ("Optionally set the formatter", False, True),
+    ("True if the box is empty", False, False),
+    ("websocket client implementation for streaming binary frames over a connection", False, False),
+])
+def test_query_intent_from_its_first_words(query, place, verb):
+    words = query.split()
+    assert intent.asks_for_place(words) is place
+    assert intent.starts_with_verb(words) is verb
+
+
+def test_the_file_a_name_is_exactly_beats_its_partial_files():
+    partial, whole = row(1, "src/Serializer.Json.cs"), row(2, "src/Serializer.cs")
+    fused = fuse(merge([partial, whole], [(partial, 2.0), (whole, 1.0)]), "Serializer")
+    assert [c.row.id for c in fused] == [2, 1]
+    assert (fused[0].signals.path_match, fused[1].signals.path_match) == (ranking.FILE_NAMED, ranking.FILE_NAMED / 2)

@@ -29,7 +29,7 @@ from sai.config import SIMILARITY_DEFAULTS
 from sai.errors import EmbedderError, NotFoundError, UsageError
 from sai.indexing import indexer
 from sai.project import Project
-from sai.query import search
+from sai.query import ranking, search
 
 SIMILAR_ROW_RE = re.compile(r"^  (\d\.\d{4})  (\S+):(\d+)-(\d+)  (\S*)$")
 HTTP = '''"""Small HTTP helpers."""
@@ -288,3 +288,21 @@ def test_renamed_copy_is_the_nearest_similar_chunk(local_project, monkeypatch):
     assert [h.path for h in hits] == ["b/ranges.py"]
     everything = search.find_similar(local_project, path="a/intervals.py", line=5, min_score=-1)
     assert max(h.score for h in everything if h.path in ("c/config.py", "d/report.py")) < 0.5
+
+
+def test_search_on_a_real_index_spreads_a_topic_over_files_and_keeps_a_docstring_query_per_function(http_project):
+    topic = search.search(http_project, "header parsing", limit=4, explain=True)
+    paths = [h.path for h in topic]
+    assert len(set(paths[:2])) == 2  # the second place goes to another file's best chunk
+    for i, hit in enumerate(topic):
+        again = hit.path in paths[:i]
+        assert (hit.explain.signals.repeat < 1.0) is again
+    assert topic[0].explain.signals.file_support > 0
+    docstring = search.search(http_project, "Parse a header line into its name and value", limit=4, explain=True)
+    assert all(h.explain.signals.repeat == 1.0 and h.explain.signals.file_support == 0.0 for h in docstring)
+    assert docstring[0].symbol == "parse_header"
+
+
+def test_search_on_a_real_index_brings_the_file_a_bare_name_names(http_project):
+    hits = search.search(http_project, "dates", limit=3, explain=True)
+    assert hits[0].path == "web/dates.js" and hits[0].explain.signals.path_match == ranking.FILE_NAMED

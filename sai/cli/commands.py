@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
     parser.add_argument("--path-glob", metavar="G", help="search only files whose key matches this glob")
     parser.add_argument("--explain", action="store_true", help="say why each hit ranked where it did")
+    parser.add_argument("--files", action="store_true",
+                        help="one hit per file (its best chunk), with the lines of its best chunks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_duplicates(sub.add_parser("duplicates", parents=[common], help="near-duplicate clusters"))
     _add_similar(sub.add_parser("similar", parents=[common], help="code similar to a snippet or chunk"))
@@ -251,6 +253,8 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         raise UsageError("--query-only needs --query")
     if args.explain and not args.query:
         raise UsageError("--explain needs --query; it says why each search hit ranked where it did")
+    if args.files and not args.query:
+        raise UsageError("--files needs --query; it groups the search hits by file")
     if args.dry_run:
         from sai.source.files import walk
 
@@ -272,7 +276,8 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
     hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode,
-                         language=args.language, path_glob=args.path_glob, explain=args.explain)
+                         language=args.language, path_glob=args.path_glob, explain=args.explain,
+                         group_by="file" if args.files else "chunk")
     text = render.query_results(args.query, hits, explain=args.explain)
     return _emit(as_json, hits_json(hits), text)
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, NotRequired
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
-from sai.models import BACKENDS, EMBEDDERS, MODES, DuplicateMetric
+from sai.models import BACKENDS, EMBEDDERS, GROUPS, MODES, DuplicateMetric
 from sai.output.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
 from sai.output.payloads import HitsOut as HitsOut
 from sai.output.payloads import ReadChunkOut as ReadChunkOut
@@ -101,6 +101,11 @@ EmbedderName = Annotated[str, _arg(
     "ollama, or local (offline; ort is another name for it)", enum=[*EMBEDDERS, *EMBEDDER_ALIASES]
 )]
 Explain = Annotated[bool, _arg("add to each hit why it ranked there (ranks, cosine, BM25, signals)")]
+GroupBy = Annotated[str, _arg(
+    "chunk (default): one hit per chunk; file: each file once, as its best chunk, with its best "
+    "chunks' lines in `chunks`",
+    enum=list(GROUPS),
+)]
 ChunkId = Annotated[str | None, _arg("a chunk_id from a hit (or give path and start_line)")]
 ReadPath = Annotated[str | None, _arg("file relative to the project root (with start_line)")]
 StartLine = Annotated[int | None, _arg("1-based line the chunk holds", minimum=1)]

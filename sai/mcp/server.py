@@ -51,6 +51,7 @@ from sai.mcp.schemas import (
     Explain,
     Glob,
     Global,
+    GroupBy,
     HitsOut,
     IncludeText,
     Language,
@@ -104,6 +105,7 @@ class SaiTools(LookupTools):
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
         include_text: IncludeText = False, mode: Mode = "hybrid", explain: Explain = False,
+        group_by: GroupBy = "chunk",
     ) -> Annotated[CallToolResult, HitsOut]:
         """Search the code: the indexed chunks that best answer `query` (words or identifiers).
 
@@ -114,12 +116,14 @@ class SaiTools(LookupTools):
         unless include_text. mode: hybrid (default: meaning + exact words), semantic, or
         lexical (works without the embedding model). Use it to find where something is
         implemented before opening files. language and path_glob filter the results. Each hit
-        has a chunk_id for sai_read_chunk; explain adds why it ranked there.
+        has a chunk_id for sai_read_chunk; explain adds why it ranked there. group_by "file"
+        answers "which file": each file once (its best chunk), with `chunks` listing the lines
+        of its best chunks.
         """
         check_glob(path_glob)
         hits = search.search(
             self.project, query, limit=clamp(limit), language=language, path_glob=path_glob,
-            mode=mode, explain=explain,
+            mode=mode, explain=explain, group_by=group_by,
         )
         return tool_result(hits_json(hits, include_text=include_text))
 

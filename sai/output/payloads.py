@@ -33,7 +33,11 @@ SNIPPET_BYTES = 800
 class SignalsOut(TypedDict):
     name_match: float
     definition: float
+    path_match: float
     test_penalty: float
+    file_support: float
+    repeat: float
+    kind_factor: float
 
 
 class ExplainOut(TypedDict):
@@ -54,6 +58,13 @@ class MemberOut(TypedDict):
     chunk_id: str
 
 
+class FileChunkOut(TypedDict):
+    start_line: int
+    end_line: int
+    symbol: str | None
+    chunk_id: str
+
+
 class HitOut(MemberOut):
     score: float
     snippet: str
@@ -62,6 +73,7 @@ class HitOut(MemberOut):
     rank: NotRequired[int]
     score_kind: NotRequired[str]
     explain: NotRequired[ExplainOut]
+    chunks: NotRequired[list[FileChunkOut]]
 
 
 class HitsOut(TypedDict):
@@ -199,6 +211,9 @@ def hit_json(hit: Hit, *, include_text: bool = False) -> HitOut:
     out["chunk_id"] = hit.chunk_id
     if hit.explain is not None:
         out["explain"] = explain_json(hit.explain)
+    if hit.chunks is not None:
+        out["chunks"] = [FileChunkOut(start_line=c.start_line, end_line=c.end_line, symbol=c.symbol,
+                                      chunk_id=c.chunk_id) for c in hit.chunks]
     return HitOut(**out)
 
 
@@ -214,7 +229,11 @@ def explain_json(explain: Explain) -> ExplainOut:
         "signals": None if signals is None else SignalsOut(
             name_match=round(signals.name_match, 6),
             definition=round(signals.definition, 6),
+            path_match=round(signals.path_match, 6),
             test_penalty=signals.test_penalty,
+            file_support=round(signals.file_support, 6),
+            repeat=signals.repeat,
+            kind_factor=signals.kind_factor,
         ),
         "fused": _rounded(explain.fused, 6),
     })

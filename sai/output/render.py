@@ -41,6 +41,9 @@ def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
     rows = []
     for h in hits:
         rows.append(f"  {h.score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}")
+        if h.chunks is not None:
+            rows.append("      lines: " + ", ".join(
+                f"{c.start_line}-{c.end_line}" + (f" {printable(c.symbol)}" if c.symbol else "") for c in h.chunks))
         if explain and h.explain is not None:
             rows.append(f"      {explanation(h.explain)}")
     return "\n".join([f"top {len(hits)} for: {printable(query)}", "", *rows]) + "\n"
@@ -60,7 +63,9 @@ def explanation(explain: Explain) -> str:
     if explain.signals is not None and explain.rrf is not None and explain.fused is not None:
         s = explain.signals
         parts.append(f"rrf {explain.rrf:.6f} + name_match {s.name_match:.6f} + definition "
-                     f"{s.definition:.6f}, x test_penalty {s.test_penalty:g} = fused {explain.fused:.6f}")
+                     f"{s.definition:.6f} + path_match {s.path_match:.6f}, x test_penalty {s.test_penalty:g}"
+                     f" x kind_factor {s.kind_factor:g}"
+                     f" + file_support {s.file_support:.6f}, x repeat {s.repeat:g} = fused {explain.fused:.6f}")
     return "explain: " + ", ".join(parts)
 
 

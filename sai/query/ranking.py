@@ -1,7 +1,9 @@
 """Hybrid ranking: reciprocal rank fusion of the semantic and lexical lists, plus cheap signals.
 
 Each signal here earned its place on benchmarks/quality.py (tuned on `--split tune`, kept only
-when it did not hurt on `--split heldout`; figures below are MRR@10 tune / heldout). Signals are
+when it did not hurt on `--split heldout`; figures below are MRR@10 tune / heldout) or, for the
+file-level ones, on benchmarks/repos_quality.py (semble's benchmark, NDCG@10, 10 repositories)
+without lowering quality.py. Signals are
 counted in units of a first place in one list, 1 / (RRF_K + 1), so RRF_K keeps their balance.
 Tried and dropped: list weights (0.8-1.25: no gain); at most N hits per file (N 3: R@10 0.77 ->
 0.61 on tune, since a target shares its file with most of its confusers); a cosine-gap term
@@ -14,6 +16,7 @@ import re
 from dataclasses import dataclass, replace
 
 from sai.models import ChunkRow, Signals
+from sai.query.intent import asks_for_place, starts_with_verb
 from sai.text.lexical import identifiers, split_identifier, tokens, word_stem
 
 # A small k trusts the top of each list: 0.510 / 0.526 at k 5, 0.497 / 0.517 at 20, 0.482 / 0.494 at 60.
@@ -29,6 +32,31 @@ TEST_PENALTY = 0.5  # tests and examples rank lower unless the query asks: 0.509
 _TESTISH = re.compile(
     r"(^|/)(tests?|testing|spec|examples?|__tests__)(/|$)"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[a-z]+$"
+)
+
+
+# File-level evidence, tuned on benchmarks/repos_quality.py (semble's benchmark: NDCG@10 over the
+# files of the top 10) and checked on quality.py --split heldout (MRR@10 per function):
+# a file whose name or folder the query's words name (`resolver.py` for "DNS resolver"),
+PATH_MATCH = 2.0 * FIRST_PLACE  # times the share of the query's words it names (NDCG@10 0.853; 0.823 without)
+FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name (symbol 0.922 without)
+# a file many candidates come from (its best chunk gains, times the file's summed score over
+# the best file's: "how are routes matched" is answered by the module, not one helper),
+FILE_SUPPORT = 2.0 * FIRST_PLACE  # 0.820 without it
+# and a file's further chunks after its first (times REPEAT_DECAY each): the top 10 then shows
+# ten places to look rather than five slices of two files.
+REPEAT_DECAY = 0.5  # 0.842 without it, 0.780 without both
+REPEAT_FREE = 1  # chunks of a file before the decay starts
+# What a query asks for (sai/intent.py): a question or a short topic asks for a place, and only
+# then do FILE_SUPPORT and REPEAT_DECAY apply (a docstring-like query's confusers share its
+# file: with them on for every query, quality.py heldout MRR@10 0.526 -> 0.454). A query that
+# starts with a verb asks for something that acts: a class, a module's gap chunk or another
+# non-callable unit ranks times ACTION_UNIT (tune / heldout 0.500 / 0.520 without it).
+ACTION_UNIT = 0.7
+_CALLABLE = frozenset({"function", "method", "constructor"})
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how if in into is it its not of on or "
+    "that the their them this to was what when where which who why with".split()
 )
 
 
@@ -52,6 +80,9 @@ class _Query:
     bare: bool  # the whole query is one identifier
     stems: frozenset[str]  # stems of its words and identifier parts
     wants_tests: bool
+    wants_place: bool  # a topic or question, not a function's description: file-level signals apply
+    action: bool  # it starts with a verb ("Return ...", "Parses ..."): it asks for a callable
+    words: frozenset[str]  # its words of 3+ letters that are not stopwords, lower case
 
 
 def merge(semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]]) -> list[Candidate]:
@@ -66,42 +97,134 @@ def merge(semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]]) -> li
 
 
 def fuse(candidates: list[Candidate], query: str) -> list[Candidate]:
-    """Candidates ordered by fused score (ties broken by path and line: deterministic)."""
+    """Candidates ordered by fused score (ties broken by path and line: deterministic).
+
+    fused = ((rrf + name_match + definition + path_match) x test_penalty x kind_factor
+             + file_support) x repeat,
+    where file_support goes to each file's best chunk and repeat is REPEAT_DECAY to the power of
+    how many chunks of the same file rank above the candidate (both only when the query asks
+    for a place, sai/intent.py).
+    """
     facts = _facts(query)
     defining = _first_chunks(candidates)
-    scored = [_scored(c, facts, c.row.id in defining) for c in candidates]
-    return sorted(scored, key=lambda c: (-c.fused, c.row.path, c.row.start_line, c.row.id))
+    paths: dict[str, float] = {}
+    scored = [_scored(c, facts, c.row.id in defining, paths) for c in candidates]
+    if not facts.wants_place:
+        return sorted(scored, key=_order_key)
+    return _spread(_supported(scored))
 
 
-def _scored(c: Candidate, q: _Query, defining: bool) -> Candidate:
+def _order_key(c: Candidate) -> tuple:
+    return (-c.fused, c.row.path, c.row.start_line, c.row.id)
+
+
+def _scored(c: Candidate, q: _Query, defining: bool, paths: dict[str, float]) -> Candidate:
     rrf = sum(1.0 / (RRF_K + rank) for rank in (c.semantic_rank, c.lexical_rank) if rank is not None)
-    signals = _signals(c, q, defining)
-    fused = (rrf + signals.name_match + signals.definition) * signals.test_penalty
+    if c.row.path not in paths:
+        paths[c.row.path] = _path_signal(c.row.path, q)
+    signals = _signals(c, q, defining, paths[c.row.path])
+    fused = (rrf + signals.name_match + signals.definition + signals.path_match) * signals.test_penalty \
+        * signals.kind_factor
     return replace(c, fused=fused, rrf=rrf, signals=signals)
 
 
-def _signals(c: Candidate, q: _Query, defining: bool) -> Signals:
+def _supported(scored: list[Candidate]) -> list[Candidate]:
+    """Each file's best candidate gains FILE_SUPPORT times its file's summed score over the best file's."""
+    totals: dict[str, float] = {}
+    best: dict[str, Candidate] = {}
+    for c in scored:
+        totals[c.row.path] = totals.get(c.row.path, 0.0) + c.fused
+        if c.row.path not in best or _order_key(c) < _order_key(best[c.row.path]):
+            best[c.row.path] = c
+    top = max(totals.values(), default=0.0)
+    if top <= 0.0:
+        return scored
+    chosen = {c.row.id for c in best.values()}
+    out = []
+    for c in scored:
+        if c.row.id in chosen:
+            support = FILE_SUPPORT * totals[c.row.path] / top
+            c = replace(c, fused=c.fused + support, signals=replace(c.signals, file_support=support))
+        out.append(c)
+    return out
+
+
+def _spread(scored: list[Candidate]) -> list[Candidate]:
+    """A file's further chunks decay by REPEAT_DECAY each, so other files' best come between them."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in sorted(scored, key=_order_key):
+        n = seen.get(c.row.path, 0)
+        seen[c.row.path] = n + 1
+        if n >= REPEAT_FREE:
+            factor = REPEAT_DECAY ** (n - REPEAT_FREE + 1)
+            c = replace(c, fused=c.fused * factor, signals=replace(c.signals, repeat=factor))
+        out.append(c)
+    return sorted(out, key=_order_key)
+
+
+def _signals(c: Candidate, q: _Query, defining: bool, path_match: float) -> Signals:
     """What each signal adds to a candidate's reciprocal-rank score (the penalty as a factor)."""
     name = c.row.symbol.rsplit(".", 1)[-1] if c.row.symbol else ""
     definition = 0.0
     if defining and name.lower() in q.names:
         definition = NAME_QUERY_BOOST if q.bare else DEFINITION_BOOST
     penalty = TEST_PENALTY if not q.wants_tests and _TESTISH.search(c.row.path) else 1.0
+    kind = ACTION_UNIT if q.action and c.row.kind not in _CALLABLE else 1.0
     return Signals(name_match=NAME_MATCH * _name_match(name, q.stems), definition=definition,
-                   test_penalty=penalty)
+                   path_match=path_match, test_penalty=penalty, kind_factor=kind)
 
 
 def _facts(query: str) -> _Query:
     words = query.split()
     bare = len(words) == 1
-    names = {words[0].split(".")[-1].lower().strip("()")} if bare else identifiers(query)
+    names = {re.split(r"::|->|\\|\.", words[0])[-1].lower().strip("()")} if bare else identifiers(query)
     found = tokens(query)
+    plain = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", query)}
     return _Query(
         names=frozenset(names),
         bare=bare,
         stems=frozenset(word_stem(t) for t in found),
         wants_tests=any(t.startswith(("test", "spec", "example")) for t in found),
+        wants_place=not bare and asks_for_place(words),
+        action=not bare and starts_with_verb(words),
+        words=frozenset() if bare else frozenset(w for w in plain if len(w) > 2 and w not in _STOPWORDS),
     )
+
+
+def _path_signal(path: str, q: _Query) -> float:
+    """What the file's name adds: FILE_NAMED when a bare identifier is its name (`adl_serializer`
+    and adl_serializer.hpp, `Column` and Column.kt), else PATH_MATCH times the words' share."""
+    if q.bare:
+        name = path.rsplit("/", 1)[-1]
+        wanted = {_squashed(n) for n in q.names}
+        if _squashed(name.rsplit(".", 1)[0]) in wanted:
+            return FILE_NAMED
+        # a partial or platform file (Serializer.Json.cs, Context.common.kt) counts half
+        return FILE_NAMED / 2 if _squashed(name.split(".")[0]) in wanted else 0.0
+    return PATH_MATCH * _path_match(path, q.words)
+
+
+def _squashed(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def _path_match(path: str, words: frozenset[str]) -> float:
+    """Share of the query's words that name the file or its folder (`dependencies` meets `dependency`:
+    one is a prefix of the other, 3 letters at least)."""
+    if not words:
+        return 0.0
+    parts = path.split("/")
+    names = set(split_identifier(parts[-1].split(".")[0]))
+    if len(parts) > 1:
+        names.update(split_identifier(parts[-2]))
+    names = {n for n in names if len(n) > 2}
+    return sum(any(_prefixed(w, n) for n in names) for w in words) / len(words)
+
+
+def _prefixed(a: str, b: str) -> bool:
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return long.startswith(short)
 
 
 def _first_chunks(candidates: list[Candidate]) -> set[int]:

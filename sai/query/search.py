@@ -9,7 +9,7 @@ import numpy as np
 from sai.config import DUPLICATE_METRICS, Config
 from sai.duplicates.edges import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
 from sai.errors import NotFoundError, StoreError, UsageError
-from sai.models import MODES, ChunkRow, Cluster, ClusterMember, Explain, Hit, IndexStatus
+from sai.models import GROUPS, MODES, ChunkRow, Cluster, ClusterMember, Explain, FileChunk, Hit, IndexStatus
 from sai.project import Project
 from sai.query.freshness import stale_keys
 from sai.query.ranking import Candidate, fuse, merge
@@ -18,6 +18,7 @@ from sai.source.languages import canonical_language
 from sai.store import IndexReader, Scope
 from sai.text.lexical import query_lexemes
 
+FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 
@@ -41,19 +42,25 @@ def search(
     path_glob: str | None = None,
     mode: str = "hybrid",
     explain: bool = False,
+    group_by: str = "chunk",
 ) -> list[Hit]:
     """Chunks that answer `query`, best first, among those passing the language and glob filters.
 
     Filters choose the chunks searched, not the hits kept: a filtered search answers as an index
     holding only the matching chunks would. `score` stays the cosine similarity of hit and
     query (BM25 in lexical mode, which needs no embedder); in hybrid mode the order is the
-    fused rank, given in `rank`. With `explain`, each hit says why it ranked there.
+    fused rank, given in `rank`. With `explain`, each hit says why it ranked there. With
+    `group_by` "file", each file comes once, as its best chunk, with the lines of its best
+    chunks (up to FILE_CHUNKS, among the candidates) in `chunks`.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
+    if group_by not in GROUPS:
+        raise UsageError(f"unknown group_by '{group_by}'; choose one of: {', '.join(GROUPS)}")
     if not query.strip():
         raise UsageError("query is empty; give a few words describing the code you want")
-    wanted = limit if mode == "semantic" else max(CANDIDATES, 4 * limit)
+    by_file = group_by == "file"
+    wanted = limit if mode == "semantic" and not by_file else max(CANDIDATES, 4 * limit)
     with project.store.read() as reader:
         meta = _check(project, reader, None)  # before the embedder: a missing index is the error
         scope = _scope(reader, language=language, path_glob=path_glob)
@@ -61,11 +68,31 @@ def search(
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
-        chosen = _with_bodies(reader, _order(mode, semantic, lexical, query)[:limit], vector)
+        ordered = _order(mode, semantic, lexical, query)
+        files = _files(ordered, limit) if by_file else None
+        chosen = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit], vector)
         stored = reader.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
+    if files is not None:
+        hits = [replace(h, chunks=tuple(_file_chunk(c) for c in group)) for h, group in zip(hits, files, strict=True)]
     return [replace(h, explain=_explain(c, mode)) for h, c in zip(hits, chosen, strict=True)] if explain else hits
+
+
+def _files(ordered: list[Candidate], limit: int) -> list[list[Candidate]]:
+    """The first `limit` files in rank order, each with its best candidates (up to FILE_CHUNKS)."""
+    groups: dict[str, list[Candidate]] = {}
+    for c in ordered:
+        group = groups.get(c.row.path)
+        if group is None and len(groups) < limit:
+            groups[c.row.path] = [c]
+        elif group is not None and len(group) < FILE_CHUNKS:
+            group.append(c)
+    return list(groups.values())
+
+
+def _file_chunk(c: Candidate) -> FileChunk:
+    return FileChunk(c.row.start_line, c.row.end_line, c.row.symbol, c.row.chunk_id)
 
 
 def _explain(c: Candidate, mode: str) -> Explain:
