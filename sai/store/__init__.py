@@ -33,7 +33,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -273,23 +273,11 @@ class DuckDBStore(base.Store):
 
     def _readers_asking(self) -> bool:
         """Whether a reader of another process holds `<db>.readers` (waits to connect)."""
-        try:
-            fd = os.open(self.request_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return _lock_held(self.request_path, fcntl.LOCK_EX)
 
     def _wait_for_readers(self) -> None:
         """Until the readers that asked are connected (or lock_timeout_s has passed)."""
-        deadline = time.monotonic() + self.lock_timeout_s
-        while self._readers_asking() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        _wait_while(self._readers_asking, self.lock_timeout_s, poll_s=0.02)
 
     def upgrade(self, from_version: int) -> None:
         """Bring a collection of an older format to this one in place (store/migrations.py)."""
@@ -347,22 +335,10 @@ class DuckDBStore(base.Store):
     def _writer_waiting(self) -> bool:
         """Whether another process holds the writer lock now (this process's writer excluded:
         it closes the lease itself)."""
-        try:
-            fd = os.open(self.intent_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return _lock_held(self.intent_path, fcntl.LOCK_SH)
 
     def _wait_for_writer(self) -> None:
-        deadline = time.monotonic() + self.lock_timeout_s
-        while self._writer_waiting() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_while(self._writer_waiting, self.lock_timeout_s, poll_s=0.05)
 
     def _schedule_close(self, idle_since: float | None = None) -> None:
         self._cancel_timer()
@@ -428,5 +404,26 @@ def describe(exc: duckdb.Error, path: Path) -> StoreError:
     return StoreError(f"the index {path} failed: {line}; run `sai` again, or rebuild it with "
                       "`sai --recreate` if it keeps failing")
 
+
+
+def _lock_held(path: Path, mode: int) -> bool:
+    """Whether another process holds a lock on `path` that `mode` (LOCK_SH, LOCK_EX) conflicts with."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's own lock
+    return False
+
+
+def _wait_while(busy: Callable[[], bool], timeout_s: float, *, poll_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while busy() and time.monotonic() < deadline:
+        time.sleep(poll_s)
 
 __all__ = ["DuckDBStore", "IndexReader", "IndexWriter", "Scope", "open_store"]
