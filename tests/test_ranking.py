@@ -340,3 +340,11 @@ def test_search_on_a_real_index_spreads_a_topic_over_files_and_keeps_a_docstring
 def test_search_on_a_real_index_brings_the_file_a_bare_name_names(project):
     hits = search.search(project, "dates", limit=3, explain=True)
     assert hits[0].path == "web/dates.js" and hits[0].explain.signals.path_match == ranking.FILE_NAMED
+
+
+def test_an_identifier_inside_a_sentence_that_is_a_file_name_lifts_that_file():
+    other, named = row(1, "src/JToken.cs"), row(2, "src/JsonReader.cs")
+    fused = fuse(merge([other, named], []), "JsonReader base class and token reading API")
+    assert fused[0].row.path == "src/JsonReader.cs"
+    # of its 6 words (stopwords aside) only "jsonreader" meets the name part "json"
+    assert fused[0].signals.path_match == pytest.approx(ranking.NAMED_INSIDE + ranking.PATH_MATCH / 6)
