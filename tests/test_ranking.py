@@ -177,3 +177,11 @@ def test_the_file_a_name_is_exactly_beats_its_partial_files():
     fused = fuse(merge([partial, whole], [(partial, 2.0), (whole, 1.0)]), "Serializer")
     assert [c.row.id for c in fused] == [2, 1]
     assert (fused[0].signals.path_match, fused[1].signals.path_match) == (ranking.FILE_NAMED, ranking.FILE_NAMED / 2)
+
+
+def test_an_identifier_inside_a_sentence_that_is_a_file_name_lifts_that_file():
+    other, named = row(1, "src/JToken.cs"), row(2, "src/JsonReader.cs")
+    fused = fuse(merge([other, named], []), "JsonReader base class and token reading API")
+    assert fused[0].row.path == "src/JsonReader.cs"
+    # of its 6 words (stopwords aside) only "jsonreader" meets the name part "json"
+    assert fused[0].signals.path_match == pytest.approx(ranking.NAMED_INSIDE + ranking.PATH_MATCH / 6)
