@@ -32,7 +32,6 @@ def _scope(reader: IndexReader, *, language: str | None, path_glob: str | None) 
     return Scope(name, frozenset(key for key in reader.files() if matches(key)), literal_prefix(path_glob))
 
 
-
 def search(
     project: Project,
     query: str,
