@@ -315,47 +315,43 @@ def test_migrations_are_numbered_up_to_this_schema_version() -> None:
     assert sorted(MIGRATIONS) == list(range(min(MIGRATIONS), SCHEMA_VERSION + 1))
 
 
-def test_a_run_keeps_one_writer_connection_and_lets_another_process_read_between_writes(
-    built: DuckDBStore, db: Path
-) -> None:
-    built.close()
-    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "40", "0.1"],
+def _read_during_run(store: DuckDBStore, db: Path, writes: int, pause_s: float) -> tuple[int, int, float, int]:
+    """Read the index while another process's run holds it (HOLD_RUN: `writes` writes `pause_s`
+    apart): the run's write count seen, the chunks seen, how long the read waited, and how many
+    times the run opened the file."""
+    store.close()
+    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), str(writes), str(pause_s)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert run.stdout is not None and run.stdout.readline().strip() == "held", run.stderr
     started = time.monotonic()
-    with built.read() as conn:
-        seen = int(conn.meta()["run"])
-        assert conn.chunk_count() == 40
+    with store.read() as reader:
+        seen, chunks = int(reader.meta()["run"]), reader.chunk_count()
     waited = time.monotonic() - started
-    built.close()
+    store.close()
     out, err = run.communicate(timeout=60)
     assert run.returncode == 0, err
+    with store.read() as reader:
+        assert reader.meta()["run"] == str(writes)  # every write of the run committed
+    return seen, chunks, waited, int(out.split()[-1])
+
+
+def test_a_run_keeps_one_writer_connection_and_lets_another_process_read_between_writes(
+    built: DuckDBStore, db: Path
+) -> None:
+    seen, chunks, waited, opens = _read_during_run(built, db, writes=40, pause_s=0.1)
+    assert chunks == 40
     assert waited < 3  # the run saw the request at its next transaction, not at its end
     assert 0 <= seen < 40
-    opens = int(out.split()[-1])
     assert opens == 2  # once at its start, once more after letting the reader in
-    with built.read() as conn:
-        assert conn.meta()["run"] == "40"
 
 
 def test_an_idle_run_lets_another_process_read_without_waiting_for_its_next_write(
     built: DuckDBStore, db: Path
 ) -> None:
-    built.close()
-    run = subprocess.Popen([sys.executable, "-c", HOLD_RUN, str(db), "1", "6"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert run.stdout is not None and run.stdout.readline().strip() == "held", run.stderr
-    started = time.monotonic()
-    with built.read() as conn:
-        assert conn.meta()["run"] == "0"
-    waited = time.monotonic() - started
-    built.close()
-    out, err = run.communicate(timeout=60)
-    assert run.returncode == 0, err
+    seen, _, waited, opens = _read_during_run(built, db, writes=1, pause_s=6)
+    assert seen == 0
     assert waited < 3  # the run's next write comes 6 s after its first
-    assert int(out.split()[-1]) == 2
-    with built.read() as conn:
-        assert conn.meta()["run"] == "1"
+    assert opens == 2
 
 
 def test_a_run_commits_each_write_and_serves_its_other_threads_between_them(built: DuckDBStore) -> None:
