@@ -65,6 +65,18 @@ def test_a_chunk_defining_a_named_identifier_is_boosted():
     assert fuse(merge(*lists), "put something in the basket")[0].row.id == 1
 
 
+@pytest.mark.parametrize("constructor", [
+    replace(row(1, "JsonMapper.java", symbol="JsonMapper.JsonMapper"), kind="constructor"),
+    row(1, "json_mapper.rb", symbol="JsonMapper.JsonMapper"),  # a callable named like its type
+])
+def test_a_bare_type_name_finds_the_type_before_its_constructor(constructor):
+    cls = replace(row(2, "JsonMapper.java", symbol="JsonMapper", score=0.5), kind="class")
+    fused = fuse(merge([constructor, cls], [(constructor, 3.0), (cls, 2.0)]), "JsonMapper")
+    assert [c.row.id for c in fused] == [2, 1]
+    assert (fused[0].signals.definition, fused[1].signals.definition) == (
+        ranking.NAME_QUERY_BOOST, ranking.DEFINITION_BOOST)
+
+
 def test_fuse_records_what_each_signal_added():
     defined = row(1, "src/http.py", symbol="Client.fetch_json")
     tested = row(2, "tests/test_http.py", symbol="test_fetch_json")
