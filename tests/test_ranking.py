@@ -102,6 +102,13 @@ def test_a_file_the_query_names_ranks_above_a_slightly_closer_chunk():
     assert fused[1].signals.path_match == 0.0
 
 
+def test_a_word_names_a_file_through_its_stem():
+    other, named = row(1, "msgpack/helpers.cs"), row(2, "msgpack/Serializer.cs")
+    fused = fuse(merge([other, named], []), "how objects are serialized to bytes")
+    assert [c.row.path for c in fused] == ["msgpack/Serializer.cs", "msgpack/helpers.cs"]
+    assert fused[0].signals.path_match == pytest.approx(ranking.PATH_MATCH / 3)  # objects, serialized, bytes
+
+
 
 def test_a_bare_identifier_that_is_a_file_name_brings_that_file_first():
     caller, named = row(1, "detail/output/serializer.hpp", symbol="serializer"), row(2, "adl_serializer.hpp")
@@ -195,5 +202,5 @@ def test_an_identifier_inside_a_sentence_that_is_a_file_name_lifts_that_file():
     other, named = row(1, "src/JToken.cs"), row(2, "src/JsonReader.cs")
     fused = fuse(merge([other, named], []), "JsonReader base class and token reading API")
     assert fused[0].row.path == "src/JsonReader.cs"
-    # of its 6 words (stopwords aside) only "jsonreader" meets the name part "json"
-    assert fused[0].signals.path_match == pytest.approx(ranking.NAMED_INSIDE + ranking.PATH_MATCH / 6)
+    # of its 6 words (stopwords aside) "jsonreader" meets the name part "json", "reading" "reader"
+    assert fused[0].signals.path_match == pytest.approx(ranking.NAMED_INSIDE + 2 * ranking.PATH_MATCH / 6)
