@@ -34,6 +34,9 @@ $SAI_BENCH_CACHE defaulting to /tmp/sai-bench), never from this repository:
     CACHE/index/<repo>/<embedder>-<model>/code.duckdb   SAI's index (incremental: a rerun
                                                         embeds nothing)
 
+Any repository of repos.json can be named: the 18 of TUNING are those SAI's ranking was tuned on
+(`--repos tuning` names them all); any other is a held-out check, marked so in the report.
+
     python benchmarks/repos_quality.py --repos model2vec,aiohttp [--modes hybrid,semantic,lexical]
         [--categories semantic,architecture,symbol] [--max-queries N] [--embedder local|ollama]
         [--model M] [--cache DIR] [--published FILE] [--verbose]
@@ -354,7 +357,9 @@ def print_repo(name: str, outcomes: list[Outcome], modes: list[str], published: 
 def print_overall(by_repo: dict[str, list[Outcome]], modes: list[str], published: dict[str, dict],
                   whole: bool, cats_whole: set[str]) -> None:
     names = sorted(by_repo)
-    print(f"\noverall ({len(names)} repos; mean of per-repo means, as semble's summary)")
+    held_out = [n for n in names if n not in TUNING]
+    which = f", {len(held_out)} of them held out (not tuned on)" if held_out else ""
+    print(f"\noverall ({len(names)} repos{which}; mean of per-repo means, as semble's summary)")
     print_row("mode", ["all", *CATEGORIES], "1st in file", "files/top10")
     for mode in modes:
         per = {n: [o for o in by_repo[n] if o.mode == mode] for n in names}
@@ -389,10 +394,19 @@ def parse_list(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
     return items
 
 
+def parse_repos(value: str) -> list[str]:
+    """Repository names; `tuning` stands for the 18 SAI's ranking was tuned on. Any other name of
+    semble's repos.json is a held-out check (checked against repos.json when the run starts)."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("no repository given; name some, or `tuning`")
+    return list(dict.fromkeys(n for v in items for n in (TUNING if v == "tuning" else (v,))))
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--repos", type=lambda v: parse_list(v, TUNING, "repo"),
-                   help="comma-separated, from the tuning list")
+    p.add_argument("--repos", type=parse_repos,
+                   help="comma-separated names from semble's repos.json, or `tuning` for the 18 tuned on")
     p.add_argument("--modes", type=lambda v: parse_list(v, MODES, "mode"), default=list(MODES))
     p.add_argument("--categories", type=lambda v: parse_list(v, CATEGORIES, "category"), default=list(CATEGORIES))
     p.add_argument("--max-queries", type=int, default=None, help="first N queries per repo (after --categories)")
@@ -433,7 +447,8 @@ def run(args: argparse.Namespace) -> int:
             semble_chunks = published.get(repo.name, {}).get("chunks", "?")
             sub = substitutes.get(repo.name)
             at = f"{sub.revision[:10]} (not the pinned {repo.revision[:10]}: {sub.why})" if sub else repo.revision[:10]
-            print(f"\n{repo.name}@{at} {root.relative_to(cache / 'checkouts' / repo.name)}: {chunks} chunks "
+            held = "" if repo.name in TUNING else " [held out]"
+            print(f"\n{repo.name}{held}@{at} {root.relative_to(cache / 'checkouts' / repo.name)}: {chunks} chunks "
                   f"(semble {semble_chunks}), {embedded} embedded this run, index {seconds:.1f} s")
             outcomes = []
             for q in queries:
@@ -454,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.self_test or not args.repos:  # `make bench` runs every benchmark without arguments
         failed = self_test()
         if not args.self_test:
-            print(f"to measure, give --repos (from: {', '.join(TUNING)})")
+            print(f"to measure, give --repos `tuning` (= {', '.join(TUNING)}) or other names of semble's repos.json")
         return failed
     from sai.errors import SaiError
 
