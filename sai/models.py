@@ -146,7 +146,7 @@ class Signals:
     definition: float = 0.0
     test_penalty: float = 1.0  # the factor applied: 1, or ranking.TEST_PENALTY for a test file
     path_match: float = 0.0  # the query's words name the file or its folder
-    file_support: float = 0.0  # the file's best chunk: how much of the candidates' score its file holds
+    file_support: float = 0.0  # the file's best chunk: its file's share of the candidates' score (x test_penalty)
     repeat: float = 1.0  # the factor for chunks of its file ranked above it
     kind_factor: float = 1.0  # ranking.ACTION_UNIT for a non-callable chunk when the query starts with a verb
 

@@ -458,6 +458,37 @@ def test_const_arrow_function_is_a_unit_only_outside_functions() -> None:
     assert not any(s and s.endswith("local") for s in found)
 
 
+COMMONJS = """var res = Object.create(http.ServerResponse.prototype);
+
+res.send = function send(body) {
+  var chunk = body;
+  return this;
+};
+
+exports.parse = (text) => text.split(",");
+
+module.exports = function createApplication() {
+  var app = function (req, res) { app.handle(req, res); };
+  app.handle = function handle() { return 2; };
+  return app;
+};
+
+res.count = 5;
+"""
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript"])
+def test_a_function_assigned_to_a_property_is_a_unit_named_by_it(language: str) -> None:
+    chunks = ast_chunks(COMMONJS, language)
+    assert symbols(chunks) == {None, "res.send", "exports.parse", "module.exports"}
+    send = chunk_with(chunks, "res.send")
+    assert (send.start_line, send.end_line, send.kind) == (3, 6, "function")
+    assert send.text.endswith("};")  # the statement's semicolon is the unit's
+    # inside a function such an assignment is the function's own code; a value is module code
+    assert "app.handle = function handle()" in chunk_with(chunks, "module.exports").text
+    assert "res.count = 5;" in chunk_with(chunks, None).text
+
+
 def test_go_type_without_struct_or_interface_stays_in_module_chunk() -> None:
     chunks = ast_chunks(GO, "go")
     assert "Handler" not in symbols(chunks)

@@ -77,6 +77,34 @@ def test_a_bare_type_name_finds_the_type_before_its_constructor(constructor):
         ranking.NAME_QUERY_BOOST, ranking.DEFINITION_BOOST)
 
 
+@pytest.mark.parametrize(("query", "wanted", "other"), [
+    ("Session", ("sessions.py", "Session", "class"), ("sessions.py", "session", "function")),  # case
+    ("Engine", ("gin.go", "Engine", "struct"), ("binding/validator.go", "validator.Engine", "method")),  # nesting
+    ("Sinatra::Helpers", ("base.rb", "Sinatra.Helpers", "module"), ("base.rb", "Sinatra.helpers", "method")),
+])
+def test_a_bare_name_gets_its_closest_definition_first(query, wanted, other):
+    rows = [replace(row(i, path, symbol=name), kind=kind) for i, (path, name, kind) in enumerate((other, wanted), 1)]
+    fused = fuse(merge(rows, [(rows[0], 2.0), (rows[1], 1.0)]), query)  # the other one leads both lists
+    assert [c.row.symbol for c in fused] == [wanted[1], other[1]]
+    assert [c.signals.definition for c in fused] == [ranking.NAME_QUERY_BOOST, ranking.DEFINITION_BOOST]
+
+
+def test_a_definition_neither_list_holds_joins_the_candidates_without_ranks():
+    caller, definition = row(1, "a.py", symbol="use_it"), row(2, "b.py", symbol="add_item")
+    merged = {c.row.id: c for c in merge([caller], [(caller, 3.0)], [definition, caller])}
+    assert (merged[2].semantic_rank, merged[2].lexical_rank) == (None, None)
+    assert (merged[1].semantic_rank, merged[1].lexical_rank) == (1, 1)  # a defined row in a list keeps its ranks
+    assert fuse(list(merged.values()), "add_item")[0].row.id == 2
+
+
+def test_a_test_files_support_takes_its_penalty():
+    tests = [row(i, "src/test/CartTest.java", symbol=f"CartTest.t{i}") for i in range(1, 5)]
+    code = row(9, "src/main/Cart.java", symbol="Cart")
+    fused = {c.row.id: c for c in fuse(merge([*tests, code], []), "how the cart totals are computed")}
+    best = fused[1]
+    assert best.signals.file_support == pytest.approx(ranking.FILE_SUPPORT * ranking.TEST_PENALTY)
+
+
 def test_fuse_records_what_each_signal_added():
     defined = row(1, "src/http.py", symbol="Client.fetch_json")
     tested = row(2, "tests/test_http.py", symbol="test_fetch_json")

@@ -306,3 +306,16 @@ def test_search_on_a_real_index_spreads_a_topic_over_files_and_keeps_a_docstring
 def test_search_on_a_real_index_brings_the_file_a_bare_name_names(http_project):
     hits = search.search(http_project, "dates", limit=3, explain=True)
     assert hits[0].path == "web/dates.js" and hits[0].explain.signals.path_match == ranking.FILE_NAMED
+
+
+def test_a_bare_name_reaches_its_definition_when_neither_list_holds_it(http_project, monkeypatch):
+    # as in a large index whose lists are full of callers: here the lists hold no chunk at all
+    monkeypatch.setattr(search, "_candidates", lambda *args, **kwargs: ([], []))
+    hits = search.search(http_project, "_split", limit=3, explain=True)
+    assert hits[0].symbol == "_split" and hits[0].path == "src/http_util.py"
+    assert (hits[0].explain.semantic_rank, hits[0].explain.lexical_rank) == (None, None)
+    assert hits[0].explain.signals.definition == ranking.NAME_QUERY_BOOST
+    # filters hold for the added definitions too, and only hybrid mode adds them
+    assert "_split" not in [h.symbol for h in search.search(http_project, "_split", limit=3, language="javascript")]
+    assert "_split" not in [h.symbol for h in search.search(http_project, "_split", limit=3, path_glob="web/**")]
+    assert search.search(http_project, "_split", limit=3, mode="lexical") == []

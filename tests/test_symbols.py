@@ -71,3 +71,11 @@ def test_chunk_id_changes_with_key_lines_and_text() -> None:
     base = chunk_id("a.py", 1, 2, "h")
     assert base == chunk_id("a.py", 1, 2, "h") and len(base) == 16
     assert len({base, chunk_id("b.py", 1, 2, "h"), chunk_id("a.py", 1, 3, "h"), chunk_id("a.py", 1, 2, "g")}) == 4
+
+
+def test_defining_rows_are_each_definitions_first_chunk_without_prefix_matches(table: SymbolTable) -> None:
+    assert table.defining_rows("computeTotal", limit=10) == [3, 2, 4]  # not computeTotalPrice
+    assert table.defining_rows("run", limit=10) == [6, 8]  # window 7 belongs to definition 6
+    assert table.defining_rows("computeTotal", limit=2) == [3, 2]
+    assert table.defining_rows("Cart.computeTotal", limit=10) == [2]
+    assert table.defining_rows("comp", limit=10) == [] and table.defining_rows(" ", limit=10) == []

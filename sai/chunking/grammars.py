@@ -67,11 +67,16 @@ def _table(**groups: tuple[UnitRule, tuple[str, ...]]) -> dict[str, UnitRule]:
     return {kind: rule for rule, kinds in groups.values() for kind in kinds}
 
 
+# `res.send = function send(body) {…}`, `exports.parse = (s) => …`, `Foo.prototype.bar = …`:
+# a function given to a property, how much CommonJS code defines its API; named by the property.
+JS_ASSIGNED_FUNCTION = UnitRule(name="left", needs="right", needs_types=JS_FUNCTION_VALUES, top_level=True)
+
 _JS_UNITS = _table(
     functions=(FUNC, ("function_declaration", "generator_function_declaration",
                       "method_definition")),
     classes=(CLASS, ("class_declaration",)),
     consts=(JS_CONST_FUNCTION, ("lexical_declaration", "variable_declaration")),
+    assigned=(JS_ASSIGNED_FUNCTION, ("assignment_expression",)),
     fields=(UnitRule(name="property", needs="value", needs_types=JS_FUNCTION_VALUES),
             ("field_definition",)),
 )
@@ -92,6 +97,8 @@ _C_UNITS = _table(
     records=(C_RECORD, ("struct_specifier", "union_specifier", "enum_specifier")),
 )
 
+JS_WRAPPERS = frozenset({"export_statement", "expression_statement"})  # the latter: `;` of an assignment
+
 # Node types the tables name that only tree-sitter-languages' older grammars have (see
 # sai/chunking/parsers.py): the newer grammars parse the same source as another listed type.
 OLDER_GRAMMARS_ONLY = frozenset({"record_struct_declaration"})
@@ -104,9 +111,9 @@ GRAMMARS: dict[str, Grammar] = {
         ),
         wrappers=frozenset({"decorated_definition"}),
     ),
-    "javascript": Grammar(units=_JS_UNITS, wrappers=frozenset({"export_statement"})),
-    "typescript": Grammar(units=_TS_UNITS, wrappers=frozenset({"export_statement"})),
-    "tsx": Grammar(units=_TS_UNITS, wrappers=frozenset({"export_statement"})),
+    "javascript": Grammar(units=_JS_UNITS, wrappers=JS_WRAPPERS),
+    "typescript": Grammar(units=_TS_UNITS, wrappers=JS_WRAPPERS),
+    "tsx": Grammar(units=_TS_UNITS, wrappers=JS_WRAPPERS),
     "go": Grammar(
         units=_table(
             functions=(FUNC, ("function_declaration",)),
@@ -198,7 +205,7 @@ GRAMMARS: dict[str, Grammar] = {
 KINDS: dict[str, str] = {
     **dict.fromkeys(("function_definition", "function_declaration", "generator_function_declaration",
                      "function_item", "local_function_statement", "lexical_declaration",
-                     "variable_declaration"), "function"),
+                     "variable_declaration", "assignment_expression"), "function"),
     **dict.fromkeys(("method_definition", "method_declaration", "method", "singleton_method",
                      "field_definition", "public_field_definition"), "method"),
     **dict.fromkeys(("constructor_declaration", "compact_constructor_declaration",

@@ -27,8 +27,10 @@ RRF_K = 5
 FIRST_PLACE = 1.0 / (RRF_K + 1)
 # For the first chunk of a symbol the query names: a bare identifier gets its definition first
 # (100/100 names on both splits; 89 / 87 without the boost). Costs docstring queries 0.003.
-# A constructor gets only DEFINITION_BOOST: `JsonMapper` asks for the class (jackson-databind
-# 0.659 -> 0.688 on benchmarks/repos_quality.py).
+# Only the closest definitions get it, the others DEFINITION_BOOST (_closeness): `JsonMapper`
+# asks for the class, not its constructor (jackson-databind 0.659 -> 0.688 on
+# benchmarks/repos_quality.py), `Session` for the class, not function `session` (symbol queries
+# of 12 held-out repositories 0.942 -> 0.962; 0.972 once search.py adds a bare name's definitions).
 NAME_QUERY_BOOST = 2.0 * FIRST_PLACE
 DEFINITION_BOOST = 0.5 * FIRST_PLACE  # an identifier named inside a longer query
 # Times the share of the symbol's name words the query holds: 0.487 / 0.484 without it.
@@ -51,7 +53,8 @@ FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name
 NAMED_INSIDE = 0.5 * FIRST_PLACE
 # a file many candidates come from (its best chunk gains, times the file's summed score over
 # the best file's: "how are routes matched" is answered by the module, not one helper),
-FILE_SUPPORT = 2.0 * FIRST_PLACE  # 0.820 without it
+FILE_SUPPORT = 2.0 * FIRST_PLACE  # 0.820 without it; times the test penalty (12 held-out
+# repositories 0.9106 -> 0.9115: gson's tests otherwise lift themselves by their own number)
 # and a file's further chunks after its first (times REPEAT_DECAY each): the top 10 then shows
 # ten places to look rather than five slices of two files.
 REPEAT_DECAY = 0.5  # 0.842 without it, 0.780 without both
@@ -87,6 +90,7 @@ class _Query:
 
     names: frozenset[str]  # identifiers it names (lower case, last dotted part)
     bare: bool  # the whole query is one identifier
+    qualified: str  # that identifier as typed, its parts joined by dots (`A::B` -> `A.B`); "" if not bare
     stems: frozenset[str]  # stems of its words and identifier parts
     wants_tests: bool
     wants_place: bool  # a topic or question, not a function's description: file-level signals apply
@@ -94,14 +98,19 @@ class _Query:
     words: frozenset[str]  # its words of 3+ letters that are not stopwords, lower case
 
 
-def merge(semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]]) -> list[Candidate]:
-    """One candidate per chunk with its rank in each list that holds it."""
+def merge(
+    semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], defined: list[ChunkRow] = (),
+) -> list[Candidate]:
+    """One candidate per chunk with its rank in each list that holds it; `defined` chunks (a bare
+    name's definitions) join with no rank when neither list holds them."""
     found: dict[int, Candidate] = {}
     for rank, row in enumerate(semantic, start=1):
         found[row.id] = Candidate(row=row, cosine=row.score, semantic_rank=rank)
     for rank, (row, score) in enumerate(lexical, start=1):
         base = found.get(row.id, Candidate(row=row))
         found[row.id] = replace(base, bm25=score, lexical_rank=rank)
+    for row in defined:
+        found.setdefault(row.id, Candidate(row=row))
     return list(found.values())
 
 
@@ -115,9 +124,9 @@ def fuse(candidates: list[Candidate], query: str) -> list[Candidate]:
     for a place, sai/intent.py).
     """
     facts = _facts(query)
-    defining = _first_chunks(candidates)
+    boosts = _definition_boosts(candidates, facts)
     paths: dict[str, float] = {}
-    scored = [_scored(c, facts, c.row.id in defining, paths) for c in candidates]
+    scored = [_scored(c, facts, boosts.get(c.row.id, 0.0), paths) for c in candidates]
     if not facts.wants_place:
         return sorted(scored, key=_order_key)
     return _spread(_supported(scored))
@@ -127,18 +136,19 @@ def _order_key(c: Candidate) -> tuple:
     return (-c.fused, c.row.path, c.row.start_line, c.row.id)
 
 
-def _scored(c: Candidate, q: _Query, defining: bool, paths: dict[str, float]) -> Candidate:
+def _scored(c: Candidate, q: _Query, definition: float, paths: dict[str, float]) -> Candidate:
     rrf = sum(1.0 / (RRF_K + rank) for rank in (c.semantic_rank, c.lexical_rank) if rank is not None)
     if c.row.path not in paths:
         paths[c.row.path] = _path_signal(c.row.path, q)
-    signals = _signals(c, q, defining, paths[c.row.path])
+    signals = _signals(c, q, definition, paths[c.row.path])
     fused = (rrf + signals.name_match + signals.definition + signals.path_match) * signals.test_penalty \
         * signals.kind_factor
     return replace(c, fused=fused, rrf=rrf, signals=signals)
 
 
 def _supported(scored: list[Candidate]) -> list[Candidate]:
-    """Each file's best candidate gains FILE_SUPPORT times its file's summed score over the best file's."""
+    """Each file's best candidate gains FILE_SUPPORT times its file's summed score over the best
+    file's, times its test penalty."""
     totals: dict[str, float] = {}
     best: dict[str, Candidate] = {}
     for c in scored:
@@ -152,7 +162,7 @@ def _supported(scored: list[Candidate]) -> list[Candidate]:
     out = []
     for c in scored:
         if c.row.id in chosen:
-            support = FILE_SUPPORT * totals[c.row.path] / top
+            support = FILE_SUPPORT * totals[c.row.path] / top * c.signals.test_penalty
             c = replace(c, fused=c.fused + support, signals=replace(c.signals, file_support=support))
         out.append(c)
     return out
@@ -172,27 +182,34 @@ def _spread(scored: list[Candidate]) -> list[Candidate]:
     return sorted(out, key=_order_key)
 
 
-def _signals(c: Candidate, q: _Query, defining: bool, path_match: float) -> Signals:
+def _signals(c: Candidate, q: _Query, definition: float, path_match: float) -> Signals:
     """What each signal adds to a candidate's reciprocal-rank score (the penalty as a factor)."""
     name = c.row.symbol.rsplit(".", 1)[-1] if c.row.symbol else ""
-    definition = 0.0
-    if defining and name.lower() in q.names:
-        definition = NAME_QUERY_BOOST if q.bare and not _constructs(c.row) else DEFINITION_BOOST
     penalty = TEST_PENALTY if not q.wants_tests and _TESTISH.search(c.row.path) else 1.0
     kind = ACTION_UNIT if q.action and c.row.kind not in _CALLABLE else 1.0
     return Signals(name_match=NAME_MATCH * _name_match(name, q.stems), definition=definition,
                    path_match=path_match, test_penalty=penalty, kind_factor=kind)
 
 
+def bare_name(query: str) -> str | None:
+    """A one-word query as a dotted name (`A::B`, `A->B`, `A\\B` -> `A.B`), or None."""
+    words = query.split()
+    if len(words) != 1:
+        return None
+    return ".".join(part for part in re.split(r"::|->|\\|\.", words[0].strip("()")) if part) or None
+
+
 def _facts(query: str) -> _Query:
     words = query.split()
+    qualified = bare_name(query) or ""
     bare = len(words) == 1
-    names = {re.split(r"::|->|\\|\.", words[0])[-1].lower().strip("()")} if bare else identifiers(query)
+    names = {qualified.rsplit(".", 1)[-1].lower()} if bare else identifiers(query)
     found = tokens(query)
     plain = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", query)}
     return _Query(
         names=frozenset(names),
         bare=bare,
+        qualified=qualified,
         stems=frozenset(word_stem(t) for t in found),
         wants_tests=any(t.startswith(("test", "spec", "example")) for t in found),
         wants_place=not bare and asks_for_place(words),
@@ -240,21 +257,32 @@ def _prefixed(a: str, b: str) -> bool:
     return long.startswith(short)
 
 
-def _first_chunks(candidates: list[Candidate]) -> set[int]:
-    """Ids of the first chunk (lowest start line) of each (path, symbol): where it is defined."""
+def _definition_boosts(candidates: list[Candidate], q: _Query) -> dict[int, float]:
+    """The definition boost of each candidate that is the first chunk (lowest start line) of a
+    (path, symbol) whose name the query names. For a bare identifier, the closest definitions
+    get NAME_QUERY_BOOST and the rest DEFINITION_BOOST: `Session` asks for class Session, not
+    function session; `Engine` for the struct, not a method `validator.Engine`; `JsonMapper`
+    for the class, not its constructor `JsonMapper.JsonMapper`."""
     first: dict[tuple[str, str | None], Candidate] = {}
     for c in candidates:
         key = (c.row.path, c.row.symbol)
-        if key not in first or c.row.start_line < first[key].row.start_line:
+        if c.row.symbol and (key not in first or c.row.start_line < first[key].row.start_line):
             first[key] = c
-    return {c.row.id for c in first.values()}
+    named = [c.row for c in first.values() if c.row.symbol.rsplit(".", 1)[-1].lower() in q.names]
+    if not q.bare:
+        return {row.id: DEFINITION_BOOST for row in named}
+    closeness = {row.id: _closeness(row, q.qualified) for row in named}
+    best = max(closeness.values(), default=None)
+    return {i: NAME_QUERY_BOOST if value == best else DEFINITION_BOOST for i, value in closeness.items()}
 
 
-def _constructs(row: ChunkRow) -> bool:
-    """A constructor, or a callable named like the type around it (`JsonMapper.JsonMapper`):
-    the type, not its constructor, is where a bare name is defined."""
-    parts = (row.symbol or "").split(".")
-    return row.kind == "constructor" or (len(parts) > 1 and parts[-1] == parts[-2])
+def _closeness(row: ChunkRow, qualified: str) -> tuple[bool, bool, int]:
+    """How closely a definition answers a bare name, best highest: its qualified symbol is the
+    name as typed (`Sinatra::Helpers`); its name has the name's case; it is less nested."""
+    symbol = row.symbol or ""
+    return ("." in qualified and (symbol == qualified or symbol.endswith("." + qualified)),
+            symbol.rsplit(".", 1)[-1] == qualified.rsplit(".", 1)[-1],
+            -symbol.count("."))
 
 
 def _name_match(name: str, stems: frozenset[str]) -> float:

@@ -12,7 +12,7 @@ from sai.errors import NotFoundError, StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Cluster, ClusterMember, Explain, FileChunk, Hit, IndexStatus
 from sai.project import Project
 from sai.query.freshness import stale_keys
-from sai.query.ranking import Candidate, fuse, merge
+from sai.query.ranking import Candidate, bare_name, fuse, merge
 from sai.source.globs import compile_glob, literal_prefix
 from sai.source.languages import canonical_language
 from sai.store import IndexReader, Scope
@@ -21,6 +21,7 @@ from sai.text.lexical import query_lexemes
 FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
+DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
 
 
 def _scope(reader: IndexReader, *, language: str | None, path_glob: str | None) -> Scope:
@@ -67,7 +68,8 @@ def search(
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
-        ordered = _order(mode, semantic, lexical, query)
+        defined = _definitions(reader, query, scope) if mode == "hybrid" else []
+        ordered = _order(mode, semantic, lexical, query, defined)
         files = _files(ordered, limit) if by_file else None
         chosen = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit], vector)
         stored = reader.files([c.row.path for c in chosen])
@@ -138,14 +140,26 @@ def _with_bodies(reader: IndexReader, chosen: list[Candidate], vector: np.ndarra
                                    score=cosines.get(c.row.id, c.row.score))) for c in chosen]
 
 
+def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow]:
+    """For a query that is one name (`Engine`, `Sinatra::Helpers`), the first chunks of the
+    definitions of that name within the scope, whether or not either list found them."""
+    name = bare_name(query)
+    if name is None:
+        return []
+    rows = reader.chunks(reader.symbols().defining_rows(name, limit=DEFINITIONS), text=False)
+    return [r for r in rows if (scope.language is None or r.language == scope.language)
+            and (scope.keys is None or r.path in scope.keys)]
+
+
 def _order(
-    mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str
+    mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
+    defined: list[ChunkRow] | None = None,
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical), query)
+    return fuse(merge(semantic, lexical, defined or []), query)
 
 
 def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:

@@ -23,9 +23,9 @@ SYMBOL_COLS = "id, path, language, start_line, end_line, symbol, kind, content_h
 # `Cart.computeTotal`); either ignoring case; then the same two as prefixes.
 MATCHES = ("exact", "qualified", "case_insensitive", "prefix", "prefix_case_insensitive")
 SymbolRow = tuple[int, str, str | None, int, int, str | None, str | None, str]
-# A definition: (symbol, kind, path, start_line, end_line, language, (first chunk's lines and
-# content hash)); its chunk_id is worked out when it is returned.
-_Def = tuple[str, str | None, str, int, int, str | None, tuple[int, int, str]]
+# A definition: (symbol, kind, path, start_line, end_line, language, (first chunk's lines,
+# content hash and row id)); its chunk_id is worked out when it is returned.
+_Def = tuple[str, str | None, str, int, int, str | None, tuple[int, int, str, int]]
 _LAST = "\U0010ffff"  # sorts after every character: the end of a prefix's range
 
 
@@ -38,10 +38,10 @@ class SymbolTable:
         self.token = token
         self._rows = list(rows)
         self._chunk_rows: dict[str, int] | None = None  # chunk_id -> row id, made on first use
-        spans: dict[tuple[str, str], list[tuple[int, int, str | None, str | None, str]]] = {}
-        for _, path, language, start, end, symbol, kind, digest in self._rows:
+        spans: dict[tuple[str, str], list[tuple[int, int, str | None, str | None, str, int]]] = {}
+        for row_id, path, language, start, end, symbol, kind, digest in self._rows:
             if symbol:
-                spans.setdefault((path, symbol), []).append((start, end, kind, language, digest))
+                spans.setdefault((path, symbol), []).append((start, end, kind, language, digest, row_id))
         self._defs: list[_Def] = [d for (path, symbol), chunks in spans.items()
                                   for d in _definitions(path, symbol, chunks)]
         # best first within a tier: shorter symbols (less nested), then path and line
@@ -97,6 +97,21 @@ class SymbolTable:
                         return found
         return found
 
+    def defining_rows(self, name: str, *, limit: int) -> list[int]:
+        """Row ids of the first chunks of `name`'s definitions, best match first, without the
+        prefix tiers: what a search for a bare name adds to its candidates."""
+        found: list[int] = []
+        for match, indices in self._tiers(name.strip()):
+            if match.startswith("prefix"):
+                break
+            for index in sorted(set(indices), key=self._rank.__getitem__):
+                row_id = self._defs[index][6][3]
+                if row_id not in found:
+                    found.append(row_id)
+                    if len(found) >= limit:
+                        return found
+        return found
+
     def _tiers(self, name: str) -> Iterator[tuple[str, list[int]]]:
         """(match, definition indices) per MATCHES entry; later tiers are worked out only if asked."""
         folded = name.lower()
@@ -127,22 +142,22 @@ def _suffixes(symbol: str) -> list[str]:
 
 
 def _definitions(
-    path: str, symbol: str, chunks: list[tuple[int, int, str | None, str | None, str]]
+    path: str, symbol: str, chunks: list[tuple[int, int, str | None, str | None, str, int]]
 ) -> list[_Def]:
     """One symbol's chunks in one file as definitions: chunks merged while they overlap or touch."""
     if len(chunks) > 1:
         chunks.sort()
     out: list[_Def] = []
-    for start, end, kind, language, digest in chunks:
+    for start, end, kind, language, digest, row_id in chunks:
         if out and start <= out[-1][4] + 1:
             last = out[-1]
             out[-1] = (symbol, last[1], path, last[3], max(end, last[4]), last[5], last[6])
         else:
-            out.append((symbol, kind, path, start, end, language, (start, end, digest)))
+            out.append((symbol, kind, path, start, end, language, (start, end, digest, row_id)))
     return out
 
 
 def _definition(found: _Def, match: str) -> Definition:
-    symbol, kind, path, start, end, language, (first, last, digest) = found
+    symbol, kind, path, start, end, language, (first, last, digest, _) = found
     return Definition(symbol=symbol, kind=kind, path=path, start_line=start, end_line=end,
                       language=language, chunk_id=chunk_id(path, first, last, digest), match=match)
