@@ -26,6 +26,7 @@ from fixtures_tree import (
 )
 from ollama_standin import OllamaStandIn
 
+from sai.chunking.base import CHUNKER_VERSION
 from sai.cli import commands as cli
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import EmbedderError, IndexMismatchError, StoreError
@@ -452,7 +453,8 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
     project = open_project(indexed)
     with project.store.write() as writer:  # what SAI 4 left: no kind column, chunker version 2
         writer.conn.con.execute("ALTER TABLE source_code DROP COLUMN kind")
-        writer.set_meta({"schema_version": "4", "chunking": writer.meta()["chunking"].replace("ast/3/", "ast/2/", 1)})
+        chunking = writer.meta()["chunking"].replace(f"ast/{CHUNKER_VERSION}/", "ast/2/", 1)
+        writer.set_meta({"schema_version": "4", "chunking": chunking})
     with pytest.raises(IndexMismatchError, match="older SAI"):
         lookup.find_symbol(project, "add")
     project.close()
