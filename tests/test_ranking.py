@@ -232,3 +232,11 @@ def test_an_identifier_inside_a_sentence_that_is_a_file_name_lifts_that_file():
     assert fused[0].row.path == "src/JsonReader.cs"
     # of its 6 words (stopwords aside) "jsonreader" meets the name part "json", "reading" "reader"
     assert fused[0].signals.path_match == pytest.approx(ranking.NAMED_INSIDE + 2 * ranking.PATH_MATCH / 6)
+
+
+def test_adjacent_words_run_together_name_a_file():
+    other, named = row(1, "gson/JsonTreeWriter.java"), row(2, "gson/JsonElement.java")
+    fused = fuse(merge([other, named], []), "JSON element hierarchy and tree model")
+    assert fused[0].row.path == "gson/JsonElement.java"
+    assert fused[0].signals.path_match == pytest.approx(ranking.NAMED_INSIDE + 2 * ranking.PATH_MATCH / 5)
+    assert fused[1].signals.path_match == pytest.approx(2 * ranking.PATH_MATCH / 5)  # json, tree: no name
