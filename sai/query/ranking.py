@@ -16,6 +16,7 @@ lifting it like an identifier (0.827-0.848).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sai.models import ChunkRow, Signals
@@ -102,7 +103,7 @@ class _Query:
 
 
 def merge(
-    semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], defined: list[ChunkRow] = (),
+    semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], defined: Sequence[ChunkRow] = (),
 ) -> list[Candidate]:
     """One candidate per chunk with its rank in each list that holds it; `defined` chunks (a bare
     name's definitions) join with no rank when neither list holds them."""

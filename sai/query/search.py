@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -153,13 +154,13 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow
 
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
-    defined: list[ChunkRow] | None = None,
+    defined: Sequence[ChunkRow] = (),
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical, defined or []), query)
+    return fuse(merge(semantic, lexical, defined), query)
 
 
 def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
