@@ -160,6 +160,7 @@ CALLS = (
     ("sai_search_code", {"query": "stress marker", "limit": 5, "mode": "lexical"}),
     ("sai_find_duplicates", {"path_glob": "json/**", "max_clusters": 5}),
     ("sai_find_symbol", {"name": "JSONDecoder"}),
+    ("sai_search_code", {"query": "JSONDecoder", "limit": 5}),  # a bare name: its definitions join
     ("sai_read_chunk", {"path": "json/decoder.py", "start_line": 340, "neighbours": 2, "enclosing": True}),
 )
 
