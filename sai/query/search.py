@@ -148,8 +148,7 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow
     if name is None:
         return []
     rows = reader.chunks(reader.symbols().defining_rows(name, limit=DEFINITIONS), text=False)
-    return [r for r in rows if (scope.language is None or r.language == scope.language)
-            and (scope.keys is None or r.path in scope.keys)]
+    return [r for r in rows if scope.admits(r.language, r.path)]
 
 
 def _order(

@@ -42,6 +42,10 @@ class Scope:
     def everything(self) -> bool:
         return self.language is None and self.keys is None
 
+    def admits(self, language: str | None, key: str) -> bool:
+        """Whether a chunk of this language in this file is among the chunks the scope chooses."""
+        return (self.language is None or language == self.language) and (self.keys is None or key in self.keys)
+
 
 class IndexReader(ABC):
     """What a reader sees: one consistent state of the index while the session lasts. Without an

@@ -83,34 +83,40 @@ class SymbolTable:
         path_ok: Callable[[str], bool] | None = None,
     ) -> list[Definition]:
         """Definitions of `name`, best match first (MATCHES), then shorter symbols, path, line."""
-        name = name.strip()
-        if not name or limit < 1:
-            return []
         found: list[Definition] = []
-        seen: set[int] = set()
-        for match, indices in self._tiers(name):
-            for index in sorted(set(indices) - seen, key=self._rank.__getitem__):
-                seen.add(index)
-                if self._passes(index, language, path_ok):
-                    found.append(_definition(self._defs[index], match))
-                    if len(found) >= limit:
-                        return found
+        if limit < 1:
+            return found
+        for match, index in self._matches(name):
+            if self._passes(index, language, path_ok):
+                found.append(_definition(self._defs[index], match))
+                if len(found) >= limit:
+                    break
         return found
 
     def defining_rows(self, name: str, *, limit: int) -> list[int]:
         """Row ids of the first chunks of `name`'s definitions, best match first, without the
         prefix tiers: what a search for a bare name adds to its candidates."""
         found: list[int] = []
-        for match, indices in self._tiers(name.strip()):
+        if limit < 1:
+            return found
+        for match, index in self._matches(name):
             if match.startswith("prefix"):
                 break
-            for index in sorted(set(indices), key=self._rank.__getitem__):
-                row_id = self._defs[index][6][3]
-                if row_id not in found:
-                    found.append(row_id)
-                    if len(found) >= limit:
-                        return found
+            found.append(self._defs[index][6][3])
+            if len(found) >= limit:
+                break
         return found
+
+    def _matches(self, name: str) -> Iterator[tuple[str, int]]:
+        """(match, definition index) for each definition of `name` once, in lookup order."""
+        name = name.strip()
+        if not name:
+            return
+        seen: set[int] = set()
+        for match, indices in self._tiers(name):
+            for index in sorted(set(indices) - seen, key=self._rank.__getitem__):
+                seen.add(index)
+                yield match, index
 
     def _tiers(self, name: str) -> Iterator[tuple[str, list[int]]]:
         """(match, definition indices) per MATCHES entry; later tiers are worked out only if asked."""
