@@ -8,8 +8,9 @@ binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/d
 from __future__ import annotations
 
 import json
+import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC
 from pathlib import Path
 from typing import TypeVar
@@ -35,13 +36,19 @@ from sai.store.rows import (
     quote,
     utc_now,
 )
+from sai.store.sidecar import Sidecar
 from sai.store.symbols import SYMBOL_COLS, SymbolTable
 from sai.store.vectors import VectorTable
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
+# A chunk row's write time in µs: with its id, what tells the vector sidecar a row is the one it holds
+_STAMP = "coalesce(epoch_us(indexed_at), 0)"
+_BATCH_ROWS = 65_536  # rows per Arrow batch a sidecar patch reads
 
 __all__ = ["Connection", "extension_path"]
 
@@ -52,11 +59,13 @@ class Connection:
     def __init__(
         self, con: duckdb.DuckDBPyConnection, collection: str, *, read_only: bool,
         cache: dict[str, object] | None = None, derived: TokenCache | None = None,
+        sidecar: Sidecar | None = None,
     ) -> None:
         check_collection(collection)
         self.con = con
         self.read_only = read_only
         self.derived = derived if derived is not None else TokenCache()  # vector and symbol tables
+        self.sidecar = sidecar  # the index file's shared vector copy (None: vectors held in memory)
         self.dirty = False  # this write changed chunk rows: a new token at commit
         # A read-only attach never sees another process's writes, so what it learns about the
         # schema holds for the lease's life: cursors share their parent's cache.
@@ -90,7 +99,7 @@ class Connection:
         except duckdb.Error:
             con.close()
             raise  # Store._connect retries a lock and translates the rest
-        return cls(con, collection, read_only=read_only, derived=derived)
+        return cls(con, collection, read_only=read_only, derived=derived, sidecar=Sidecar.beside(path, collection))
 
     def close(self) -> None:
         self.con.close()
@@ -105,7 +114,7 @@ class Connection:
         cursor = self.con.cursor()
         cursor.execute("USE sai")
         return Connection(cursor, self.collection, read_only=self.read_only, cache=self.cache,
-                          derived=self.derived)
+                          derived=self.derived, sidecar=self.sidecar)
 
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
@@ -206,8 +215,44 @@ class Connection:
         return self.meta().get("token", "")
 
     def vector_table(self) -> VectorTable:
-        """Every chunk's vector, from this process's copy when it is current (store/vectors.py)."""
-        return self._derived("vectors", VectorTable.from_arrow, self._vector_rows)
+        """Every chunk's vector, from the shared sidecar when this reads committed rows
+        (store/sidecar.py), else from a copy in memory (store/vectors.py)."""
+        token = self.token
+        if self.dirty or self.sidecar is None or not token:
+            return self._derived("vectors", VectorTable.from_arrow, self._vector_rows)
+        return self.derived.get(token, lambda: self._mapped_vectors(token), name="vectors")
+
+    def _mapped_vectors(self, token: str) -> VectorTable:
+        assert self.sidecar is not None
+        meta = self.meta()
+        try:
+            view = self.sidecar.view(self, token=token, origin=meta.get("created_at", ""),
+                                     dim=int(meta.get("vector_dim") or 0))
+        except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
+            log.debug("vector sidecar %s unusable (%s); reading the vectors into memory", self.sidecar.dir, exc)
+            return VectorTable.from_arrow(token, self._vector_rows())
+        return VectorTable.from_view(view)
+
+    def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, stamps) of every chunk with a vector, by id: what the sidecar is compared with."""
+        table = self._arrow(f"SELECT id, {_STAMP} AS stamp FROM {self.collection} "
+                            "WHERE embedding IS NOT NULL ORDER BY id")
+        return (table.column("id").to_numpy().astype(np.int64),
+                table.column("stamp").to_numpy().astype(np.int64))
+
+    def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
+        """id, stamp, path, language and embedding of these chunks (None: every chunk with a
+        vector), by id, streamed: a sidecar rebuild never holds every vector twice."""
+        sql = (f"SELECT id, {_STAMP} AS stamp, path, language, embedding FROM {self.collection} "
+               "WHERE embedding IS NOT NULL")
+        if ids is not None:
+            self.con.register("sai_wanted", pa.table({"id": pa.array(ids, pa.int64())}))
+            sql += " AND id IN (SELECT id FROM sai_wanted)"
+        try:
+            yield from self.con.execute(sql + " ORDER BY id").to_arrow_reader(_BATCH_ROWS)
+        finally:
+            if ids is not None:
+                self.con.unregister("sai_wanted")
 
     def row_table(self) -> RowTable:
         """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
@@ -231,7 +276,8 @@ class Connection:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
 
     def _vector_rows(self) -> pa.Table:
-        return self._arrow(f"SELECT id, path, language, embedding FROM {self.collection} ORDER BY id")
+        return self._arrow(f"SELECT id, path, language, embedding FROM {self.collection} "
+                           "WHERE embedding IS NOT NULL ORDER BY id")
 
     def drop_hnsw(self) -> None:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""

@@ -9,24 +9,41 @@ exact scan of a float32 matrix in numpy costs 2.7 ms at 20,000 x 384 and 8.2 ms 
 same scan inside DuckDB: 34 ms and 176 ms), is always exact, filters by a mask, and leaves
 nothing derived in the file.
 
-A process loads the matrix once per index *token* (a value every write transaction that changes
-chunks replaces) and shares it between threads; loading costs ~55 ms at 20,000 chunks.
+A process reads the table once per index *token* (a value every write transaction that changes
+chunks replaces) and shares it between threads. From an index file it maps the collection's
+vector sidecar (store/sidecar.py: one copy on disk and in the page cache for every process,
+patched by the rows a write changed); a writer reading its own uncommitted rows, or an index in
+a read-only place, builds it in memory from one Arrow read (~55 ms at 20,000 chunks).
+
+Above FIRST_PASS_ROWS rows the scan is two passes: the Hamming distance of the rows' sign bits
+to the query's picks the RESCORE best, whose float vectors are then scored exactly; the answer
+is the exact top among them (recall@10 against the exact scan: docs/design.md, "Vector search").
+A filter masks the rows before either pass, so a filtered search searches the filtered subset.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
 from sai.store.rows import matrix_of
+from sai.store.sidecar import View
+
+FIRST_PASS_ROWS = 250_000  # below this many rows to scan the exact scan is about as fast
+RESCORE = 2_000  # rows the first pass hands to the exact scoring (at least 20 per hit asked)
+_GATHER_SHARE = 0.25  # a mask keeping less than this share is scored by gathering its rows
 
 
 @dataclass(frozen=True)
 class VectorTable:
-    """Every chunk's id, file, language and vector, row-aligned and read-only."""
+    """Every chunk's id, file, language and vector, row-aligned and read-only.
+
+    Rows may be in any id order, and `live` (when not None) marks the rows still in the index:
+    a sidecar keeps the tombstoned rows of a refreshed file until it compacts."""
 
     token: str
     ids: np.ndarray  # int64
@@ -34,11 +51,13 @@ class VectorTable:
     paths: tuple[str, ...]  # distinct paths; path_of indexes into it
     path_of: np.ndarray  # int32 per row
     languages: tuple[str | None, ...]
-    language_of: np.ndarray  # int32 per row
+    language_of: np.ndarray  # int32 per row (-1: no language)
+    live: np.ndarray | None = None  # bool per row; None: every row is live
+    bits: np.ndarray | None = None  # uint8 (n, d / 8) sign bits for the first pass; None: exact only
 
     @classmethod
     def from_arrow(cls, token: str, table: pa.Table) -> VectorTable:
-        """From a result with columns id, path, language, embedding."""
+        """From a result with columns id, path, language, embedding, sorted by id."""
         paths = table.column("path").combine_chunks().dictionary_encode()
         languages = table.column("language").combine_chunks().dictionary_encode()
         matrix = matrix_of(table.column("embedding")) if table.num_rows else np.zeros((0, 0), np.float32)
@@ -52,14 +71,20 @@ class VectorTable:
             language_of=_codes(languages),
         )
 
+    @classmethod
+    def from_view(cls, view: View) -> VectorTable:
+        """Over a mapped sidecar view (paths and languages share its one list of names)."""
+        return cls(token=view.token, ids=view.ids, matrix=view.matrix, paths=view.names, path_of=view.path_of,
+                   languages=view.names, language_of=view.language_of, live=view.live, bits=view.bits)
+
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.ids) if self.live is None else int(np.count_nonzero(self.live))
 
     def mask(self, *, language: str | None = None, paths: Iterable[str] | None = None) -> np.ndarray | None:
-        """Rows of this language and among these paths; None when nothing is filtered."""
+        """Live rows of this language and among these paths; None when nothing is filtered."""
         if language is None and paths is None:
             return None
-        keep = np.ones(len(self.ids), dtype=bool)
+        keep = np.ones(len(self.ids), dtype=bool) if self.live is None else self.live.copy()
         if language is not None:
             codes = [k for k, name in enumerate(self.languages) if name == language]
             keep &= np.isin(self.language_of, codes)
@@ -75,32 +100,68 @@ class VectorTable:
         """(chunk id, cosine) of the `limit` rows closest to `vector`, best first (ties by id)."""
         if not len(self.ids) or limit <= 0:
             return []
-        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
-        rows = np.arange(len(self.ids)) if mask is None else np.flatnonzero(mask)
+        query = np.asarray(vector, dtype=np.float32)
+        keep = self.live if mask is None else mask
         if exclude is not None:
-            rows = rows[self.ids[rows] != exclude]
+            keep = (np.ones(len(self.ids), bool) if keep is None else keep) & (self.ids != exclude)
+        count = len(self.ids) if keep is None else int(np.count_nonzero(keep))
+        handed = max(RESCORE, 20 * limit)
+        if self.bits is not None and count > max(FIRST_PASS_ROWS, 2 * handed):
+            rows = self._first_pass(query, keep, handed)
+            scores = self.matrix[rows] @ query
+        elif keep is None:
+            rows, scores = np.arange(len(self.ids)), self.matrix @ query
+        elif count < _GATHER_SHARE * len(self.ids):
+            rows = np.flatnonzero(keep)
+            scores = self.matrix[rows] @ query
+        else:
+            rows = np.flatnonzero(keep)
+            scores = (self.matrix @ query)[rows]
         if len(rows) > limit:
-            part = scores[rows]
-            rows = rows[np.argpartition(-part, limit - 1)[:limit]]
-        order = np.lexsort((self.ids[rows], -scores[rows]))
-        rows = rows[order]
-        return [(int(i), float(s)) for i, s in zip(self.ids[rows], scores[rows], strict=True)]
+            best = np.argpartition(-scores, limit - 1)[:limit]
+            rows, scores = rows[best], scores[best]
+        order = np.lexsort((self.ids[rows], -scores))
+        return [(int(i), float(s)) for i, s in zip(self.ids[rows[order]], scores[order], strict=True)]
+
+    def _first_pass(self, query: np.ndarray, keep: np.ndarray | None, count: int) -> np.ndarray:
+        """The `count` kept rows whose sign bits are nearest the query's (Hamming distance)."""
+        assert self.bits is not None
+        code = np.packbits(query > 0)
+        bits, code = (self.bits.view(np.uint64), code.view(np.uint64)) if code.size % 8 == 0 else (self.bits, code)
+        distance = np.bitwise_count(bits ^ code).sum(axis=1, dtype=np.uint16)
+        if keep is not None:
+            distance[~keep] = np.iinfo(np.uint16).max
+        return np.argpartition(distance, count - 1)[:count]
+
+    @cached_property
+    def _by_id(self) -> tuple[np.ndarray, np.ndarray]:
+        """(live ids sorted, their rows): what look-ups by id bisect."""
+        rows = np.arange(len(self.ids)) if self.live is None else np.flatnonzero(self.live)
+        ids = np.asarray(self.ids[rows])
+        if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
+            order = np.argsort(ids, kind="stable")
+            ids, rows = ids[order], rows[order]
+        return ids, rows
+
+    def _rows_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(which of `wanted` are held, their rows)."""
+        ids, rows = self._by_id
+        if not len(ids):
+            return np.zeros(len(wanted), bool), np.zeros(0, np.int64)
+        at = np.searchsorted(ids, wanted).clip(max=len(ids) - 1)
+        held = ids[at] == wanted
+        return held, rows[at[held]]
 
     def cosines(self, ids: Iterable[int], vector: np.ndarray) -> dict[int, float]:
         """Cosine of each of these chunks to `vector` (ids not held are left out)."""
         wanted = np.asarray(list(ids), dtype=np.int64)
-        rows = np.searchsorted(self.ids, wanted).clip(max=max(len(self.ids) - 1, 0))
-        if not len(self.ids):
-            return {}
-        held = self.ids[rows] == wanted
-        scores = self.matrix[rows[held]] @ np.asarray(vector, dtype=np.float32)
+        held, rows = self._rows_of(wanted)
+        scores = self.matrix[rows] @ np.asarray(vector, dtype=np.float32) if len(rows) else []
         return {int(i): float(s) for i, s in zip(wanted[held], scores, strict=True)}
 
     def vector_of(self, chunk_id: int) -> np.ndarray | None:
-        row = int(np.searchsorted(self.ids, chunk_id))
-        if row < len(self.ids) and self.ids[row] == chunk_id:
-            return self.matrix[row]
-        return None
+        held, rows = self._rows_of(np.asarray([chunk_id], dtype=np.int64))
+        return np.asarray(self.matrix[rows[0]]) if len(rows) else None
 
 
 def _codes(column: pa.DictionaryArray) -> np.ndarray:

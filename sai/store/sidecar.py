@@ -1,0 +1,338 @@
+"""The vector sidecar: one memory-mapped copy of a collection's vectors beside the index file.
+
+Every searching process maps the same files, so the page cache holds the vectors once however
+many servers search the index, and a write costs its readers the rows it changed, not a reload
+(docs/design.md, "Vector search"). The DuckDB file stays the source of truth: the sidecar is
+derived from it, may be deleted at any time, and is rebuilt from it when missing or damaged.
+
+Layout, in `<db>.vectors/<collection>/` (`g<n>` is the generation, new at each compaction):
+
+    manifest.json  what the files hold: generation, token, dim, rows, dead, names_bytes
+    g<n>.ids       int64 per row: the chunk id
+    g<n>.stamps    int64 per row: the chunk's indexed_at (µs): with the id, the chunk's identity
+    g<n>.paths     int32 per row: its file key, an index into g<n>.names
+    g<n>.langs     int32 per row: its language, an index into g<n>.names (-1: none)
+    g<n>.f32       float32 (rows, dim): the vectors, L2-normalised
+    g<n>.bits      uint8 (rows, dim / 8): the vectors' sign bits, the first pass of a large scan
+    g<n>.dead      int64: tombstones, the rows whose chunk left the index
+    g<n>.names     NUL-terminated UTF-8 strings (paths and languages never hold a NUL)
+    lock           flock: exclusive while patching, shared while opening a generation
+
+Ordering and recovery. DuckDB commits first; the sidecar follows, patched by the first process
+that reads at the new token (a writer never touches it, so a writer killed anywhere leaves it
+merely behind). A patch appends rows past the manifest's counts, then replaces the manifest
+atomically (written aside, fsynced, renamed): a process killed during a patch leaves the old
+manifest, whose counts describe complete data, and the next patch cuts the tail it left. A
+reader uses the sidecar only when the manifest's token is the token of its own DuckDB snapshot;
+otherwise it patches it, under the lock, from the difference between the (id, stamp) pairs of
+DuckDB's chunks that have a vector and those of the sidecar's live rows: rows whose pair left
+are tombstoned, pairs not held are read from DuckDB and appended. The pair, not the id alone,
+decides, because DuckDB may hand a deleted chunk's id to a new chunk. So the vectors served are
+those DuckDB holds at the reader's snapshot, after any sequence of writes and kills.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from sai.store.rows import matrix_of
+
+FORMAT = 1  # the layout above; a manifest of another format is rebuilt
+COMPACT_MIN_DEAD = 50_000  # tombstones are cheap below this many: a compaction rewrites every row
+COMPACT_DEAD_SHARE = 0.25  # and above this share of the rows (scans pay for dead rows)
+_COPY_ROWS = 65_536  # rows copied per step of a compaction (bounds its memory)
+_COLUMNS = {"ids": np.int64, "stamps": np.int64, "paths": np.int32, "langs": np.int32}
+
+
+class VectorSource(Protocol):
+    """What the sidecar reads from the index (tables.Connection): a snapshot of one lease."""
+
+    def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, stamps) of every chunk that has a vector, sorted by id."""
+        ...
+
+    def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
+        """id, stamp, path, language, embedding of these chunks (None: all with a vector)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Manifest:
+    generation: int
+    token: str
+    origin: str  # the collection's created_at: a new collection under the same path starts over
+    dim: int
+    rows: int
+    dead: int
+    names_bytes: int
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest | None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.pop("format", None) != FORMAT:
+                return None
+            return cls(**data)
+        except (OSError, ValueError, TypeError):
+            return None  # missing or damaged: rebuilt from the index
+
+    def write(self, path: Path) -> None:
+        aside = path.with_name(path.name + ".new")
+        with open(aside, "w", encoding="utf-8") as out:
+            json.dump({"format": FORMAT, **self.__dict__}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(aside, path)
+        _fsync_dir(path.parent)
+
+
+@dataclass(frozen=True)
+class View:
+    """One consistent state of the sidecar, mapped read-only: rows [0, len) of a generation."""
+
+    token: str
+    ids: np.ndarray  # int64 per row (dead rows included)
+    stamps: np.ndarray
+    path_of: np.ndarray  # int32 per row, into names
+    language_of: np.ndarray  # int32 per row, into names, -1 for none
+    matrix: np.ndarray  # float32 (rows, dim), memory-mapped
+    bits: np.ndarray  # uint8 (rows, dim / 8), memory-mapped
+    live: np.ndarray | None  # bool per row; None when no row is dead
+    names: tuple[str, ...]
+
+
+class Sidecar:
+    """The sidecar of one collection of one index file."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+
+    @classmethod
+    def beside(cls, db: Path, collection: str) -> Sidecar:
+        return cls(db.with_name(db.name + ".vectors") / collection)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.dir / "manifest.json"
+
+    def view(self, source: VectorSource, *, token: str, origin: str, dim: int) -> View:
+        """The sidecar at `token` (the reader's snapshot of `source`), patched first if behind.
+
+        Opening holds the lock shared (a compaction removes old generations under it); a patch
+        holds it exclusively, so the readers of other processes wait for one patch, not make their own."""
+        with self._locked(fcntl.LOCK_SH):
+            held = Manifest.read(self.manifest_path)
+            if _matches(held, token, origin, dim):
+                return self._open(held)
+        with self._locked(fcntl.LOCK_EX):
+            held = Manifest.read(self.manifest_path)  # another process may have patched it meanwhile
+            if not _matches(held, token, origin, dim):
+                held = self._patch(source, held if _same_index(held, origin, dim) else None,
+                                   token=token, origin=origin, dim=dim)
+            return self._open(held)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _file(self, generation: int, name: str) -> Path:
+        return self.dir / f"g{generation}.{name}"
+
+    def _open(self, m: Manifest) -> View:
+        cols = {name: _map(self._file(m.generation, name), kind, (m.rows,)) for name, kind in _COLUMNS.items()}
+        matrix = _map(self._file(m.generation, "f32"), np.float32, (m.rows, m.dim))
+        bits = _map(self._file(m.generation, "bits"), np.uint8, (m.rows, _bit_width(m.dim)))
+        dead = np.fromfile(self._file(m.generation, "dead"), np.int64, count=m.dead) if m.dead else None
+        live = None
+        if dead is not None:
+            live = np.ones(m.rows, dtype=bool)
+            live[dead] = False
+        return View(token=m.token, ids=cols["ids"], stamps=cols["stamps"],
+                    path_of=cols["paths"], language_of=cols["langs"],
+                    matrix=matrix, bits=bits, live=live, names=self._names(m))
+
+    def _names(self, m: Manifest) -> tuple[str, ...]:
+        if not m.names_bytes:
+            return ()
+        with open(self._file(m.generation, "names"), "rb") as f:
+            data = f.read(m.names_bytes)
+        return tuple(data.decode("utf-8").split("\0")[:-1])
+
+    # -- patching (under the exclusive lock) --------------------------------------------------
+
+    def _patch(self, source: VectorSource, held: Manifest | None, *, token: str, origin: str, dim: int) -> Manifest:
+        if held is None:
+            return self._rebuild(source, None, token=token, origin=origin, dim=dim)
+        ids, stamps = source.vector_stamps()
+        view = self._open(held)
+        rows = np.flatnonzero(view.live) if view.live is not None else np.arange(held.rows)
+        gone, wanted = _difference(view.ids[rows], view.stamps[rows], ids, stamps)
+        gone_rows = rows[gone]
+        if held.dead + len(gone_rows) > max(COMPACT_MIN_DEAD, COMPACT_DEAD_SHARE * held.rows):
+            keep = np.setdiff1d(rows, gone_rows, assume_unique=True)
+            return self._rebuild(source, (view, keep), token=token, origin=origin, dim=dim, wanted=wanted)
+        writer = _Appender(self, held, view.names)
+        writer.add_dead(gone_rows)
+        if len(wanted):
+            for batch in source.vector_batches(wanted):
+                writer.add_batch(batch)
+        return writer.commit(token)
+
+    def _rebuild(
+        self, source: VectorSource, keep: tuple[View, np.ndarray] | None, *,
+        token: str, origin: str, dim: int, wanted: np.ndarray | None = None,
+    ) -> Manifest:
+        """A new generation: the kept rows of the old one, then `wanted` (or every chunk) from DuckDB."""
+        old = Manifest.read(self.manifest_path)
+        generation = (old.generation + 1) if old else 1
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fresh = Manifest(generation, "", origin, dim, 0, 0, 0)
+        for name in (*_COLUMNS, "f32", "bits", "dead", "names"):
+            self._file(generation, name).unlink(missing_ok=True)
+        writer = _Appender(self, fresh, ())
+        if keep is not None:
+            view, rows = keep
+            for start in range(0, len(rows), _COPY_ROWS):
+                writer.add_rows(view, rows[start:start + _COPY_ROWS])
+        if keep is None or (wanted is not None and len(wanted)):
+            for batch in source.vector_batches(wanted if keep is not None else None):
+                writer.add_batch(batch)
+        done = writer.commit(token)
+        for stale in self.dir.glob("g*.*"):  # older generations: their readers keep their maps
+            if not stale.name.startswith(f"g{generation}."):
+                stale.unlink(missing_ok=True)
+        return done
+
+    @contextlib.contextmanager
+    def _locked(self, mode: int) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, mode)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+class _Appender:
+    """Appends rows to a generation's files past the manifest's counts, then commits a manifest."""
+
+    def __init__(self, sidecar: Sidecar, m: Manifest, names: tuple[str, ...]) -> None:
+        self.sidecar = sidecar
+        self.m = m
+        self.codes = {name: k for k, name in enumerate(names)}
+        self.rows = m.rows
+        self.dead = m.dead
+        self.names_bytes = m.names_bytes
+        sizes = {name: np.dtype(kind).itemsize * m.rows for name, kind in _COLUMNS.items()}
+        sizes |= {"f32": 4 * m.dim * m.rows, "bits": _bit_width(m.dim) * m.rows, "dead": 8 * m.dead,
+                  "names": m.names_bytes}
+        self.files = {}
+        for name, size in sizes.items():  # cut what a killed patch left past the counts
+            f = open(sidecar._file(m.generation, name), "ab+")  # noqa: SIM115 (closed in commit)
+            f.truncate(size)
+            f.seek(size)
+            self.files[name] = f
+
+    def add_dead(self, rows: np.ndarray) -> None:
+        self.files["dead"].write(np.asarray(rows, np.int64).tobytes())
+        self.dead += len(rows)
+
+    def add_batch(self, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows:
+            return
+        matrix = matrix_of(pa.chunked_array([batch.column("embedding")]))
+        self._append(batch.column("id").to_numpy().astype(np.int64),
+                     batch.column("stamp").to_numpy().astype(np.int64),
+                     self._codes(batch.column("path").to_pylist()),
+                     self._codes(batch.column("language").to_pylist()), matrix)
+
+    def add_rows(self, view: View, rows: np.ndarray) -> None:
+        """Rows of another generation (a compaction), their names re-coded into this one's."""
+        names = view.names
+        self._append(view.ids[rows], np.asarray(view.stamps[rows]),
+                     self._codes([names[k] for k in view.path_of[rows]]),
+                     self._codes([names[k] if k >= 0 else None for k in view.language_of[rows]]),
+                     np.asarray(view.matrix[rows]))
+
+    def _append(self, ids: np.ndarray, stamps: np.ndarray, paths: np.ndarray, langs: np.ndarray,
+                matrix: np.ndarray) -> None:
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        for name, values in (("ids", ids), ("stamps", stamps), ("paths", paths), ("langs", langs)):
+            self.files[name].write(np.ascontiguousarray(values, _COLUMNS[name]).tobytes())
+        self.files["f32"].write(matrix.tobytes())
+        self.files["bits"].write(np.packbits(matrix > 0, axis=1).tobytes())
+        self.rows += len(ids)
+
+    def _codes(self, names: list[str | None]) -> np.ndarray:
+        out = np.empty(len(names), np.int32)
+        for k, name in enumerate(names):
+            if name is None:
+                out[k] = -1
+                continue
+            code = self.codes.get(name)
+            if code is None:
+                code = self.codes[name] = len(self.codes)
+                data = name.encode("utf-8") + b"\0"
+                self.files["names"].write(data)
+                self.names_bytes += len(data)
+            out[k] = code
+        return out
+
+    def commit(self, token: str) -> Manifest:
+        """Make the appended rows durable, then let the manifest say they are there."""
+        for f in self.files.values():
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+        done = Manifest(self.m.generation, token, self.m.origin, self.m.dim, self.rows, self.dead, self.names_bytes)
+        done.write(self.sidecar.manifest_path)
+        return done
+
+
+def _difference(held_ids: np.ndarray, held_stamps: np.ndarray, ids: np.ndarray,
+                stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions of the held pairs DuckDB no longer has, DuckDB's ids the sidecar does not hold).
+
+    `ids` is sorted and unique (chunk ids are); so are the held live ids."""
+    at = np.searchsorted(ids, held_ids).clip(max=max(len(ids) - 1, 0))
+    kept = (ids[at] == held_ids) & (stamps[at] == held_stamps) if len(ids) else np.zeros(len(held_ids), bool)
+    have = np.zeros(len(ids), dtype=bool)
+    have[at[kept]] = True
+    return np.flatnonzero(~kept), ids[~have]
+
+
+def _matches(m: Manifest | None, token: str, origin: str, dim: int) -> bool:
+    return m is not None and m.token == token and _same_index(m, origin, dim)
+
+
+def _same_index(m: Manifest | None, origin: str, dim: int) -> bool:
+    return m is not None and m.origin == origin and m.dim == dim
+
+
+def _bit_width(dim: int) -> int:
+    return (dim + 7) // 8
+
+
+def _map(path: Path, kind: type, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only map of the first rows of a file (an empty array for no rows)."""
+    if not shape[0]:
+        return np.zeros(shape, dtype=kind)
+    return np.memmap(path, dtype=kind, mode="r", shape=shape)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+

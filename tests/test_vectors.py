@@ -1,0 +1,359 @@
+"""The shared vector sidecar (store/sidecar.py): answers equal an exact scan of what DuckDB holds
+after any sequence of writes, kills of writers and of patching readers, compactions and
+concurrent readers in other processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+import sai.store.sidecar as sidecar_module
+import sai.store.vectors as vectors_module
+from sai.models import FileRow, IndexMeta, NewChunk
+from sai.store import DuckDBStore
+from sai.store.sidecar import Manifest, Sidecar
+
+DIM = 16
+COLLECTION = "code"
+META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
+                 vector_dim=DIM, chunker="ast", chunker_version=1)
+REPO = Path(__file__).resolve().parent.parent
+
+# Shared by the subprocess scripts: write `count` chunks of file `key` with vectors drawn from `seed`.
+HELPERS = f"""
+import sys, os, time, signal
+import numpy as np
+from pathlib import Path
+from sai.models import FileRow, NewChunk
+from sai.store import DuckDBStore
+DIM = {DIM}
+def chunks(key, count, seed):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((count, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    rows = [NewChunk(path=key, language="python", start_line=k + 1, end_line=k + 1, symbol=None,
+                     text=f"{{key}} {{seed}} {{k}}", content_hash=f"{{key}}-{{seed}}-{{k}}", file_hash=f"{{seed}}",
+                     no_duplicate=False, lexemes="x", shape=None) for k in range(count)]
+    return [FileRow(key, 1, seed, f"{{seed}}", count)], rows, v
+"""
+
+# Refreshes random files for ever inside one run (one writer connection), printing each commit.
+WRITER = HELPERS + """
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
+rng = np.random.default_rng(int(sys.argv[2]))
+with store.run():
+    for n in range(10**9):
+        key = f"src/f{rng.integers(0, 30)}.py"
+        with store.write() as writer:
+            if rng.random() < 0.2:
+                writer.remove_files([key])
+            else:
+                writer.replace_files(*chunks(key, int(rng.integers(1, 6)), int(rng.integers(1, 10**9))))
+        print(n, flush=True)
+"""
+
+# A reader that dies by SIGKILL inside a sidecar patch: after its rows are appended (`data`),
+# or with the new manifest written aside but not yet renamed into place (`manifest`).
+KILLED_PATCH = HELPERS + """
+from sai.store import sidecar
+where = sys.argv[2]
+if where == "data":
+    sidecar.Manifest.write = lambda self, path: os.kill(os.getpid(), signal.SIGKILL)
+else:
+    real_replace = os.replace
+    def replace(src, dst):
+        if str(dst).endswith("manifest.json"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        real_replace(src, dst)
+    sidecar.os.replace = replace
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
+with store.read() as reader:
+    reader.nearest(np.ones(DIM, np.float32), 5)
+"""
+
+# Searches once and prints the ids and scores it found for the query on stdin.
+SEARCH = HELPERS + """
+import json
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
+query = np.asarray(json.loads(sys.stdin.read()), np.float32)
+with store.read() as reader:
+    print(json.dumps(reader.nearest(query, 10)), flush=True)
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _chunks(key: str, count: int, seed: int) -> tuple[list[FileRow], list[NewChunk], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((count, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    rows = [NewChunk(path=key, language="python" if k % 3 else "rust", start_line=k + 1, end_line=k + 1,
+                     symbol=None, text=f"{key} {seed} {k}", content_hash=f"{key}-{seed}-{k}",
+                     file_hash=str(seed), no_duplicate=False, lexemes="x", shape=None) for k in range(count)]
+    return [FileRow(key, 1, seed, str(seed), count)], rows, v
+
+
+def _build(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
+    store = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+    with store.write() as writer:
+        writer.create(META)
+        for f in range(files):
+            writer.replace_files(*_chunks(f"src/f{f}.py", per_file, seed=f))
+    return store
+
+
+def _exact(db: Path, query: np.ndarray, k: int, *, paths: set[str] | None = None,
+           language: str | None = None) -> list[tuple[int, float]]:
+    """The top k by an exact scan of what the DuckDB file holds, read by a connection of its own."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(f"SELECT id, path, language, embedding FROM {COLLECTION} "
+                           "WHERE embedding IS NOT NULL").fetchall()
+    finally:
+        con.close()
+    rows = [r for r in rows if (paths is None or r[1] in paths) and (language is None or r[2] == language)]
+    if not rows:
+        return []
+    ids = np.array([r[0] for r in rows])
+    scores = np.array([r[3] for r in rows], np.float32) @ query
+    order = np.lexsort((ids, -scores))[:k]
+    return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+def _same(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
+    assert [i for i, _ in found] == [i for i, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+
+def _queries(n: int = 5) -> np.ndarray:
+    q = np.random.default_rng(99).standard_normal((n, DIM)).astype(np.float32)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def _check(store: DuckDBStore, db: Path) -> None:
+    with store.read() as reader:
+        for q in _queries():
+            _same(reader.nearest(q, 10), _exact(db, q, 10))
+            scope_paths = {"src/f1.py", "src/f2.py", "src/f7.py"}
+            table = reader.conn.vector_table()
+            _same(table.nearest(q, 4, mask=table.mask(paths=scope_paths)), _exact(db, q, 4, paths=scope_paths))
+            _same(table.nearest(q, 6, mask=table.mask(language="rust")), _exact(db, q, 6, language="rust"))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "index" / "code.duckdb"
+
+
+def _manifest(db: Path) -> Manifest:
+    found = Manifest.read(Sidecar.beside(db, COLLECTION).manifest_path)
+    assert found is not None
+    return found
+
+
+def test_readers_map_the_sidecar_and_answer_as_the_exact_scan(db: Path) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.read() as reader:
+            table = reader.conn.vector_table()
+        assert isinstance(table.matrix, np.memmap) and len(table) == 100
+        assert _manifest(db).rows == 100 and _manifest(db).token == table.token
+    finally:
+        store.close()
+
+
+def test_a_refresh_appends_and_tombstones_without_rewriting_the_rest(db: Path) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        vectors_file = Sidecar.beside(db, COLLECTION).dir / "g1.f32"
+        first = vectors_file.read_bytes()
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f3.py", 7, seed=1000))
+        _check(store, db)
+        m = _manifest(db)
+        assert (m.generation, m.rows, m.dead) == (1, 107, 5)
+        assert vectors_file.read_bytes()[:len(first)] == first  # the old rows stay where they were
+    finally:
+        store.close()
+
+
+def test_an_id_handed_to_a_new_chunk_never_serves_the_old_chunks_vector(db: Path) -> None:
+    """DuckDB numbers new chunks from the largest id left: the last file's ids come back."""
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f19.py", 5, seed=555))  # ids 96-100 again, new vectors
+        with store.read() as reader:
+            ids = sorted(i for i, _ in reader.nearest(_queries()[0], 100))
+        assert ids == list(range(1, 101))
+        _check(store, db)
+    finally:
+        store.close()
+
+
+def test_tombstones_past_the_bound_compact_into_a_new_generation(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sidecar_module, "COMPACT_MIN_DEAD", 8)
+    monkeypatch.setattr(sidecar_module, "COMPACT_DEAD_SHARE", 0.05)
+    store = _build(db)
+    try:
+        _check(store, db)
+        for n in range(6):
+            with store.write() as writer:
+                writer.replace_files(*_chunks(f"src/f{n}.py", 5, seed=2000 + n))
+            _check(store, db)
+        m = _manifest(db)
+        assert m.generation > 1 and m.dead <= 8
+        assert not list(Sidecar.beside(db, COLLECTION).dir.glob("g1.*"))  # the old generation is gone
+    finally:
+        store.close()
+
+
+def test_chunks_without_a_vector_yet_are_left_out_until_they_have_one(db: Path) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.write() as writer:
+            writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = NULL WHERE id IN (3, 4)")
+            writer.conn.dirty = True
+        _check(store, db)
+        with store.read() as reader:
+            assert {3, 4}.isdisjoint(i for i, _ in reader.nearest(_queries()[0], 100))
+        with store.write() as writer:
+            vector = [1.0] + [0.0] * (DIM - 1)
+            writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = ?::FLOAT[{DIM}] WHERE id = 3", [vector])
+            writer.conn.dirty = True
+        _check(store, db)
+        with store.read() as reader:
+            assert reader.nearest(np.array(vector, np.float32), 1)[0][0] == 3
+    finally:
+        store.close()
+
+
+def test_a_new_collection_at_the_same_path_rebuilds_the_sidecar(db: Path) -> None:
+    store = _build(db)
+    _check(store, db)
+    store.close()
+    db.unlink()
+    store = _build(db, files=3, per_file=2)  # ids 1-6 again, other vectors, a new created_at
+    try:
+        _check(store, db)
+        assert _manifest(db).rows == 6
+    finally:
+        store.close()
+
+
+def test_a_damaged_manifest_is_rebuilt_from_the_index(db: Path) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        Sidecar.beside(db, COLLECTION).manifest_path.write_text("{not json", encoding="utf-8")
+        store.derived.clear()
+        _check(store, db)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("where", ["data", "manifest"])
+def test_a_reader_killed_inside_a_patch_leaves_a_sidecar_the_next_reader_repairs(db: Path, where: str) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f4.py", 9, seed=4242))
+        store.close()
+        killed = subprocess.run([sys.executable, "-c", KILLED_PATCH, str(db), where], env=_env(),
+                                capture_output=True, text=True, timeout=120)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert _manifest(db).rows == 100  # the kill left the manifest of before the patch
+        _check(store, db)
+        assert _manifest(db).rows == 109
+    finally:
+        store.close()
+
+
+def test_writers_killed_at_random_moments_never_leave_a_wrong_vector(db: Path) -> None:
+    store = _build(db, files=30)
+    store.close()
+    rng = np.random.default_rng(3)
+    for round_ in range(6):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(round_)], env=_env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert writer.stdout is not None
+        for _ in range(int(rng.integers(1, 15))):
+            assert writer.stdout.readline(), writer.stderr.read() if writer.stderr else ""
+        time.sleep(float(rng.random()) * 0.05)  # mid-transaction or between two
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        if round_ % 2:  # sometimes the sidecar is several writes behind
+            _check(store, db)
+            store.close()
+    _check(store, db)
+    store.close()
+
+
+def test_concurrent_readers_in_other_processes_agree_with_the_exact_scan(db: Path) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f9.py", 4, seed=77))
+            writer.remove_files(["src/f10.py"])
+        store.close()
+        query = _queries()[1]
+        readers = [subprocess.Popen([sys.executable, "-c", SEARCH, str(db)], env=_env(), stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        answers = [r.communicate(json.dumps(query.tolist()), timeout=120) for r in readers]
+        expected = _exact(db, query, 10)
+        for (out, err), reader in zip(answers, readers, strict=True):
+            assert reader.returncode == 0, err
+            _same([tuple(hit) for hit in json.loads(out)], expected)
+        m = _manifest(db)
+        assert (m.rows, m.dead) == (104, 10)  # one patch: the others found it done
+    finally:
+        store.close()
+
+
+def test_the_two_pass_scan_searches_only_live_rows_of_the_filtered_subset(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recall against the exact scan is measured by benchmarks/scale.py on realistic vectors;
+    here: what the first pass may hand on, and exactness once it hands on the whole subset."""
+    monkeypatch.setattr(vectors_module, "FIRST_PASS_ROWS", 50)
+    monkeypatch.setattr(vectors_module, "RESCORE", 60)
+    store = _build(db, files=40, per_file=10)
+    try:
+        with store.read() as reader:
+            reader.nearest(_queries()[0], 1)  # the sidecar, before the write tombstones rows in it
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f6.py", 10, seed=606))  # tombstones ten rows
+        with store.read() as reader:
+            table = reader.conn.vector_table()
+            assert table.bits is not None and table.live is not None
+            live = set(table.ids[table.live].tolist())
+            scope = {f"src/f{n}.py" for n in range(0, 40, 3)}  # 140 rows: still two passes
+            in_scope = {int(i) for i, p in zip(table.ids, table.path_of, strict=True) if table.paths[p] in scope}
+            for q in _queries():
+                hits = table.nearest(q, 3)
+                assert len(hits) == 3 and {i for i, _ in hits} <= live  # never a dead row
+                assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+                exact = dict(_exact(db, q, 400))
+                assert all(abs(exact[i] - s) < 1e-5 for i, s in hits)  # scored exactly
+                found = table.nearest(q, 2, mask=table.mask(paths=scope))
+                assert len(found) == 2 and {i for i, _ in found} <= (in_scope & live)
+                small = {"src/f5.py", "src/f6.py"}  # fewer rows than the first pass hands on: exact
+                _same(table.nearest(q, 5, mask=table.mask(paths=small)), _exact(db, q, 5, paths=small))
+    finally:
+        store.close()
