@@ -235,10 +235,16 @@ class Connection:
 
     def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
         """(ids, stamps) of every chunk with a vector, by id: what the sidecar is compared with."""
-        table = self._arrow(f"SELECT id, {_STAMP} AS stamp FROM {self.collection} "
-                            "WHERE embedding IS NOT NULL ORDER BY id")
-        return (table.column("id").to_numpy().astype(np.int64),
-                table.column("stamp").to_numpy().astype(np.int64))
+        # Two reads: `embedding IS NULL` is answered from the column's statistics when no vector
+        # is missing (~1 ms), where `IS NOT NULL` reads every vector (0.3-0.9 s at 84k chunks).
+        table = self._arrow(f"SELECT id, {_STAMP} AS stamp FROM {self.collection} ORDER BY id")
+        ids = table.column("id").to_numpy().astype(np.int64)
+        stamps = table.column("stamp").to_numpy().astype(np.int64)
+        missing = self._arrow(f"SELECT id FROM {self.collection} WHERE embedding IS NULL").column("id")
+        if len(missing):
+            keep = ~np.isin(ids, missing.to_numpy())
+            ids, stamps = ids[keep], stamps[keep]
+        return ids, stamps
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
         """id, stamp, path, language and embedding of these chunks (None: every chunk with a

@@ -1,0 +1,416 @@
+"""SAI at monorepo size: indexing, re-indexing, searching and duplicates at `--chunks` chunks.
+
+Builds a tree of the Python code on this machine (the standard library, then site-packages, each
+file once, sorted; past them, copies whose def and class names carry a per-copy suffix, so texts
+stay distinct), indexes it with a stand-in embedder (a subprocess speaking Ollama's API: hashed
+word vectors, 384-d, no model, so SAI's own work is what is measured; texts sharing words get
+higher cosines), and prints:
+
+- index wall time against the embedder's own (busy) time; index file bytes per chunk (and the
+  vector sidecar's); a no-op re-index;
+- hybrid / semantic / lexical p50 and p95 in one warm process, with no filter, a selective glob
+  and a language;
+- the first query after a one-file refresh, in the refreshing process and in another warm one;
+- RSS and PSS (the proportional share of pages shared through the page cache) of one searching
+  process alone and of four at once;
+- recall@10 of the vector scan against an exact scan of the same rows;
+- status, a symbol look-up after a write, and find_duplicates' time and peak RSS (a subprocess).
+
+Tree, index and figures are cached under `--cache` (reused when present).
+
+    nice -n 10 .venv/bin/python benchmarks/scale.py --chunks 100000 [--cache DIR] [--queries 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+import urllib.request
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from sai import find_duplicates, index, refresh, search, status  # noqa: E402
+from sai.config import load_config  # noqa: E402
+from sai.project import Project  # noqa: E402
+from sai.query.lookup import find_symbol  # noqa: E402
+
+SOURCES = (Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"]))
+BYTES_PER_CHUNK = 500  # the tree's size per wanted chunk (83,832 chunks from 42 MB of these sources)
+DIM = 384
+QUERIES = ("parse a header line", "encode the message body", "open a socket connection", "read the config file",
+           "format a date", "split words", "compress data", "handle an error", "quote a string", "iterate lines",
+           "tensor shape mismatch", "retry the request", "load a json file", "walk a directory tree")
+MODES = ("hybrid", "semantic", "lexical")
+DEF = re.compile(r"^(\s*(?:async\s+)?(?:def|class)\s+)([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+
+
+# -- the stand-in embedder (its own process) ------------------------------------------------
+
+WORD = re.compile(r"[a-z]+|[0-9]+")
+
+
+def embed_text(text: str) -> list[float]:
+    """Hashed words (identifiers split into their lower-case runs), each on 3 signed dimensions."""
+    words = WORD.findall(text.lower()) or ["empty"]
+    h = np.fromiter((zlib.crc32(w.encode()) for w in words), np.int64, len(words))
+    dims = np.concatenate([h % DIM, (h >> 9) % DIM, (h >> 18) % DIM])
+    signs = np.concatenate([np.where((h >> k) & 1, 1.0, -1.0) for k in (27, 28, 29)])
+    v = np.bincount(dims, weights=signs, minlength=DIM)
+    v /= np.linalg.norm(v) or 1.0
+    return np.round(v, 5).tolist()
+
+
+class StandIn(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), StandInHandler)
+        self.lock = threading.Lock()
+        self.inputs = self.requests = 0
+        self.busy_s = 0.0
+
+
+class StandInHandler(BaseHTTPRequestHandler):
+    server: StandIn
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        srv = self.server
+        self._send(json.dumps({"inputs": srv.inputs, "requests": srv.requests, "busy_s": srv.busy_s}).encode())
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        inputs = body.get("input") or []
+        inputs = [inputs] if isinstance(inputs, str) else inputs
+        started = time.perf_counter()
+        data = json.dumps({"model": body["model"], "embeddings": [embed_text(t) for t in inputs]}).encode()
+        with self.server.lock:
+            self.server.inputs += len(inputs)
+            self.server.requests += 1
+            self.server.busy_s += time.perf_counter() - started
+        self._send(data)
+
+    def _send(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve() -> None:
+    server = StandIn()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"http://127.0.0.1:{server.server_address[1]}", flush=True)
+    sys.stdin.read()
+
+
+def counts(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/counts") as answer:
+        return json.loads(answer.read())
+
+
+# -- the tree -------------------------------------------------------------------------------
+
+def build_tree(root: Path, chunks: int) -> dict[str, int]:
+    """Every source .py file once (by content), then renamed copies, until the size budget is met."""
+    budget = chunks * BYTES_PER_CHUNK
+    seen: set[int] = set()
+    originals: list[tuple[Path, str]] = []
+    for n, base in enumerate(SOURCES):
+        for path in sorted(base.rglob("*.py")):
+            try:
+                if path.stat().st_size > 500_000 or "__pycache__" in path.parts:
+                    continue
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            digest = zlib.crc32(text.encode())
+            if digest not in seen:
+                seen.add(digest)
+                originals.append((Path(f"s{n}") / path.relative_to(base), text))
+    written = copies = 0
+    while written < budget:
+        for rel, text in originals:
+            if copies:
+                rel = Path(f"v{copies}") / rel
+                text = f"# variant {copies}\n" + DEF.sub(lambda m: f"{m.group(1)}{m.group(2)}_v{copies}", text)
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            written += len(text)
+            if written >= budget:
+                break
+        copies += 1
+    return {"bytes": written, "copies": copies - 1, "distinct_sources": len(originals)}
+
+
+def write_config(root: Path, url: str) -> None:
+    (root / "sai-cfg.yml").write_text(f"embedder: ollama\nmodel: nomic-embed-text\next: py\nollama:\n  url: {url}\n",
+                                      encoding="utf-8")
+
+
+def open_project(root: Path) -> Project:
+    return Project(load_config(cwd=root, env={}))
+
+
+# -- measuring ------------------------------------------------------------------------------
+
+def pct(seconds: list[float]) -> dict[str, float]:
+    ms = np.sort(np.array(seconds) * 1000)
+    return {"p50": round(float(statistics.median(ms)), 1),
+            "p95": round(float(ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]), 1)}
+
+
+def memory(pid: int) -> dict[str, float]:
+    """RSS and PSS (MB) of a process, from smaps_rollup."""
+    out: dict[str, float] = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name in ("Rss", "Pss", "Pss_Anon", "Pss_File"):
+                out[name.lower()] = round(int(rest.split()[0]) / 1024, 1)
+    return out
+
+
+def latencies(project: Project, filters: dict[str, dict[str, str]], queries: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for mode in MODES:
+        times: dict[str, list[float]] = {name: [] for name in filters}
+        for n in range(queries):
+            for name, given in filters.items():
+                start = time.perf_counter()
+                search(project, QUERIES[n % len(QUERIES)], limit=8, mode=mode, **given)
+                times[name].append(time.perf_counter() - start)
+        out[mode] = {name: pct(seconds) for name, seconds in times.items()}
+        print(f"  {mode}: {out[mode]}", flush=True)
+    return out
+
+
+def recall(project: Project, url: str, count: int = 60) -> dict[str, float]:
+    """recall@10 of the table's nearest() against an exact scan over the same live rows."""
+    with project.store.read() as reader:
+        table = reader.conn.vector_table()  # type: ignore[attr-defined]
+    rng = np.random.default_rng(5)
+    live = np.arange(len(table.ids)) if table.live is None else np.flatnonzero(table.live)
+    picks = [np.asarray(table.matrix[r]) for r in rng.choice(live, count - len(QUERIES), replace=False)]
+    vectors = [project.embedder.embed_query(q) for q in QUERIES] + picks
+    found, timings = [], []
+    for q in vectors:
+        start = time.perf_counter()
+        got = {i for i, _ in table.nearest(q, 10)}
+        timings.append(time.perf_counter() - start)
+        scores = np.asarray(table.matrix[live]) @ q if len(live) < 300_000 else np.concatenate(
+            [np.asarray(table.matrix[live[k:k + 200_000]]) @ q for k in range(0, len(live), 200_000)])
+        tenth = np.partition(-scores, 9)[9]  # ties at the tenth score: any of them is a right answer
+        exact = {int(i) for i in table.ids[live[-scores <= tenth + 1e-6]]}
+        found.append(min(1.0, len(got & exact) / 10))
+    return {"recall_at_10": round(float(np.mean(found)), 4), "worst": float(np.min(found)),
+            "scan_ms": pct(timings), "rows": int(len(live)), "two_pass": table.bits is not None
+            and len(live) > getattr(sys.modules["sai.store.vectors"], "FIRST_PASS_ROWS", 0)}
+
+
+def start_workers(root: Path, n: int) -> list[subprocess.Popen[str]]:
+    return [subprocess.Popen([sys.executable, __file__, "--worker", str(root)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True) for _ in range(n)]
+
+
+def ask(workers: list[subprocess.Popen[str]], command: str) -> list[dict[str, Any]]:
+    for w in workers:
+        assert w.stdin is not None
+        w.stdin.write(command + "\n")
+        w.stdin.flush()
+    return [json.loads(w.stdout.readline()) for w in workers if w.stdout is not None]
+
+
+def stop_workers(workers: list[subprocess.Popen[str]]) -> None:
+    for w in workers:
+        if w.stdin is not None:
+            w.stdin.close()
+        w.wait(timeout=60)
+
+
+def worker(root: Path) -> None:
+    """A searching process (like an agent's server): warms up, then answers commands on stdin."""
+    project = open_project(root)
+    for line in sys.stdin:
+        if line.strip() == "warm":
+            for n in range(len(QUERIES)):
+                for mode in MODES:
+                    search(project, QUERIES[n], limit=8, mode=mode)
+            print(json.dumps({"pid": os.getpid()}), flush=True)
+        elif line.strip() == "first":
+            start = time.perf_counter()
+            search(project, "decode the response body", limit=8, mode="hybrid")
+            first = time.perf_counter() - start
+            start = time.perf_counter()
+            search(project, "decode the response body", limit=8, mode="hybrid")
+            print(json.dumps({"first_ms": round(first * 1000, 1),
+                              "second_ms": round((time.perf_counter() - start) * 1000, 1)}), flush=True)
+    project.close()
+
+
+def duplicates_child(root: Path) -> None:
+    project = open_project(root)
+    start = time.perf_counter()
+    clusters = find_duplicates(project)
+    print(json.dumps({"seconds": round(time.perf_counter() - start, 1), "clusters": len(clusters),
+                      "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}), flush=True)
+
+
+def refresh_one(project: Project, root: Path, key: str, n: int) -> float:
+    path = root / key
+    path.write_text(path.read_text(encoding="utf-8") + f"\n\ndef scale_probe_{n}(value):\n    return value * {n}\n",
+                    encoding="utf-8")
+    start = time.perf_counter()
+    refresh(project, [key])
+    return time.perf_counter() - start
+
+
+# -- the run --------------------------------------------------------------------------------
+
+def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    root = args.cache / f"tree-{args.chunks}"
+    results: dict[str, Any] = {"chunks_wanted": args.chunks}
+    done = root / ".index" / "scale-index.json"
+    if not done.is_file():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        results["tree"] = build_tree(root, args.chunks)
+        write_config(root, url)
+        before = counts(url)
+        project = open_project(root)
+        start = time.perf_counter()
+        report = index(project)
+        wall = time.perf_counter() - start
+        project.close()
+        after = counts(url)
+        figures = {"wall_s": round(wall, 1), "embedder_busy_s": round(after["busy_s"] - before["busy_s"], 1),
+                   "texts": after["inputs"] - before["inputs"], "chunks": report.chunks, "files": report.files,
+                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+                   "tree": results["tree"]}
+        done.write_text(json.dumps(figures), encoding="utf-8")
+    write_config(root, url)
+    results["index"] = json.loads(done.read_text(encoding="utf-8"))
+    print(f"index: {results['index']}", flush=True)
+    project = open_project(root)
+    start = time.perf_counter()
+    index(project)
+    results["noop_reindex_s"] = round(time.perf_counter() - start, 2)
+    db = project.config.db_path
+    chunks = results["index"]["chunks"]
+    sidecar = db.with_name(db.name + ".vectors")
+    side_bytes = sum(p.stat().st_size for p in sidecar.rglob("*") if p.is_file()) if sidecar.exists() else 0
+    results["file_bytes_per_chunk"] = round(db.stat().st_size / chunks)
+    print(f"no-op {results['noop_reindex_s']} s; index file {db.stat().st_size / 1e6:.0f} MB "
+          f"({results['file_bytes_per_chunk']} B/chunk)", flush=True)
+
+    with project.store.read() as reader:
+        sizes = {k: r.chunk_count for k, r in reader.files().items() if r.chunk_count >= 4}
+    selective = min(sizes, key=lambda k: (sizes[k], k))
+    probe = max(sizes, key=lambda k: (sizes[k] < 40, sizes[k], k))  # a mid-size file to refresh
+    filters = {"none": {}, f"glob {selective}": {"path_glob": selective}, "language py": {"language": "py"}}
+    search(project, "warm up", limit=8, mode="hybrid")  # loads the tables once
+    side_bytes = sum(p.stat().st_size for p in sidecar.rglob("*") if p.is_file()) if sidecar.exists() else 0
+    results["sidecar_bytes_per_chunk"] = round(side_bytes / chunks)
+    results["latency"] = latencies(project, filters, args.queries)
+    results["recall"] = recall(project, url)
+    print(f"recall: {results['recall']}", flush=True)
+
+    start = time.perf_counter()
+    status(project)
+    results["status_s"] = round(time.perf_counter() - start, 2)
+
+    one = start_workers(root, 1)
+    ask(one, "warm")
+    results["rss_one"] = memory(one[0].pid)
+    refresh_s = refresh_one(project, root, probe, 1)
+    start = time.perf_counter()
+    search(project, "decode the response body", limit=8, mode="hybrid")
+    first_here = time.perf_counter() - start
+    start = time.perf_counter()
+    find_symbol(project, "scale_probe_1")
+    results["symbol_after_write_s"] = round(time.perf_counter() - start, 3)
+    results["after_refresh"] = {"refresh_s": round(refresh_s, 2), "first_query_ms_writer": round(first_here * 1000, 1),
+                                "other_process": ask(one, "first")[0]}
+    stop_workers(one)
+    print(f"after a one-file refresh: {results['after_refresh']}", flush=True)
+    four = start_workers(root, 4)
+    ask(four, "warm")
+    each = [memory(w.pid) for w in four]
+    results["rss_four"] = {"each": each, "rss_sum": round(sum(m["rss"] for m in each)),
+                           "pss_sum": round(sum(m["pss"] for m in each))}
+    stop_workers(four)
+    print(f"memory: one {results['rss_one']}; four {results['rss_four']}", flush=True)
+    project.close()
+
+    if not args.skip_duplicates:
+        try:
+            child = subprocess.run([sys.executable, __file__, "--duplicates", str(root)], capture_output=True,
+                                   text=True, timeout=args.duplicates_timeout)
+            results["duplicates"] = json.loads(child.stdout.strip().splitlines()[-1]) if child.returncode == 0 \
+                else {"error": child.stderr.strip().splitlines()[-1:]}
+        except subprocess.TimeoutExpired:
+            results["duplicates"] = {"error": f"not done after {args.duplicates_timeout} s"}
+        print(f"duplicates: {results['duplicates']}", flush=True)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--cache", type=Path, default=Path(os.environ.get("SAI_SCALE_CACHE", "/tmp/sai-scale")))
+    parser.add_argument("--queries", type=int, default=20, help="queries per mode and filter")
+    parser.add_argument("--skip-duplicates", action="store_true")
+    parser.add_argument("--duplicates-timeout", type=float, default=1200)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--duplicates", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve()
+        return 0
+    if args.worker:
+        worker(args.worker)
+        return 0
+    if args.duplicates:
+        duplicates_child(args.duplicates)
+        return 0
+    server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        results = run(args, url)
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait()
+    out = args.cache / f"results-{args.chunks}.json"
+    out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
