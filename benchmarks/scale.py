@@ -154,7 +154,7 @@ def build_tree(root: Path, chunks: int) -> dict[str, int]:
         for rel, text in originals:
             if copies:
                 rel = Path(f"v{copies}") / rel
-                text = f"# variant {copies}\n" + DEF.sub(lambda m: f"{m.group(1)}{m.group(2)}_v{copies}", text)
+                text = f"# variant {copies}\n" + DEF.sub(rf"\1\2_v{copies}", text)
             target = root / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
