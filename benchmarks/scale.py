@@ -287,6 +287,121 @@ def refresh_one(project: Project, root: Path, key: str, n: int) -> float:
     return time.perf_counter() - start
 
 
+# -- the vector store alone, at sizes the machine cannot index in time ------------------------
+
+class ArraySource:
+    """A VectorSource (store/sidecar.py) over arrays: `n` rows made from a built index's vectors,
+    each a base vector plus noise (cosine ~0.85 to it), 20 chunks per file."""
+
+    def __init__(self, base: np.ndarray, n: int) -> None:
+        self.base, self.n = base, n
+        self.ids = np.arange(1, n + 1, dtype=np.int64)
+        self.stamps = np.ones(n, np.int64)
+        self.extra: dict[int, np.ndarray] = {}  # rows a simulated write replaced
+
+    def vector(self, ids: np.ndarray) -> np.ndarray:
+        rng = np.random.default_rng(int(ids[0]))
+        v = self.base[(ids - 1) % len(self.base)] + rng.standard_normal((len(ids), DIM)).astype(np.float32) * 0.032
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.ids, self.stamps
+
+    def vector_batches(self, ids: np.ndarray | None) -> Any:
+        import pyarrow as pa
+
+        wanted = self.ids if ids is None else np.asarray(ids, np.int64)
+        for k in range(0, len(wanted), 65_536):
+            part = wanted[k:k + 65_536]
+            matrix = self.vector(part)
+            yield pa.record_batch({
+                "id": pa.array(part), "stamp": pa.array(self.stamps[np.searchsorted(self.ids, part)]),
+                "path": pa.array([f"p{i // 20}.py" for i in part]), "language": pa.array(["python"] * len(part)),
+                "embedding": pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel()), DIM)})
+
+
+def vectors_only(args: argparse.Namespace) -> dict[str, Any]:
+    from sai.store.sidecar import Sidecar
+    from sai.store.vectors import VectorTable
+
+    base_dir = next((args.cache / "tree-100000" / ".index" / "code.duckdb.vectors").glob("*/manifest.json")).parent
+    m = json.loads((base_dir / "manifest.json").read_text())
+    base = np.fromfile(base_dir / f"g{m['generation']}.f32", np.float32, count=m["rows"] * DIM).reshape(-1, DIM)
+    source = ArraySource(base, args.vectors_only)
+    sidecar = Sidecar(args.cache / f"vectors-{args.vectors_only}")
+    out: dict[str, Any] = {"rows": args.vectors_only}
+    start = time.perf_counter()
+    sidecar.view(source, token="t1", origin="bench", dim=DIM)
+    out["build_s"] = round(time.perf_counter() - start, 1)
+    start = time.perf_counter()
+    table = VectorTable.from_view(sidecar.view(source, token="t1", origin="bench", dim=DIM))
+    out["open_ms"] = round((time.perf_counter() - start) * 1000, 1)
+    source.stamps[140:160] += 1  # a one-file refresh: its 20 chunks written again
+    start = time.perf_counter()
+    table = VectorTable.from_view(sidecar.view(source, token="t2", origin="bench", dim=DIM))
+    out["patch_one_file_ms"] = round((time.perf_counter() - start) * 1000, 1)
+    out |= scan_figures(table, source)
+    print(json.dumps(out), flush=True)
+    workers = [subprocess.Popen([sys.executable, __file__, "--vector-worker", str(sidecar.dir)], stdout=subprocess.PIPE,
+                                stdin=subprocess.PIPE, text=True) for _ in range(5)]
+    for group, name in ((workers[:1], "rss_one"), (workers[1:], "rss_four")):
+        for w in group:
+            w.stdin.write("go\n")  # type: ignore[union-attr]
+            w.stdin.flush()  # type: ignore[union-attr]
+        for w in group:
+            w.stdout.readline()  # type: ignore[union-attr]
+        each = [memory(w.pid) for w in group]
+        out[name] = {"each": each, "pss_sum": round(sum(e["pss"] for e in each)),
+                     "rss_sum": round(sum(e["rss"] for e in each))}
+        for w in group:
+            w.stdin.close()  # type: ignore[union-attr]
+            w.wait()
+    return out
+
+
+def scan_figures(table: Any, source: ArraySource, count: int = 40) -> dict[str, Any]:
+    """Two-pass scan latency and recall@10 against the exact scan, without and with a 10% filter."""
+    rng = np.random.default_rng(9)
+    picks = rng.choice(len(table.ids), count, replace=False)
+    queries = source.vector(np.asarray(table.ids[picks]) + 7)  # near a row, not one
+    live = np.flatnonzero(table.live) if table.live is not None else np.arange(len(table.ids))
+    out: dict[str, Any] = {}
+    tenth_of_files = table.mask(paths=[f"p{k}.py" for k in range(0, len(table.ids) // 20, 10)])
+    for name, mask in (("none", None), ("10% of files", tenth_of_files)):
+        rows = live if mask is None else np.flatnonzero(mask)
+        times, exact_times, found = [], [], []
+        for q in queries:
+            start = time.perf_counter()
+            got = {i for i, _ in table.nearest(q, 10, mask=mask)}
+            times.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            scores = np.concatenate([table.matrix[k:k + 200_000] @ q  # slices: no gather
+                                     for k in range(0, len(table.ids), 200_000)])[rows]
+            exact_times.append(time.perf_counter() - start)
+            tenth = np.partition(-scores, 9)[9]
+            exact = {int(i) for i in table.ids[rows[-scores <= tenth + 1e-6]]}
+            found.append(min(1.0, len(got & exact) / 10))
+        out[name] = {"scan": pct(times), "exact_scan": pct(exact_times),
+                     "recall_at_10": round(float(np.mean(found)), 4), "worst": float(np.min(found))}
+    return out
+
+
+def vector_worker(directory: Path) -> None:
+    from sai.store.sidecar import Manifest, Sidecar
+    from sai.store.vectors import VectorTable
+
+    sys.stdin.readline()
+    sidecar = Sidecar(directory)
+    m = Manifest.read(sidecar.manifest_path)
+    assert m is not None
+    table = VectorTable.from_view(sidecar.view(None, token=m.token, origin=m.origin, dim=m.dim))  # type: ignore[arg-type]
+    rng = np.random.default_rng(os.getpid())
+    for _ in range(20):
+        table.nearest(np.asarray(table.matrix[int(rng.integers(0, len(table.ids)))]), 10)
+    print("done", flush=True)
+    sys.stdin.read()
+
+
 # -- the run --------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
@@ -386,6 +501,9 @@ def main() -> int:
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--duplicates", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--vectors-only", type=int, metavar="N",
+                        help="the vector store alone at N rows, from the vectors of the 100k run's index")
+    parser.add_argument("--vector-worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve()
@@ -395,6 +513,14 @@ def main() -> int:
         return 0
     if args.duplicates:
         duplicates_child(args.duplicates)
+        return 0
+    if args.vector_worker:
+        vector_worker(args.vector_worker)
+        return 0
+    if args.vectors_only:
+        results = vectors_only(args)
+        (args.cache / f"results-vectors-{args.vectors_only}.json").write_text(json.dumps(results, indent=1))
+        print(json.dumps(results, indent=1))
         return 0
     server = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)
