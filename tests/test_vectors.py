@@ -357,3 +357,33 @@ def test_the_two_pass_scan_searches_only_live_rows_of_the_filtered_subset(
                 _same(table.nearest(q, 5, mask=table.mask(paths=small)), _exact(db, q, 5, paths=small))
     finally:
         store.close()
+
+
+def test_where_the_sidecar_cannot_be_written_a_reader_keeps_its_own_copy(db: Path) -> None:
+    store = _build(db)
+    try:
+        db.with_name(db.name + ".vectors").write_text("not a directory", encoding="utf-8")
+        _check(store, db)
+        with store.read() as reader:
+            table = reader.conn.vector_table()
+        assert not isinstance(table.matrix, np.memmap) and len(table) == 100
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("damaged", ["f32", "dead", "names"])
+def test_sidecar_files_shorter_than_the_manifest_says_are_rebuilt(db: Path, damaged: str) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f2.py", 3, seed=31))
+        _check(store, db)  # a generation with tombstones
+        target = Sidecar.beside(db, COLLECTION).dir / f"g1.{damaged}"
+        with open(target, "r+b") as f:
+            f.truncate(max(0, target.stat().st_size - 9))
+        store.derived.clear()
+        _check(store, db)
+        assert _manifest(db).generation == 2
+    finally:
+        store.close()

@@ -51,6 +51,7 @@ FORMAT = 1  # the layout above; a manifest of another format is rebuilt
 COMPACT_MIN_DEAD = 50_000  # tombstones are cheap below this many: a compaction rewrites every row
 COMPACT_DEAD_SHARE = 0.25  # and above this share of the rows (scans pay for dead rows)
 _COPY_ROWS = 65_536  # rows copied per step of a compaction (bounds its memory)
+_DAMAGED = (ValueError, OSError)  # what mapping a file shorter than its manifest's counts raises
 _COLUMNS = {"ids": np.int64, "stamps": np.int64, "paths": np.int32, "langs": np.int32}
 
 
@@ -133,13 +134,20 @@ class Sidecar:
         with self._locked(fcntl.LOCK_SH):
             held = Manifest.read(self.manifest_path)
             if _matches(held, token, origin, dim):
-                return self._open(held)
+                with contextlib.suppress(*_DAMAGED):  # files shorter than the manifest says: rebuilt below
+                    return self._open(held)  # type: ignore[arg-type]
         with self._locked(fcntl.LOCK_EX):
             held = Manifest.read(self.manifest_path)  # another process may have patched it meanwhile
-            if not _matches(held, token, origin, dim):
-                held = self._patch(source, held if _same_index(held, origin, dim) else None,
+            if _matches(held, token, origin, dim):
+                with contextlib.suppress(*_DAMAGED):
+                    return self._open(held)  # type: ignore[arg-type]
+                held = None
+            try:
+                done = self._patch(source, held if _same_index(held, origin, dim) else None,
                                    token=token, origin=origin, dim=dim)
-            return self._open(held)
+            except _DAMAGED:
+                done = self._rebuild(source, None, token=token, origin=origin, dim=dim)
+            return self._open(done)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -151,6 +159,8 @@ class Sidecar:
         matrix = _map(self._file(m.generation, "f32"), np.float32, (m.rows, m.dim))
         bits = _map(self._file(m.generation, "bits"), np.uint8, (m.rows, _bit_width(m.dim)))
         dead = np.fromfile(self._file(m.generation, "dead"), np.int64, count=m.dead) if m.dead else None
+        if dead is not None and (len(dead) != m.dead or (len(dead) and int(dead.max()) >= m.rows)):
+            raise ValueError(f"{self.dir}: fewer tombstones than the manifest counts")
         live = None
         if dead is not None:
             live = np.ones(m.rows, dtype=bool)
@@ -164,6 +174,8 @@ class Sidecar:
             return ()
         with open(self._file(m.generation, "names"), "rb") as f:
             data = f.read(m.names_bytes)
+        if len(data) != m.names_bytes:
+            raise ValueError(f"{self.dir}: fewer names than the manifest counts")
         return tuple(data.decode("utf-8").split("\0")[:-1])
 
     # -- patching (under the exclusive lock) --------------------------------------------------
