@@ -226,8 +226,8 @@ def recall(project: Project, url: str, count: int = 60) -> dict[str, float]:
         exact = {int(i) for i in table.ids[live[-scores <= tenth + 1e-6]]}
         found.append(min(1.0, len(got & exact) / 10))
     return {"recall_at_10": round(float(np.mean(found)), 4), "worst": float(np.min(found)),
-            "scan_ms": pct(timings), "rows": int(len(live)), "two_pass": table.bits is not None
-            and len(live) > getattr(sys.modules["sai.store.vectors"], "FIRST_PASS_ROWS", 0)}
+            "scan_ms": pct(timings), "rows": int(len(live)),
+            "first_pass_rows": getattr(sys.modules["sai.store.vectors"], "FIRST_PASS_ROWS", None)}
 
 
 def start_workers(root: Path, n: int) -> list[subprocess.Popen[str]]:
@@ -504,7 +504,13 @@ def main() -> int:
     parser.add_argument("--vectors-only", type=int, metavar="N",
                         help="the vector store alone at N rows, from the vectors of the 100k run's index")
     parser.add_argument("--vector-worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--first-pass-rows", type=int, metavar="N",
+                        help="turn the sign-bit first pass on above N rows (off by default)")
     args = parser.parse_args()
+    if args.first_pass_rows is not None:
+        import sai.store.vectors as vectors
+
+        vectors.FIRST_PASS_ROWS = args.first_pass_rows
     if args.serve:
         serve()
         return 0
