@@ -374,7 +374,8 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
                                 if s.key in run.stored and not run.rechunk and not _changed(run.stored[s.key], s))
     log.debug("%d file(s) walked, %d to read, %d stored; re-chunk all: %s",
               len(walked.included), len(changed), len(run.stored), run.rechunk)
-    unreadable = run.process(changed, len(changed))
+    # nothing to read: a no-op run never creates the embedder (importing its client alone is ~0.3 s)
+    unreadable = run.process(changed, len(changed)) if changed else []
     # files gone from the tree go last: until then their vectors serve renamed and moved code
     run.remove(sorted((set(run.stored) - wanted) | {key for key, _ in unreadable if key in run.stored}))
     chunking = project.expected_meta(0)
