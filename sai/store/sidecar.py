@@ -212,6 +212,7 @@ class Sidecar:
         writer = _Appender(self, fresh, ())
         if keep is not None:
             view, rows = keep
+            writer.add_names(view.names)  # the old codes stay valid: rows are copied as they are
             for start in range(0, len(rows), _COPY_ROWS):
                 writer.add_rows(view, rows[start:start + _COPY_ROWS])
         if keep is None or (wanted is not None and len(wanted)):
@@ -268,13 +269,17 @@ class _Appender:
                      self._codes(batch.column("path").to_pylist()),
                      self._codes(batch.column("language").to_pylist()), matrix)
 
+    def add_names(self, names: tuple[str, ...]) -> None:
+        """Another generation's names, first and in order (a compaction keeps their codes)."""
+        assert self.names_bytes == 0
+        data = b"".join(name.encode("utf-8") + b"\0" for name in names)
+        self.files["names"].write(data)
+        self.names_bytes, self.names, self._known = len(data), names, None
+
     def add_rows(self, view: View, rows: np.ndarray) -> None:
-        """Rows of another generation (a compaction), their names re-coded into this one's."""
-        names = view.names
-        self._append(view.ids[rows], np.asarray(view.stamps[rows]),
-                     self._codes([names[k] for k in view.path_of[rows]]),
-                     self._codes([names[k] if k >= 0 else None for k in view.language_of[rows]]),
-                     np.asarray(view.matrix[rows]))
+        """Rows of another generation whose names add_names copied (a compaction)."""
+        self._append(view.ids[rows], np.asarray(view.stamps[rows]), np.asarray(view.path_of[rows]),
+                     np.asarray(view.language_of[rows]), np.asarray(view.matrix[rows]))
 
     def _append(self, ids: np.ndarray, stamps: np.ndarray, paths: np.ndarray, langs: np.ndarray,
                 matrix: np.ndarray) -> None:
