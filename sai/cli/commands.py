@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sai.config import load_config
-from sai.errors import SaiError, UsageError
+from sai.errors import SaiError, UsageError, keep_secret, redact
 from sai.indexing import indexer
 from sai.models import CHUNKERS, EMBEDDERS, METRICS, MODES
 from sai.output import render
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None
     try:
         return _dispatch(args, opts)
     except SaiError as exc:
-        print(f"error: {printable(exc)}", file=sys.stderr)
+        print(f"error: {printable(redact(str(exc)))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return _reader_gone()
@@ -168,10 +168,14 @@ def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None
 
 
 class _PrintableFormatter(logging.Formatter):
-    """Log lines name files: their control characters are shown escaped, as in every output."""
+    """Log lines name files: their control characters are shown escaped, as in every output;
+    and whatever a library logs, no secret shows (sai/errors.py `redact`)."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
         return printable(super().formatMessage(record))
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def _reader_gone() -> int:
@@ -224,6 +228,7 @@ def _load(args: argparse.Namespace) -> Project:
     }
     config = load_config(config_file=getattr(args, "config", None), flags=flags,
                          env=os.environ, cwd=Path.cwd())
+    keep_secret(config.qdrant_api_key)
     if config.config_path is None and not getattr(args, "silent", False):
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)

@@ -31,7 +31,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnota
 from pydantic import ValidationError
 
 import sai
-from sai.errors import ReadOnlyError, SaiError, UsageError
+from sai.errors import ReadOnlyError, SaiError, UsageError, keep_secret, redact
 from sai.indexing import indexer
 from sai.indexing.watch import Batch, BatchFailed, Watcher, WatchReport
 from sai.mcp.calls import clamp, key_of, no_nul, tool_result
@@ -431,8 +431,16 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def escaped(message: str) -> str:
-    """The message on one line: control characters (a path's newline, NUL, ...) as escapes."""
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
+    """The message on one line: control characters (a path's newline, NUL, ...) as escapes, and
+    no secret (sai/errors.py `redact`)."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], redact(message))
+
+
+class _RedactingFormatter(logging.Formatter):
+    """The server's log lines, with no secret whatever a library or a server said."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def _invalid_arguments(tool: str, exc: ValidationError) -> str:
@@ -473,10 +481,11 @@ def serve(
     with `watch`, a background thread keeps the index fresh meanwhile."""
     if not log.handlers:  # its own prefix, whatever the CLI configured for the root logger
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("sai mcp: %(message)s"))
+        handler.setFormatter(_RedactingFormatter("sai mcp: %(message)s"))
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO)
+    keep_secret(project.config.qdrant_api_key)  # a library caller may serve without the CLI
     watching = _BackgroundWatch(project) if watch else None
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,
                           watcher=watching.watcher if watching else None)
