@@ -88,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--allow-write", action="store_true", help="enable sai_refresh and sai_sync")
     mcp.add_argument("--allow-setup", action="store_true", help="let sai_prepare_mcp_setup run")
     mcp.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP at /mcp instead of stdio")
+    mcp.add_argument("--token-file", metavar="PATH",
+                     help="--http: require this file's bearer token (default: $SAI_MCP_TOKEN)")
+    mcp.add_argument("--allow-unauthenticated", action="store_true",
+                     help="--http: serve a non-loopback address without a token (warns)")
     _add_watch(sub, common, mcp)
     return parser
 
@@ -417,17 +421,19 @@ def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    if args.http is None and (args.token_file or args.allow_unauthenticated):
+        raise UsageError("--token-file and --allow-unauthenticated apply to --http only; add --http HOST:PORT")
     if args.watch and not args.allow_write:
         raise UsageError("--watch re-indexes changed files, which needs --allow-write; add --allow-write")
     if not project.store.exists and not args.allow_write:
         raise SaiError(
-            f"no index at {project.config.db_path}; run `sai` in the project first "
+            f"no index at {project.config.index_location}; run `sai` in the project first "
             "or start the server with --allow-write"
         )
     if args.serve_mcp is None:
         raise SaiError("this entry point has no MCP server; run `sai mcp` or `python -m sai mcp`")
     args.serve_mcp(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http,
-                   watch=args.watch)
+                   watch=args.watch, token_file=args.token_file, allow_unauthenticated=args.allow_unauthenticated)
     return 0
 
 

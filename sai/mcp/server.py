@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -475,10 +476,12 @@ def build_server(
 
 def serve(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
-    http: str | None = None, watch: bool = False,
+    http: str | None = None, watch: bool = False, token_file: str | None = None,
+    allow_unauthenticated: bool = False,
 ) -> None:
-    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp;
-    with `watch`, a background thread keeps the index fresh meanwhile."""
+    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp (with the
+    bearer token of `token_file` or $SAI_MCP_TOKEN, sai/mcp/http.py); with `watch`, a background
+    thread keeps the index fresh meanwhile."""
     if not log.handlers:  # its own prefix, whatever the CLI configured for the root logger
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_RedactingFormatter("sai mcp: %(message)s"))
@@ -496,9 +499,10 @@ def serve(
             log.info("serving %s over stdio (%s)", project.config.root, _mode(allow_write))
             server.run("stdio")
         else:
-            from sai.mcp.http import serve_http  # imports uvicorn: HTTP mode only
+            from sai.mcp.http import bearer_token, serve_http  # imports uvicorn: HTTP mode only
 
-            serve_http(server, http, mode=_mode(allow_write))
+            serve_http(server, http, mode=_mode(allow_write), token=bearer_token(os.environ, token_file),
+                       allow_unauthenticated=allow_unauthenticated)
     finally:
         if watching:
             watching.stop()
