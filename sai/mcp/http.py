@@ -194,7 +194,6 @@ class HostGuard:
         return None
 
 
-
 def authorized(scope: Scope, expected: bytes) -> bool:
     """The Authorization header is `Bearer <token>` (the scheme in any case), compared in constant
     time: how long the check takes says nothing about how much of a guess was right."""
