@@ -156,3 +156,21 @@ def test_redact_hides_kept_secrets_bearer_tokens_and_api_key_values() -> None:
     for secret in ("abc.DEF-123", "k1", "k2", "k3", "kept-token-value", "other-secret"):
         assert secret not in shown
     assert "Bearer ***" in shown and "api-key=***" in shown and "the API key (HTTP 403) was refused" in shown
+
+
+def test_an_mcp_tool_error_and_its_log_line_never_show_a_kept_secret(caplog: pytest.LogCaptureFixture) -> None:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from sai.errors import StoreError
+    from sai.mcp.server import _RedactingFormatter, protocol_error
+
+    keep_secret(KEY)
+    for cause in (StoreError(f"the server said: {KEY} is wrong"), RuntimeError(f"Bearer {KEY}")):
+        failure = ToolError("failed")
+        failure.__cause__ = cause
+        with caplog.at_level("INFO", logger="sai.mcp"):
+            answer = protocol_error("sai_index_status", failure)
+        assert KEY not in answer.error.message and "***" in answer.error.message
+    lines = [_RedactingFormatter("sai mcp: %(message)s").format(r) for r in caplog.records]
+    assert len(lines) == 2 and lines[1].endswith("RuntimeError: Bearer ***")  # the crash, with its exception
+    assert all(KEY not in line for line in lines), lines
