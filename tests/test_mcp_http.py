@@ -157,11 +157,11 @@ def test_the_token_check_is_constant_time_and_exact(monkeypatch: pytest.MonkeyPa
         return real(a, b)
 
     monkeypatch.setattr(http.hmac, "compare_digest", recording)
-    expected = f"Bearer {TOKEN}".encode()
-    assert http.authorized({"headers": [(b"authorization", expected)]}, expected)
+    expected = http.expected_header(TOKEN)
+    assert http.authorized({"headers": [(b"authorization", f"Bearer {TOKEN}".encode())]}, expected)
     assert not http.authorized({"headers": [(b"Authorization", b"Bearer " + TOKEN.encode()[:-1])]}, expected)
     assert not http.authorized({"headers": []}, expected)
-    assert len(compared) == 3 and all(b == expected for _, b in compared)
+    assert len(compared) == 3 and all(b == expected and len(a) == len(b) for a, b in compared)
 
 
 def test_only_loopback_addresses_are_served_without_a_token() -> None:

@@ -16,6 +16,7 @@ could read the indexed source. docs/mcp.md shows it behind a TLS reverse proxy.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -168,7 +169,7 @@ class HostGuard:
     def __init__(self, app: ASGIApp, *, allowed: frozenset[str], token: str | None = None) -> None:
         self.app = app
         self.allowed = allowed
-        self.expected = f"Bearer {token}".encode("ascii") if token is not None else None
+        self.expected = expected_header(token) if token is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = self._refusal(scope) if scope["type"] == "http" else None
@@ -194,13 +195,19 @@ class HostGuard:
         return None
 
 
+def expected_header(token: str) -> bytes:
+    """What `authorized` compares with: the digest of `Bearer <token>`."""
+    return hashlib.sha256(f"Bearer {token}".encode("ascii")).digest()
+
+
 def authorized(scope: Scope, expected: bytes) -> bool:
     """The Authorization header is `Bearer <token>` (the scheme in any case), compared in constant
-    time: how long the check takes says nothing about how much of a guess was right."""
+    time, as digests of one length: how long the check takes says nothing about how much of a
+    guess was right, nor how long the token is."""
     given = next((v for k, v in scope["headers"] if k.lower() == b"authorization"), b"")
     scheme, _, credentials = given.strip().partition(b" ")
     presented = b"Bearer " + credentials.strip() if scheme.lower() == b"bearer" else b""
-    return hmac.compare_digest(presented, expected)
+    return hmac.compare_digest(hashlib.sha256(presented).digest(), expected)
 
 
 def unauthorized() -> Response:
