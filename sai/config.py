@@ -59,6 +59,7 @@ SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
     "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
 }
 DUPLICATE_METRICS = METRICS  # the name search.py knows them by
+LOCK_TIMEOUT_S = 30.0  # lock_timeout_s (or its old name duckdb.lock_timeout_s) when neither is set
 SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, status or repr
 
 
@@ -114,9 +115,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("honor_noindex_marker", _BOOL, True, "drop chunks containing sai-noindexing"),
     Setting("honor_noduplicate_marker", _BOOL, True,
             "chunks containing sai-noduplicate never join duplicate clusters"),
+    Setting("lock_timeout_s", _NUMBER, None, "default 30: seconds to wait for another process writing the index",
+            example="30", bound="seconds"),
     Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root"),
-    Setting("duckdb.lock_timeout_s", _NUMBER, 30.0, "how long to wait for another process holding the index file",
-            bound="seconds"),
+    Setting("duckdb.lock_timeout_s", _NUMBER, None, "the old name of lock_timeout_s, still read",
+            example="30", bound="seconds"),
     Setting("qdrant.url", _STR, None, "a Qdrant server or cluster; default: $QDRANT_URL",
             example="http://localhost:6333"),
     Setting("qdrant.api_key", _STR, None, "default: $QDRANT_API_KEY; never printed", example="team-read-key"),
@@ -372,7 +375,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         strip_comments=v["strip_comments"],
         honor_noindex_marker=v["honor_noindex_marker"],
         honor_noduplicate_marker=v["honor_noduplicate_marker"],
-        lock_timeout_s=float(v["duckdb.lock_timeout_s"]),
+        lock_timeout_s=float(_or(v["lock_timeout_s"], _or(v["duckdb.lock_timeout_s"], LOCK_TIMEOUT_S))),
         ollama_url=v["ollama.url"] or "http://localhost:11434",
         ollama_timeout_s=float(v["ollama.timeout_s"]),
         ollama_backoff_s=float(v["ollama.backoff_s"]),

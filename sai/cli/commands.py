@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sai.config import load_config
-from sai.errors import SaiError, UsageError
+from sai.errors import SaiError, UsageError, keep_secret, redact
 from sai.indexing import indexer
 from sai.models import CHUNKERS, EMBEDDERS, METRICS, MODES
 from sai.output import render
@@ -88,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--allow-write", action="store_true", help="enable sai_refresh and sai_sync")
     mcp.add_argument("--allow-setup", action="store_true", help="let sai_prepare_mcp_setup run")
     mcp.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP at /mcp instead of stdio")
+    mcp.add_argument("--token-file", metavar="PATH",
+                     help="--http: require this file's bearer token (default: $SAI_MCP_TOKEN)")
+    mcp.add_argument("--allow-unauthenticated", action="store_true",
+                     help="--http: serve a non-loopback address without a token (warns)")
     _add_watch(sub, common, mcp)
     return parser
 
@@ -157,7 +161,7 @@ def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None
     try:
         return _dispatch(args, opts)
     except SaiError as exc:
-        print(f"error: {printable(exc)}", file=sys.stderr)
+        print(f"error: {printable(redact(str(exc)))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return _reader_gone()
@@ -168,10 +172,14 @@ def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None
 
 
 class _PrintableFormatter(logging.Formatter):
-    """Log lines name files: their control characters are shown escaped, as in every output."""
+    """Log lines name files: their control characters are shown escaped, as in every output;
+    and whatever a library logs, no secret shows (sai/errors.py `redact`)."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
         return printable(super().formatMessage(record))
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def _reader_gone() -> int:
@@ -224,6 +232,7 @@ def _load(args: argparse.Namespace) -> Project:
     }
     config = load_config(config_file=getattr(args, "config", None), flags=flags,
                          env=os.environ, cwd=Path.cwd())
+    keep_secret(config.qdrant_api_key)
     if config.config_path is None and not getattr(args, "silent", False):
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)
@@ -412,17 +421,19 @@ def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    if args.http is None and (args.token_file or args.allow_unauthenticated):
+        raise UsageError("--token-file and --allow-unauthenticated apply to --http only; add --http HOST:PORT")
     if args.watch and not args.allow_write:
         raise UsageError("--watch re-indexes changed files, which needs --allow-write; add --allow-write")
     if not project.store.exists and not args.allow_write:
         raise SaiError(
-            f"no index at {project.config.db_path}; run `sai` in the project first "
+            f"no index at {project.config.index_location}; run `sai` in the project first "
             "or start the server with --allow-write"
         )
     if args.serve_mcp is None:
         raise SaiError("this entry point has no MCP server; run `sai mcp` or `python -m sai mcp`")
     args.serve_mcp(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http,
-                   watch=args.watch)
+                   watch=args.watch, token_file=args.token_file, allow_unauthenticated=args.allow_unauthenticated)
     return 0
 
 

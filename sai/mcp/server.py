@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnota
 from pydantic import ValidationError
 
 import sai
-from sai.errors import ReadOnlyError, SaiError, UsageError
+from sai.errors import ReadOnlyError, SaiError, UsageError, keep_secret, redact
 from sai.indexing import indexer
 from sai.indexing.watch import Batch, BatchFailed, Watcher, WatchReport
 from sai.mcp.calls import clamp, key_of, no_nul, tool_result
@@ -431,8 +432,16 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def escaped(message: str) -> str:
-    """The message on one line: control characters (a path's newline, NUL, ...) as escapes."""
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
+    """The message on one line: control characters (a path's newline, NUL, ...) as escapes, and
+    no secret (sai/errors.py `redact`)."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], redact(message))
+
+
+class _RedactingFormatter(logging.Formatter):
+    """The server's log lines, with no secret whatever a library or a server said."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def _invalid_arguments(tool: str, exc: ValidationError) -> str:
@@ -467,16 +476,19 @@ def build_server(
 
 def serve(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
-    http: str | None = None, watch: bool = False,
+    http: str | None = None, watch: bool = False, token_file: str | None = None,
+    allow_unauthenticated: bool = False,
 ) -> None:
-    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp;
-    with `watch`, a background thread keeps the index fresh meanwhile."""
+    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp (with the
+    bearer token of `token_file` or $SAI_MCP_TOKEN, sai/mcp/http.py); with `watch`, a background
+    thread keeps the index fresh meanwhile."""
     if not log.handlers:  # its own prefix, whatever the CLI configured for the root logger
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("sai mcp: %(message)s"))
+        handler.setFormatter(_RedactingFormatter("sai mcp: %(message)s"))
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO)
+    keep_secret(project.config.qdrant_api_key)  # a library caller may serve without the CLI
     watching = _BackgroundWatch(project) if watch else None
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,
                           watcher=watching.watcher if watching else None)
@@ -487,9 +499,10 @@ def serve(
             log.info("serving %s over stdio (%s)", project.config.root, _mode(allow_write))
             server.run("stdio")
         else:
-            from sai.mcp.http import serve_http  # imports uvicorn: HTTP mode only
+            from sai.mcp.http import bearer_token, serve_http  # imports uvicorn: HTTP mode only
 
-            serve_http(server, http, mode=_mode(allow_write))
+            serve_http(server, http, mode=_mode(allow_write), token=bearer_token(os.environ, token_file),
+                       allow_unauthenticated=allow_unauthenticated)
     finally:
         if watching:
             watching.stop()

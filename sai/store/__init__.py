@@ -329,7 +329,7 @@ class DuckDBStore(base.Store):
     def _locked_error(self) -> StoreLockedError:
         return StoreLockedError(
             f"the index {self.path} is held by another process for more than "
-            f"{self.lock_timeout_s:g}s; wait for it to finish or raise duckdb.lock_timeout_s"
+            f"{self.lock_timeout_s:g}s; wait for it to finish or raise lock_timeout_s"
         )
 
     def _writer_waiting(self) -> bool:
