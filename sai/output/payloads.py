@@ -48,6 +48,8 @@ class ExplainOut(TypedDict):
     rrf: float | None
     signals: SignalsOut | None
     fused: float | None
+    pending_vector: bool  # no vector yet: lexical and symbol evidence alone found the hit
+
 
 
 class MemberOut(TypedDict):
@@ -109,6 +111,7 @@ class StatusOut(TypedDict):
     indexed_at: str | None
     stale_files: NotRequired[int]
     languages: dict[str, int]
+    pending_vectors: int  # chunks searchable lexically and by symbol that still wait for a vector
 
 
 class ServerStatusOut(StatusOut):
@@ -236,6 +239,7 @@ def explain_json(explain: Explain) -> ExplainOut:
             kind_factor=signals.kind_factor,
         ),
         "fused": _rounded(explain.fused, 6),
+        "pending_vector": explain.pending_vector,
     })
 
 
@@ -291,6 +295,7 @@ def status_json(status: IndexStatus) -> StatusOut:
     if status.stale_files is not None:
         out["stale_files"] = status.stale_files
     out["languages"] = dict(status.languages)  # the values a language filter takes (or extensions)
+    out["pending_vectors"] = status.pending_vectors
     return StatusOut(**out)
 
 
