@@ -726,3 +726,45 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
         project.close()
     assert overlapped == [True]
     assert (report.chunks, embedder.calls) == (40, 4)
+
+
+def _sai(root: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.Popen([sys.executable, "-m", "sai"], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_second_sai_during_an_index_run_waits_before_reading_or_embedding_anything(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(300, per_file=20))
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 16, "parallel": 1})
+    ollama_server.stall_next(1000, seconds=0.15)  # ~3 s of embedding
+    first = _sai(root)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 2 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    second = _sai(root)
+    _, first_err = first.communicate(timeout=120)
+    _, second_err = second.communicate(timeout=120)
+    assert (first.returncode, second.returncode) == (0, 0), (first_err, second_err)
+    assert "waiting for it to finish" in second_err
+    assert ollama_server.inputs_embedded == 300  # every text once: the second run found it all done
+    second_lines = [line for line in second_err.splitlines() if "chunks embedded" in line]
+    assert not second_lines, second_err
+
+
+def test_two_index_runs_started_at_once_embed_everything_once(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
+    root = write_tree(tmp_path / "project", many_functions(200, per_file=20))
+    write_config(root, ollama_server.url)
+    runs = [_sai(root), _sai(root)]
+    errors = [run.communicate(timeout=120)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], errors
+    assert ollama_server.inputs_embedded == 200
+    assert sum("waiting for it to finish" in err for err in errors) == 1, errors
+    project = open_project(root)
+    try:
+        status = search.status(project)
+        assert (status.chunk_count, status.pending_vectors) == (200, 0)
+    finally:
+        project.close()
