@@ -117,6 +117,7 @@ class StatusOut(TypedDict):
 class ServerStatusOut(StatusOut):
     watching: bool  # sai mcp --watch: re-indexing files as they change
     last_refresh_at: str | None  # when the watcher last brought the index up to date
+    indexing: bool  # this server is building the index (--allow-write, no index at start)
 
 
 class RefreshedOut(TypedDict):
@@ -299,9 +300,12 @@ def status_json(status: IndexStatus) -> StatusOut:
     return StatusOut(**out)
 
 
-def server_status_json(status: IndexStatus, *, watching: bool, last_refresh_at: str | None) -> ServerStatusOut:
-    """sai_index_status: the status and the server's --watch state."""
-    return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at)
+def server_status_json(
+    status: IndexStatus, *, watching: bool, last_refresh_at: str | None, indexing: bool = False
+) -> ServerStatusOut:
+    """sai_index_status: the status, the server's --watch state and its own index build."""
+    return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at,
+                           indexing=indexing)
 
 
 def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> RefreshOut:
