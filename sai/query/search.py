@@ -71,7 +71,8 @@ def search(
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
         defined = _definitions(reader, query, scope) if mode == "hybrid" else []
-        ordered = _order(mode, semantic, lexical, query, defined)
+        weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
+        ordered = _order(mode, semantic, lexical, query, defined, semantic_weight=weight)
         files = _files(ordered, limit) if by_file else None
         chosen, pending = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit],
                                        vector, mode=mode)
@@ -176,13 +177,20 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow
 
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
-    defined: Sequence[ChunkRow] = (),
+    defined: Sequence[ChunkRow] = (), *, semantic_weight: float = 1.0,
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical, defined), query)
+    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight)
+
+
+def _vector_share(reader: IndexReader) -> float:
+    """The share of the chunks that have their vector (1 once an index run has embedded them all):
+    the semantic list can rank only those, so while vectors are missing it counts for less."""
+    pending = reader.pending_count()
+    return 1.0 - pending / max(reader.chunk_count(), 1) if pending else 1.0
 
 
 def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
