@@ -109,10 +109,7 @@ class DuckDBReader(IndexReader):
         return self.conn.symbol_table()
 
     def pending_count(self) -> int:
-        if not self.has_index():
-            return 0
-        table = self.conn.vector_table()  # what a search holds anyway: no query of its own
-        return len(table) - table.vectors
+        return self.conn.pending_count() if self.has_index() else 0
 
     def pending_hashes(self) -> list[str]:
         return self.conn.pending_hashes() if self.has_index() else []

@@ -251,6 +251,17 @@ class Connection:
 
         return self._cached("column:embedding", column)
 
+    def pending_count(self) -> int:
+        """Chunks stored without a vector yet: from this process's vector table when it holds a
+        current one (a search does), else one count (status need not read every vector)."""
+        held = None if self.dirty else self.derived.peek(self.token, name="vectors")
+        if isinstance(held, VectorTable):
+            return len(held) - held.vectors
+        if not self.has_vectors():
+            return self.chunk_count()
+        row = self.con.execute(f"SELECT count(*) FROM {self.collection} WHERE embedding IS NULL").fetchone()
+        return int(row[0]) if row else 0
+
     def pending_hashes(self) -> list[str]:
         """The distinct content hashes of the chunks without a vector, in the order they were stored."""
         where = "WHERE embedding IS NULL " if self.has_vectors() else ""
