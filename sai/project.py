@@ -66,7 +66,7 @@ class Project:
                 raise IndexMismatchError(self._mismatch(key, meta.get(key), expected[key]))
         stored_dim = int(meta.get("vector_dim", "0"))
         wanted = vector_dim or self.config.vector_dim
-        if wanted and stored_dim != wanted:
+        if wanted and stored_dim and stored_dim != wanted:  # 0: no vector stored yet
             raise IndexMismatchError(self._mismatch("vector_dim", stored_dim, wanted))
 
     def upgrade(self) -> bool:

@@ -18,6 +18,7 @@ from ollama_standin import OllamaStandIn
 
 from sai.cfg_template import TEMPLATE
 from sai.cli.commands import main
+from sai.models import IndexProgress
 from sai.output.progress import ProgressReporter
 
 ROW = re.compile(r"^  -?\d\.\d{4}  (\S+):(\d+)-(\d+)$")
@@ -265,16 +266,19 @@ def test_progress_off_a_terminal_prints_sparse_plain_lines() -> None:
     stream = io.StringIO()
     with ProgressReporter(stream) as progress:
         for done in range(1, 101):
-            progress.update(done, 100, done)
+            progress.update(IndexProgress("reading", files_done=done, files_total=100))
+        for done in range(0, 101, 10):
+            progress.update(IndexProgress("embedding", chunks_embedded=done, chunks_to_embed=100))
     assert stream.getvalue() == (
-        "indexing: 1/100 files, 1 chunks embedded\nindexing: 100/100 files, 100 chunks embedded\n"
+        "indexing: 1/100 files\nindexing: 100/100 files\n"
+        "indexing: 100/100 files, 0/100 chunks embedded\nindexing: 100/100 files, 100/100 chunks embedded\n"
     )
 
 
 def test_progress_disabled_or_without_work_prints_nothing() -> None:
     for stream, enabled, total in ((TerminalStream(), False, 3), (io.StringIO(), True, 0)):
         with ProgressReporter(stream, enabled=enabled) as progress:
-            progress.update(total, total, 1)
+            progress.update(IndexProgress("reading", files_done=total, files_total=total))
         assert stream.getvalue() == ""
 
 

@@ -34,6 +34,7 @@ from sai.indexing import indexer
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.query import lookup, search
+from sai.store import DuckDBStore
 from sai.store.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
@@ -355,17 +356,70 @@ def test_cli_index_run_prints_the_summary(root: Path, monkeypatch: pytest.Monkey
 INDEX_IN_SUBPROCESS = """
 import sys
 from pathlib import Path
+import sai.indexing.backfill
 import sai.indexing.indexer
+import sai.store
 from sai.config import load_config
 from sai.project import Project
 sai.indexing.indexer.FLUSH_CHUNKS = int(sys.argv[2])
+sai.indexing.backfill.EMBED_GROUP = 20
+sai.indexing.backfill.WRITE_CHUNKS = int(sys.argv[2])
+sai.indexing.backfill.AHEAD = 0
+sai.store.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
 sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
+
+
+def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_run_embeds_the_rest(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    functions, written = 200, 40
+    tree = many_functions(functions, per_file=10)
+    root = write_tree(tmp_path / "project", tree)
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 20})
+    # chunks first (no request), then groups of 20 texts: two answered and written, the third stalls
+    ollama_server.stall_next(2, seconds=0)
+    ollama_server.stall_next(1, seconds=3)
+    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(written), "two-phase"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, err
+    assert ollama_server.requests == 3
+    while ollama_server.inputs_embedded < 60 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
+
+    project = open_project(root)
+    status = search.status(project)
+    assert (status.chunk_count, status.pending_vectors, status.file_count) == (functions, functions - written, 20)
+    with project.store.read() as reader:
+        assert reader.lexical_current()
+    assert search.search(project, "gen_150", mode="lexical")[0].path == "gen/mod_015.py"
+    hits = search.search(project, "gen_150", explain=True)  # hybrid over every chunk, vector or not
+    assert hits[0].path == "gen/mod_015.py" and hits[0].explain and hits[0].explain.pending_vector
+    ollama_server.reset_counts()
+    report = indexer.index(project)
+    project.close()
+    assert report.embedded == ollama_server.inputs_embedded == functions - written
+    assert report.chunks == functions
+
+    clean = write_tree(tmp_path / "clean", tree)
+    write_config(clean, ollama_server.url)
+    assert _index(clean).chunks == functions
+    assert _snapshot(root) == _snapshot(clean)
+    project = open_project(root)
+    assert search.status(project).pending_vectors == 0
+    project.close()
 
 
 def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
+    """The one-phase path (a store without pending vectors): chunks are written with their vectors."""
     functions, batch = 200, 40
     tree = many_functions(functions, per_file=10)
     root = write_tree(tmp_path / "project", tree)
@@ -374,7 +428,7 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     # batch 1 is written while it stalls (batches are embedded ahead of the one being written)
     ollama_server.stall_next(2, seconds=0)
     ollama_server.stall_next(1, seconds=3)
-    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch)],
+    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch), "one-phase"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
@@ -526,7 +580,9 @@ def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
 POOLED_CLI_RUN = """
 import sys
 import sai.indexing.indexer
+import sai.store
 from sai.cli import commands as cli
+sai.store.DuckDBStore.pending_vectors = sys.argv[1] == "two-phase"
 sai.indexing.indexer.POOL_MIN_FILES = 1
 sai.indexing.indexer.FLUSH_CHUNKS = 1
 sai.indexing.indexer.IN_FLIGHT = sai.indexing.indexer.IN_FLIGHT_LARGE = 0
@@ -560,9 +616,10 @@ def _alive(pids: set[int]) -> set[int]:
 
 
 def _pooled_run_in_embedding(root: Path, server: OllamaStandIn) -> tuple[subprocess.Popen[str], set[int]]:
-    """A pooled CLI run, stalled in its first embed request; and its worker processes."""
+    """A pooled CLI run embedding as it reads (one phase), stalled in its first embed request;
+    and its worker processes."""
     server.stall_next(1, seconds=5)
-    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN], cwd=root, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN, "one-phase"], cwd=root, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
@@ -589,6 +646,30 @@ def test_ctrl_c_of_a_pooled_run_exits_130_with_one_line_and_stops_its_workers(
     assert proc.returncode == 130
     assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
     assert not _gone_within(workers, 10)
+
+
+def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishes(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    ollama_server.stall_next(1, seconds=5)
+    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN, "two-phase"], cwd=root, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
+    project = open_project(root)
+    try:
+        assert search.status(project).pending_vectors == TREE_CHUNKS  # stored, none embedded
+        assert search.search(project, "parseDate", mode="lexical")[0].path == "web/dates.js"
+        ollama_server.reset_counts()
+        assert indexer.index(project).embedded == ollama_server.inputs_embedded > 0
+        assert search.status(project).pending_vectors == 0
+    finally:
+        project.close()
 
 
 def test_a_killed_pooled_run_leaves_no_worker_behind(root: Path, ollama_server: OllamaStandIn) -> None:
@@ -637,6 +718,7 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
         insert(self, *args)
 
     monkeypatch.setattr(Connection, "insert_chunks", first_insert_waits_for_the_second_embedding)
+    monkeypatch.setattr(DuckDBStore, "pending_vectors", False)  # the pipeline that embeds as it reads
     project = Project(load(root), embedder=embedder)
     try:
         report = indexer.index(project)
@@ -644,3 +726,45 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
         project.close()
     assert overlapped == [True]
     assert (report.chunks, embedder.calls) == (40, 4)
+
+
+def _sai(root: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.Popen([sys.executable, "-m", "sai"], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_second_sai_during_an_index_run_waits_before_reading_or_embedding_anything(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(300, per_file=20))
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 16, "parallel": 1})
+    ollama_server.stall_next(1000, seconds=0.15)  # ~3 s of embedding
+    first = _sai(root)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 2 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    second = _sai(root)
+    _, first_err = first.communicate(timeout=120)
+    _, second_err = second.communicate(timeout=120)
+    assert (first.returncode, second.returncode) == (0, 0), (first_err, second_err)
+    assert "waiting for it to finish" in second_err
+    assert ollama_server.inputs_embedded == 300  # every text once: the second run found it all done
+    second_lines = [line for line in second_err.splitlines() if "chunks embedded" in line]
+    assert not second_lines, second_err
+
+
+def test_two_index_runs_started_at_once_embed_everything_once(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
+    root = write_tree(tmp_path / "project", many_functions(200, per_file=20))
+    write_config(root, ollama_server.url)
+    runs = [_sai(root), _sai(root)]
+    errors = [run.communicate(timeout=120)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], errors
+    assert ollama_server.inputs_embedded == 200
+    assert sum("waiting for it to finish" in err for err in errors) == 1, errors
+    project = open_project(root)
+    try:
+        status = search.status(project)
+        assert (status.chunk_count, status.pending_vectors) == (200, 0)
+    finally:
+        project.close()

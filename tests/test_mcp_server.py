@@ -25,6 +25,7 @@ import httpx
 import jsonschema
 import pytest
 from anyio.from_thread import BlockingPortal
+from fixtures_tree import many_functions, write_config, write_tree
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -786,3 +787,33 @@ def test_concurrent_mixed_calls_over_http_while_the_cli_refreshes_all_answer(
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def test_allow_write_without_an_index_builds_it_in_the_background_and_answers_meanwhile(
+    portal: BlockingPortal, tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "fresh", many_functions(400, per_file=20))
+    write_config(root, ollama_server.url,
+                 ollama={"url": ollama_server.url, "batch_size": 16, "parallel": 1, "backoff_s": 0.01})
+    ollama_server.stall_next(1000, seconds=0.2)  # ~5 s of embedding: the tools answer meanwhile
+    with mcp_session(portal, root, _env(ollama_server), "--allow-write") as opened:
+        deadline = time.monotonic() + 60
+        status = opened.call("sai_index_status")
+        while status["chunk_count"] < 400 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            status = opened.call("sai_index_status")
+        assert status["indexing"] and status["pending_vectors"] > 0, status
+        hits = opened.call("sai_search_code", query="gen_399", explain=True)["hits"]
+        assert hits[0]["path"] == "gen/mod_019.py" and hits[0]["symbol"] == "gen_399"
+        assert hits[0]["explain"]["pending_vector"] is True  # embedded last: found by its name alone
+        symbols = opened.call("sai_find_symbol", name="gen_399")
+        assert [d["path"] for d in symbols["definitions"]] == ["gen/mod_019.py"]
+        read = opened.call("sai_read_chunk", chunk_id=hits[0]["chunk_id"])
+        assert "gen_399" in read["chunk"]["text"]
+        while (status["indexing"] or status["pending_vectors"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            status = opened.call("sai_index_status")
+        assert (status["indexing"], status["pending_vectors"], status["vector_dim"]) == (False, 0, 768)
+        hits = opened.call("sai_search_code", query="gen_399", explain=True)["hits"]
+        assert hits[0]["explain"]["pending_vector"] is False and hits[0]["explain"]["cosine"] is not None
+    assert ollama_server.inputs_embedded == 400 + 1  # each text once; the query only once vectors existed

@@ -277,13 +277,32 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         return _emit(as_json, payload, render.dry_run(walked, project.config))
     if not args.query_only:
         silent = bool(getattr(args, "silent", False))
+        answered = []
         with ProgressReporter(sys.stderr, enabled=not silent) as progress:
-            report = indexer.index(project, recreate=args.recreate, progress=progress.update)
+            def answer_early(pending: int) -> None:
+                # many texts to embed: answer from lexical and symbol evidence now, vectors after
+                if args.query and args.mode != "semantic" and pending >= EARLY_ANSWER_PENDING:
+                    progress.finish()
+                    answered.append(_answer(project, args, as_json))
+                    if not silent:
+                        sys.stderr.write(f"answered while {pending} chunk(s) wait for a vector; embedding them now\n")
+
+            report = indexer.index(project, recreate=args.recreate, progress=progress.update,
+                                   on_searchable=answer_early)
         if not args.query:
             payload = {"indexed": report.__dict__, "collection": project.config.collection}
             return _emit(as_json, payload, render.index_summary(report, project.config))
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
+        if answered:
+            return answered[0]
+    return _answer(project, args, as_json)
+
+
+EARLY_ANSWER_PENDING = 256  # `sai --query` answers before embedding when this many chunks wait (~10 s on a CPU)
+
+
+def _answer(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode,
                          language=args.language, path_glob=args.path_glob, explain=args.explain,
                          group_by="file" if args.files else "chunk")

@@ -23,7 +23,7 @@ import watchfiles
 
 from sai.errors import SaiError
 from sai.indexing import indexer
-from sai.models import FileRow, IndexReport, PathResult, SourceFile
+from sai.models import FileRow, IndexProgress, IndexReport, PathResult, SourceFile
 from sai.project import Project
 from sai.source import files
 
@@ -66,7 +66,7 @@ class BatchFailed:
 
 
 WatchReport = Indexed | Batch | BatchFailed
-Progress = Callable[[int, int, int], None]
+Progress = Callable[[IndexProgress], None]
 
 
 class _Stopped(Exception):
@@ -145,11 +145,11 @@ class Watcher:
         self.last_refresh_at = _now()
         self.report(Indexed(report, self.last_refresh_at))
 
-    def _progress(self, done: int, total: int, embedded: int) -> None:
+    def _progress(self, step: IndexProgress) -> None:
         if self.stop.is_set():
             raise _Stopped
         if self.progress is not None:
-            self.progress(done, total, embedded)
+            self.progress(step)
 
     def _handle(self, paths: set[str]) -> None:
         try:

@@ -32,7 +32,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnota
 from pydantic import ValidationError
 
 import sai
-from sai.errors import ReadOnlyError, SaiError, UsageError, keep_secret, redact
+from sai.errors import ReadOnlyError, SaiError, StoreError, UsageError, keep_secret, redact
 from sai.indexing import indexer
 from sai.indexing.watch import Batch, BatchFailed, Watcher, WatchReport
 from sai.mcp.calls import clamp, key_of, no_nul, tool_result
@@ -73,7 +73,7 @@ from sai.mcp.schemas import (
     TopK,
     UseAst,
 )
-from sai.models import BACKENDS, EMBEDDERS
+from sai.models import BACKENDS, EMBEDDERS, IndexProgress
 from sai.output import render
 from sai.output.payloads import duplicates_json, hits_json, refresh_json, server_status_json
 from sai.project import Project
@@ -102,6 +102,7 @@ class SaiTools(LookupTools):
         self.allow_write = allow_write
         self.allow_setup = allow_setup
         self.watcher: Watcher | None = None  # set by serve() with --watch
+        self.build: _BackgroundBuild | None = None  # set by serve(): --allow-write and no index yet
 
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
@@ -122,6 +123,8 @@ class SaiTools(LookupTools):
         of its best chunks.
         """
         check_glob(path_glob)
+        if self.build is not None:
+            self.build.check_started()
         hits = search.search(
             self.project, query, limit=clamp(limit), language=language, path_glob=path_glob,
             mode=mode, explain=explain, group_by=group_by,
@@ -182,10 +185,11 @@ class SaiTools(LookupTools):
         and which model built it. watching: whether the server re-indexes files as they change
         (--watch); last_refresh_at: when it last did (ISO time, null before the first time).
         """
-        watcher = self.watcher
+        watcher, build = self.watcher, self.build
         return tool_result(server_status_json(
             search.status(self.project), watching=bool(watcher and watcher.watching),
             last_refresh_at=watcher.last_refresh_at if watcher else None,
+            indexing=bool(build and build.running),
         ))
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
@@ -458,7 +462,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 
 def build_server(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
-    watcher: Watcher | None = None,
+    watcher: Watcher | None = None, build: _BackgroundBuild | None = None,
 ) -> SaiMCPServer:
     """The `sai` MCP server with its tools over `project` (`watcher`: its --watch state)."""
     server = SaiMCPServer(
@@ -467,6 +471,7 @@ def build_server(
     )
     tools = SaiTools(project, allow_write=allow_write, allow_setup=allow_setup)
     tools.watcher = watcher
+    tools.build = build
     for name in TOOL_NAMES:
         annotations = READ_ONLY if name in READ_TOOLS else WRITES
         fn = getattr(tools, name)
@@ -490,10 +495,13 @@ def serve(
     log.setLevel(logging.INFO)
     keep_secret(project.config.qdrant_api_key)  # a library caller may serve without the CLI
     watching = _BackgroundWatch(project) if watch else None
+    building = _BackgroundBuild(project) if allow_write and not watch and not _has_index(project) else None
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,
-                          watcher=watching.watcher if watching else None)
+                          watcher=watching.watcher if watching else None, build=building)
     if watching:
         watching.start()
+    if building:
+        building.start()
     try:
         if http is None:
             log.info("serving %s over stdio (%s)", project.config.root, _mode(allow_write))
@@ -506,7 +514,65 @@ def serve(
     finally:
         if watching:
             watching.stop()
+        if building:
+            building.stop()
         project.close()
+
+
+def _has_index(project: Project) -> bool:
+    if not project.store.exists:
+        return False
+    with project.store.read() as reader:
+        return reader.has_index()
+
+
+# ---------------------------------------------------------------- no index yet
+class _BuildStopped(Exception):
+    """Raised from the progress callback to end the build when the server stops."""
+
+
+class _BackgroundBuild:
+    """`sai mcp --allow-write` on a project with no index: an index run in a thread. The tools
+    answer meanwhile: lexically and by symbol once the chunks are stored (seconds), with more
+    vectors as they are computed; a stop (or a kill) keeps what was written, for the next run."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.stop_event = threading.Event()
+        self.running = False
+        self.thread = threading.Thread(target=self._run, name="sai-build", daemon=True)
+
+    def start(self) -> None:
+        log.info("no index yet: building it in the background; the tools answer meanwhile")
+        self.running = True
+        self.thread.start()
+
+    def check_started(self) -> None:
+        """Before the first chunks are stored there is nothing to search: say so, not 'no index'."""
+        if self.running and not self.project.store.exists:
+            raise StoreError("the index is being built (this server started it); its first chunks "
+                             "are searchable within seconds: ask again shortly")
+
+    def _run(self) -> None:
+        try:
+            report = indexer.index(self.project, progress=self._progress,
+                                   on_searchable=lambda pending: log.info(
+                                       "index: chunks stored and searchable; %d wait for a vector", pending))
+            log.info("index built: %d chunks from %d files", report.chunks, report.files)
+        except _BuildStopped:
+            log.info("index build stopped; the next run goes on from where it stopped")
+        except SaiError as exc:
+            log.warning("building the index failed: %s", escaped(str(exc)))
+        finally:
+            self.running = False
+
+    def _progress(self, step: IndexProgress) -> None:
+        if self.stop_event.is_set():
+            raise _BuildStopped
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=30.0)
 
 
 # ---------------------------------------------------------------- --watch

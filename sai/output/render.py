@@ -51,7 +51,7 @@ def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
 
 def explanation(explain: Explain) -> str:
     """`explain: semantic #1 (cosine 0.8421), lexical #3 (bm25 5.1234), rrf ..., fused ...`."""
-    parts = []
+    parts = ["lexical only: no vector yet"] if explain.pending_vector else []
     if explain.semantic_rank is not None:
         parts.append(f"semantic #{explain.semantic_rank}")
     if explain.cosine is not None:

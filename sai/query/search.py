@@ -65,20 +65,38 @@ def search(
     with project.store.read() as reader:
         meta = _check(project, reader, None)  # before the embedder: a missing index is the error
         scope = _scope(reader, language=language, path_glob=path_glob)
-        vector = None if mode == "lexical" else project.embedder.embed_query(query)
+        embed = mode != "lexical" and _has_vectors(project, meta, mode)
+        vector = project.embedder.embed_query(query) if embed else None
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
         defined = _definitions(reader, query, scope) if mode == "hybrid" else []
-        ordered = _order(mode, semantic, lexical, query, defined)
+        weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
+        ordered = _order(mode, semantic, lexical, query, defined, semantic_weight=weight)
         files = _files(ordered, limit) if by_file else None
-        chosen = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit], vector)
+        chosen, pending = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit],
+                                       vector, mode=mode)
         stored = reader.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
     if files is not None:
         hits = [replace(h, chunks=tuple(_file_chunk(c) for c in group)) for h, group in zip(hits, files, strict=True)]
-    return [replace(h, explain=_explain(c, mode)) for h, c in zip(hits, chosen, strict=True)] if explain else hits
+    if not explain:
+        return hits
+    return [replace(h, explain=_explain(c, mode, pending=c.row.id in pending))
+            for h, c in zip(hits, chosen, strict=True)]
+
+
+def _has_vectors(project: Project, meta: dict[str, str], mode: str) -> bool:
+    """Whether any chunk has its vector yet (the first ones record the dimension); a semantic
+    search of an index with none has nothing to rank and says so."""
+    if meta.get("vector_dim", "0") != "0":
+        return True
+    if mode == "semantic":
+        raise StoreError(f"the index '{project.config.collection}' has no vectors yet (an index run stores "
+                         "chunks first, then embeds them); search in hybrid or lexical mode meanwhile, "
+                         "or run `sai` to finish the vectors")
+    return False
 
 
 def _files(ordered: list[Candidate], limit: int) -> list[list[Candidate]]:
@@ -97,11 +115,13 @@ def _file_chunk(c: Candidate) -> FileChunk:
     return FileChunk(c.row.start_line, c.row.end_line, c.row.symbol, c.row.chunk_id)
 
 
-def _explain(c: Candidate, mode: str) -> Explain:
-    """A hit's places in the candidate lists and, in hybrid mode, its fused score's parts."""
+def _explain(c: Candidate, mode: str, *, pending: bool) -> Explain:
+    """A hit's places in the candidate lists and, in hybrid mode, its fused score's parts;
+    `pending`: its chunk has no vector yet, so lexical and symbol evidence alone found it."""
     hybrid = mode == "hybrid"
     return Explain(
-        semantic_rank=c.semantic_rank, cosine=None if mode == "lexical" else float(c.row.score),
+        pending_vector=pending,
+        semantic_rank=c.semantic_rank, cosine=None if mode == "lexical" or pending else float(c.row.score),
         lexical_rank=c.lexical_rank, bm25=c.bm25, rrf=c.rrf if hybrid else None,
         signals=c.signals if hybrid else None, fused=c.fused if hybrid else None,
     )
@@ -132,13 +152,17 @@ def _best_first(score: float, row: ChunkRow) -> tuple[float, str, int, int]:
     return -round(score, 6), row.path, row.start_line, row.end_line
 
 
-def _with_bodies(reader: IndexReader, chosen: list[Candidate], vector: np.ndarray | None) -> list[Candidate]:
-    """The chosen candidates with their text, and their cosine to the query when there is one."""
+def _with_bodies(
+    reader: IndexReader, chosen: list[Candidate], vector: np.ndarray | None, *, mode: str
+) -> tuple[list[Candidate], set[int]]:
+    """The chosen candidates with their text and their cosine to the query when there is one;
+    and the ids of those whose chunk has no vector yet (their score stays 0)."""
     ids = [c.row.id for c in chosen]
     texts = reader.texts(ids)
     cosines = reader.cosines(ids, vector) if vector is not None else {}
+    pending = set() if mode == "lexical" else set(ids) - set(cosines)
     return [replace(c, row=replace(c.row, text=texts.get(c.row.id, ""),
-                                   score=cosines.get(c.row.id, c.row.score))) for c in chosen]
+                                   score=cosines.get(c.row.id, c.row.score))) for c in chosen], pending
 
 
 def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow]:
@@ -153,13 +177,20 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow
 
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
-    defined: Sequence[ChunkRow] = (),
+    defined: Sequence[ChunkRow] = (), *, semantic_weight: float = 1.0,
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical, defined), query)
+    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight)
+
+
+def _vector_share(reader: IndexReader) -> float:
+    """The share of the chunks that have their vector (1 once an index run has embedded them all):
+    the semantic list can rank only those, so while vectors are missing it counts for less."""
+    pending = reader.pending_count()
+    return 1.0 - pending / max(reader.chunk_count(), 1) if pending else 1.0
 
 
 def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
@@ -213,6 +244,9 @@ def find_similar(
 def _chunk_vector(reader: IndexReader, key: str, line: int) -> tuple[int, np.ndarray]:
     found = reader.chunks_at(key, line)
     vector = reader.vector_of(found[0].id) if found else None
+    if vector is None and found:
+        raise StoreError(f"the chunk at {key}:{line} has no vector yet (an index run is embedding the "
+                         "stored chunks); try again when `sai status` shows no pending vectors")
     if vector is None:
         raise NotFoundError(f"no indexed chunk at {key}:{line}")
     return found[0].id, vector
@@ -374,18 +408,20 @@ def status(project: Project) -> IndexStatus:
     indexed_at = None
     stored: dict = {}
     languages: dict[str, int] = {}
+    pending = 0
     if project.store.exists:
         with project.store.read() as reader:
             meta = reader.meta()
             if reader.has_index():
                 chunks, stored, languages = reader.chunk_count(), reader.files(), reader.language_counts()
                 indexed_at = reader.last_indexed_at()
+                pending = reader.pending_count()
     dim = meta.get("vector_dim")
     return IndexStatus(
         backend=meta.get("backend", config.backend),
         collection=config.collection,
         model=meta.get("model", config.model),
-        vector_dim=int(dim) if dim else None,
+        vector_dim=int(dim) or None if dim else None,  # 0: no vector stored yet
         chunk_count=chunks,
         chunker=meta.get("chunker", config.chunker),
         embedder=meta.get("embedder", config.embedder),
@@ -393,6 +429,7 @@ def status(project: Project) -> IndexStatus:
         indexed_at=indexed_at,
         stale_files=len(stale_keys(config.root, stored, stored)),
         languages=languages,
+        pending_vectors=pending,
     )
 
 

@@ -76,6 +76,7 @@ class DuckDBStore(base.Store):
     """An index file and the one connection this process holds on it at a time."""
 
     backend = "duckdb"
+    pending_vectors = True
 
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
@@ -103,6 +104,34 @@ class DuckDBStore(base.Store):
     @property
     def request_path(self) -> Path:
         return self.path.with_name(self.path.name + ".readers")
+
+    @property
+    def run_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".run")
+
+    @contextlib.contextmanager
+    def claim(self, *, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+        """Hold `<db>.run` (flock, exclusive) for a whole index run; a second run waits for it
+        before reading or embedding anything, for as long as the first lives (the lock dies with
+        its process). The writer lock alone could not say this: a run lets it go between batches."""
+        self.prepare()
+        fd = os.open(self.run_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            waited = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise StoreError(f"cannot lock {self.run_path}: {exc.strerror}") from exc
+                if not waited and on_wait is not None:
+                    on_wait()
+                waited = True
+                time.sleep(0.1)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     @contextlib.contextmanager
     def read(self) -> Iterator[IndexReader]:

@@ -42,6 +42,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
+_WITH_VECTORS = "WHERE embedding IS NOT NULL"  # duplicates compare chunks that have their vector
 
 __all__ = ["Connection", "extension_path"]
 
@@ -168,8 +169,13 @@ class Connection:
             )
 
     def create_collection(self, meta: IndexMeta) -> None:
-        """Create the chunk and file tables and record what the index is built with."""
+        """Create the chunk and file tables and record what the index is built with.
+
+        Without a dimension (a first run writes its chunks before the model has said how long
+        its vectors are) the chunk table has no `embedding` column until set_vectors adds it.
+        """
         dim = int(meta.vector_dim)
+        vectors = f"embedding FLOAT[{dim}], " if dim > 0 else ""
         self.con.execute(
             "CREATE TABLE IF NOT EXISTS sai_meta (collection VARCHAR, key VARCHAR, value VARCHAR)"
         )
@@ -177,7 +183,7 @@ class Connection:
             f"CREATE TABLE {self.collection} (id BIGINT, path VARCHAR, language VARCHAR, "
             "start_line INTEGER, end_line INTEGER, symbol VARCHAR, text VARCHAR, "
             "content_hash VARCHAR, file_hash VARCHAR, lexemes VARCHAR, "
-            f"embedding FLOAT[{dim}], indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB, kind VARCHAR)"
+            f"{vectors}indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB, kind VARCHAR)"
         )
         self.con.execute(
             f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
@@ -231,7 +237,71 @@ class Connection:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
 
     def _vector_rows(self) -> pa.Table:
-        return self._arrow(f"SELECT id, path, language, embedding FROM {self.collection} ORDER BY id")
+        vectors = "embedding" if self.has_vectors() else "NULL::FLOAT[1] AS embedding"
+        return self._arrow(f"SELECT id, path, language, {vectors} FROM {self.collection} ORDER BY id")
+
+    def has_vectors(self) -> bool:
+        """Whether the chunk table has its `embedding` column (added with the first vectors)."""
+        def column() -> bool:
+            row = self.con.execute(
+                "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'sai' AND schema_name = 'main' "
+                "AND table_name = ? AND column_name = 'embedding'", [self.collection],
+            ).fetchone()
+            return bool(row and row[0])
+
+        return self._cached("column:embedding", column)
+
+    def pending_count(self) -> int:
+        """Chunks stored without a vector yet: from this process's vector table when it holds a
+        current one (a search does), else one count (status need not read every vector)."""
+        held = None if self.dirty else self.derived.peek(self.token, name="vectors")
+        if isinstance(held, VectorTable):
+            return len(held) - held.vectors
+        if not self.has_vectors():
+            return self.chunk_count()
+        row = self.con.execute(f"SELECT count(*) FROM {self.collection} WHERE embedding IS NULL").fetchone()
+        return int(row[0]) if row else 0
+
+    def pending_hashes(self) -> list[str]:
+        """The distinct content hashes of the chunks without a vector, in the order they were stored."""
+        where = "WHERE embedding IS NULL " if self.has_vectors() else ""
+        rows = self.con.execute(
+            f"SELECT content_hash FROM {self.collection} {where}GROUP BY content_hash ORDER BY min(id)"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        """One stored text per content hash found."""
+        if not hashes:
+            return {}
+        rows = self.con.execute(
+            f"SELECT content_hash, any_value(text) FROM {self.collection} "
+            "WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash", [hashes],
+        ).fetchall()
+        return dict(rows)
+
+    def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
+        """Give every chunk of these content hashes that has no vector its vector (row-aligned
+        with `hashes`); the first vectors add the `embedding` column. Returns the rows set."""
+        if not hashes:
+            return 0
+        dim = int(vectors.shape[1])
+        if not self.has_vectors():
+            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{dim}]")
+            self.cache.pop("column:embedding", None)
+            self.set_meta({"vector_dim": str(dim)})
+        batch = pa.table({"content_hash": pa.array(hashes, pa.string()), "embedding": _vector_column(vectors)})
+        self.con.register("sai_vectors", batch)
+        try:
+            row = self.con.execute(
+                f"UPDATE {self.collection} SET embedding = v.embedding FROM sai_vectors v "
+                f"WHERE {self.collection}.content_hash = v.content_hash AND {self.collection}.embedding IS NULL"
+            ).fetchone()
+        finally:
+            self.con.unregister("sai_vectors")
+        changed = int(row[0]) if row else 0
+        self.dirty = self.dirty or changed > 0
+        return changed
 
     def drop_hnsw(self) -> None:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
@@ -308,14 +378,15 @@ class Connection:
             return found, np.zeros((len(found), 0), np.float32)
         cols = _chunk_cols(text=text)
         table = self._arrow(
-            f"SELECT {cols}{', embedding' if vectors else ''} FROM {self.collection} "
+            f"SELECT {cols}{', embedding' if vectors and self.has_vectors() else ''} FROM {self.collection} "
             "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
             [int_list(ids)],
         )
         if table.num_rows == 0:
             return [], np.zeros((0, 0), dtype=np.float32)
         rows = _chunk_rows(table)
-        matrix = matrix_of(table.column("embedding")) if vectors else np.zeros((len(rows), 0), np.float32)
+        matrix = (matrix_of(table.column("embedding")) if vectors and self.has_vectors()
+                  else np.zeros((len(rows), 0), np.float32))
         position = {row.id: k for k, row in enumerate(rows)}
         order = [position[i] for i in ids if i in position]
         return [rows[k] for k in order], matrix[order]
@@ -424,18 +495,24 @@ class Connection:
         return out
 
     def content_hashes(self) -> set[str]:
-        return {r[0] for r in self.con.execute(f"SELECT DISTINCT content_hash FROM {self.collection}").fetchall()}
+        """Hashes of the texts stored with a vector (those without one still need embedding)."""
+        if not self.has_vectors():
+            return set()
+        rows = self.con.execute(
+            f"SELECT DISTINCT content_hash FROM {self.collection} WHERE embedding IS NOT NULL").fetchall()
+        return {r[0] for r in rows}
 
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded.
 
         The rows' ids first, then their vectors by id: filtering on the hash while reading the
         vectors scanned every vector (0.46 s for 50 hashes at 78k chunks; 0.05 s this way)."""
-        if not hashes:
+        if not hashes or not self.has_vectors():
             return {}
         table = self._arrow(
             f"SELECT content_hash, embedding FROM {self.collection} WHERE id IN (SELECT min(id) "
-            f"FROM {self.collection} WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash)",
+            f"FROM {self.collection} WHERE embedding IS NOT NULL "
+            "AND content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash)",
             [hashes],
         )
         if table.num_rows == 0:
@@ -444,13 +521,18 @@ class Connection:
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
     def insert_chunks(self, chunks: list[NewChunk], vectors: np.ndarray) -> None:
-        """Insert these chunks, row-aligned with their vectors, under new ids."""
+        """Insert these chunks, row-aligned with their vectors, under new ids; a row of NaN (or a
+        matrix of no columns) stores its chunk without a vector, for set_vectors to fill."""
         if not chunks:
             return
         self.dirty = True
         first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
         start_id = int(first[0]) if first else 1
-        dim = vectors.shape[1]
+        given = vectors.shape[1] > 0 and not np.isnan(vectors[:, 0]).all()
+        if given and not self.has_vectors():
+            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{vectors.shape[1]}]")
+            self.cache.pop("column:embedding", None)
+            self.set_meta({"vector_dim": str(vectors.shape[1])})
 
         def column(name: str, kind: pa.DataType) -> pa.Array:
             return pa.array([getattr(c, name) for c in chunks], kind)
@@ -465,9 +547,7 @@ class Connection:
             "text": column("text", pa.string()),
             "content_hash": column("content_hash", pa.string()),
             "file_hash": column("file_hash", pa.string()),
-            "embedding": pa.FixedSizeListArray.from_arrays(
-                pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()), dim
-            ),
+            **({"embedding": _vector_column(vectors)} if self.has_vectors() and vectors.shape[1] else {}),
             "no_duplicate": column("no_duplicate", pa.bool_()),
             "indexed_at": pa.array([utc_now()] * len(chunks), pa.timestamp("us")),
             "lexemes": column("lexemes", pa.string()),
@@ -507,7 +587,9 @@ class Connection:
         memory of a large index).
         """
         cols = _chunk_cols(text=text)
-        table = self._arrow(f"SELECT {cols}, embedding FROM {self.collection} {_ALL_ORDER}")
+        if not self.has_vectors():
+            return [], np.zeros((0, 0), dtype=np.float32)
+        table = self._arrow(f"SELECT {cols}, embedding FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
         rows = _chunk_rows(table)
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
@@ -515,7 +597,8 @@ class Connection:
 
     def all_shapes(self) -> list[bytes | None]:
         """Every chunk's shape signature, in the order of all_chunks() (~0.1 s at 100,000 chunks)."""
-        return self._arrow(f"SELECT shape FROM {self.collection} {_ALL_ORDER}").column("shape").to_pylist()
+        table = self._arrow(f"SELECT shape FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
+        return table.column("shape").to_pylist()
 
 
 def _chunk_rows(table: pa.Table) -> list[ChunkRow]:
@@ -527,3 +610,12 @@ def _chunk_rows(table: pa.Table) -> list[ChunkRow]:
 def _chunk_cols(*, text: bool) -> str:
     """The CHUNK_COLS select list; without text, an empty string stands in for the costly column."""
     return CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
+
+
+def _vector_column(vectors: np.ndarray) -> pa.Array:
+    """A FLOAT[d] column of these rows; a row of NaN is a null (no vector yet)."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    missing = np.isnan(matrix[:, 0]) if len(matrix) else np.zeros(0, dtype=bool)
+    values = pa.array(np.nan_to_num(matrix).ravel())
+    mask = pa.array(missing) if missing.any() else None
+    return pa.FixedSizeListArray.from_arrays(values, matrix.shape[1], mask=mask)
