@@ -29,7 +29,7 @@ from ollama_standin import OllamaStandIn
 from sai.chunking.base import CHUNKER_VERSION
 from sai.cli import commands as cli
 from sai.embedders.ollama import OllamaEmbedder
-from sai.errors import EmbedderError, IndexMismatchError, StoreError
+from sai.errors import ConfigError, EmbedderError, IndexMismatchError, StoreError
 from sai.indexing import indexer
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
@@ -214,6 +214,21 @@ def test_vectors_of_another_dimension_raise_mismatch(
     with pytest.raises(IndexMismatchError, match="vector_dim"):
         search.search(project, "total price of items")
     project.close()
+
+
+def test_a_first_build_refuses_vectors_longer_or_shorter_than_the_configured_vector_dim(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    write_config(root, ollama_server.url, vector_dim=384)  # the stand-in's model gives 768
+    with pytest.raises(ConfigError, match="gives vectors of 768 dimensions, but vector_dim in the config is 384"):
+        _index(root)
+    assert not (root / ".index" / "code.duckdb").exists()  # refused before anything was written
+    done = subprocess.run([sys.executable, "-m", "sai", "--silent"], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: the model ") and done.stderr.count("\n") == 1, done.stderr
+    write_config(root, ollama_server.url, vector_dim=768)
+    assert _index(root).embedded == TREE_CHUNKS
 
 
 def test_index_of_another_schema_version_raises_mismatch(indexed: Path, ollama_server: OllamaStandIn) -> None:
