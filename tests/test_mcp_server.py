@@ -484,6 +484,16 @@ def test_nul_bytes_in_paths_are_invalid_params_and_messages_escape_control_chara
     assert missing.message == "no indexed chunk at src/two\\nlines.py:1"
 
 
+def test_a_path_too_long_for_the_file_system_is_invalid_params_quoted_short(session: Session) -> None:
+    long = "a" * 5000
+    for tool, arguments in (("sai_find_similar", {"path": long, "line": 1}),
+                            ("sai_read_chunk", {"path": long, "start_line": 1})):
+        error = session.error(tool, **arguments)
+        assert error.code == -32602 and "File name too long" in error.message, (tool, error.message)
+        assert "(5,000 characters)" in error.message and len(error.message) < 400
+    assert long not in session.stderr.read_text(encoding="utf-8")
+
+
 def test_write_tools_are_refused_by_a_read_only_server(session: Session) -> None:
     refresh = session.error("sai_refresh", paths=["src/auth.py"])
     assert (refresh.code, refresh.message) == (
@@ -599,23 +609,48 @@ def test_sync_git_failures_are_internal_errors_naming_the_fix(
     assert (cli.returncode, cli.stdout, cli.stderr) == (1, "", f"error: {error.message}\n")
 
 
-def test_prepare_setup_runs_the_script_with_allow_setup(writer: Session, tmp_path: Path) -> None:
-    result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+def test_prepare_setup_runs_the_script_with_allow_setup(writer: Session, writable_dir: Path) -> None:
+    target = writable_dir / "setup-ran"
+    target.mkdir()
+    result = writer.call("sai_prepare_mcp_setup", target_directory="setup-ran", execute=True)
+    assert result["target_directory"] == str(target)  # relative to the project root
     assert result["executed"] is True and result["exit_code"] == 0, result["stderr_tail"]
-    assert (tmp_path / "sai-cfg.yml").is_file() and (tmp_path / ".mcp.json.example").is_file()
+    assert (target / "sai-cfg.yml").is_file() and (target / ".mcp.json.example").is_file()
     assert "execution_blocked" not in result
     assert (result["execution_attempted"], result["success"], result["error"]) == (True, True, None)
     assert result["stdout"] == result["stdout_tail"] and "sai-cfg.yml" in result["stdout"]
     assert result["stderr"] == result["stderr_tail"]
 
 
-def test_prepare_setup_reports_a_failed_script_run(writer: Session, tmp_path: Path) -> None:
-    (tmp_path / ".mcp.json.example.sai-tmp").mkdir()  # the script cannot write its example
-    result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+def test_prepare_setup_reports_a_failed_script_run(writer: Session, writable_dir: Path) -> None:
+    target = writable_dir / "setup-fails"
+    (target / ".mcp.json.example.sai-tmp").mkdir(parents=True)  # the script cannot write its example
+    result = writer.call("sai_prepare_mcp_setup", target_directory=str(target), execute=True)
     assert (result["execution_attempted"], result["success"]) == (True, False)
     assert result["exit_code"] != 0 and result["stderr"] == result["stderr_tail"]
     assert result["error"].startswith(f"setup.sh exited with code {result['exit_code']}: ")
     assert result["error"].endswith("Is a directory") and "\n" not in result["error"]
+
+
+@pytest.mark.parametrize("outside", ["..", "/tmp", "../.."])
+def test_prepare_setup_never_runs_the_script_outside_the_project_root(
+    writer: Session, writable_dir: Path, outside: str
+) -> None:
+    before = sorted(p.name for p in writable_dir.parent.iterdir())
+    error = writer.error("sai_prepare_mcp_setup", target_directory=outside, execute=True)
+    assert error.code == -32602 and "is outside the project root" in error.message, error.message
+    assert sorted(p.name for p in writable_dir.parent.iterdir()) == before
+    assert not (writable_dir.parent / "sai-cfg.yml").exists()
+    described = writer.call("sai_prepare_mcp_setup", target_directory=outside)  # describing writes nothing
+    assert described["target_directory"] == str((writable_dir / outside).resolve())
+
+
+def test_prepare_setup_refuses_a_global_install_and_defaults_to_the_root(
+    writer: Session, writable_dir: Path
+) -> None:
+    error = writer.error("sai_prepare_mcp_setup", install_globally=True, execute=True)
+    assert error.code == -32602 and "~/.local/bin, outside the project root" in error.message
+    assert writer.call("sai_prepare_mcp_setup")["target_directory"] == str(writable_dir)
 
 
 # ---------------------------------------------------------------- HTTP

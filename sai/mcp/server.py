@@ -31,7 +31,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnota
 from pydantic import ValidationError
 
 import sai
-from sai.errors import ReadOnlyError, SaiError, UsageError
+from sai.errors import OutsideRootError, ReadOnlyError, SaiError, UsageError, shown
 from sai.indexing import indexer
 from sai.indexing.watch import Batch, BatchFailed, Watcher, WatchReport
 from sai.mcp.calls import clamp, key_of, no_nul, tool_result
@@ -223,13 +223,14 @@ class SaiTools(LookupTools):
 
         Returns {target_directory, recommended_command, mcp_server_config_example, next_steps,
         notes}. embedder ort is another name for local. execute=true runs mcp-setup/setup.sh
-        only when the server was started with --allow-setup (adding execution_attempted,
+        only when the server was started with --allow-setup and target_directory is inside the
+        project root: it writes sai-cfg.yml and .mcp.json.example there and pip-installs SAI
+        into SAI's own virtual environment (adding execution_attempted,
         success, stdout, stderr, error, executed, exit_code, stdout_tail, stderr_tail);
         otherwise it adds execution_attempted false, success false, error, execution_blocked and
         execution_blocked_reason.
         """
-        target = Path(no_nul("target_directory", target_directory or str(Path.cwd())))
-        target = target.expanduser().resolve()
+        target = self._target(target_directory)
         plan = setup_plan(target, backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
         payload = plan.payload()
@@ -248,9 +249,28 @@ class SaiTools(LookupTools):
             return {"execution_attempted": False, "success": False, "stdout": None,
                     "stderr": None, "error": blocked, "execution_blocked": True,
                     "execution_blocked_reason": blocked}
+        root = self.project.config.root
+        if not plan.target.is_relative_to(root):  # the server never writes outside the root
+            raise OutsideRootError(
+                f"target_directory {shown(str(plan.target))} is outside the project root {root}; "
+                "give a directory inside it, or run the recommended_command yourself")
+        if plan.install_globally:
+            raise UsageError("install_globally links sai into ~/.local/bin, outside the project root; "
+                             "run the recommended_command yourself")
         if not plan.target.is_dir():
             raise UsageError(f"target_directory {plan.target} is not a directory; create it first")
         return run_setup(plan)
+
+    def _target(self, directory: str | None) -> Path:
+        """The directory to set up: the project root by default; a relative one is under the root."""
+        if directory is None:
+            return self.project.config.root
+        given = Path(no_nul("target_directory", directory)).expanduser()
+        try:
+            return (self.project.config.root / given).resolve()  # an absolute `given` wins the join
+        except OSError as exc:
+            raise UsageError(f"target_directory {shown(directory)} cannot be resolved ({exc.strerror}); "
+                             "give an existing directory") from None
 
     def _check_writable(self, what: str) -> None:
         if not self.allow_write:
