@@ -50,6 +50,8 @@ from sai.store.tables import Connection
 log = logging.getLogger(__name__)
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
+# What DuckDB says of a file that is not whole: bad checksums, a foreign header, a truncated end.
+DAMAGED = ("Corrupt", "corrupt", "not a valid DuckDB", "checksum", "Checksum", "Could not read enough bytes")
 
 
 def open_store(config: Config, *, backend: str | None = None) -> base.Store:
@@ -395,9 +397,9 @@ def describe(exc: duckdb.Error, path: Path) -> StoreError:
     if "No space left" in text or "disk full" in text.lower():
         return StoreError(f"no space left on the disk holding the index {path}; free some space "
                           "and run the command again (committed batches are kept)")
-    if any(s in text for s in ("Corrupt", "corrupt", "not a valid DuckDB", "checksum", "Checksum")):
+    if any(s in text for s in DAMAGED):
         return StoreCorruptError(f"the index file {path} is damaged ({line}); rebuild it with "
-                                 "`sai --recreate` (the damaged file is kept as .damaged)")
+                                 f"`sai --recreate`, which keeps the damaged file as {path}.damaged")
     if isinstance(exc, duckdb.IOException | duckdb.PermissionException):
         return StoreError(f"cannot use the index {path}: {line}; check the path and its "
                           "permissions, or set duckdb.path")
