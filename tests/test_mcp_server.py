@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -651,6 +652,86 @@ def test_prepare_setup_refuses_a_global_install_and_defaults_to_the_root(
     error = writer.error("sai_prepare_mcp_setup", install_globally=True, execute=True)
     assert error.code == -32602 and "~/.local/bin, outside the project root" in error.message
     assert writer.call("sai_prepare_mcp_setup")["target_directory"] == str(writable_dir)
+
+
+# ---------------------------------------------------------------- raw frames over stdio
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+SEARCH = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+HOSTILE = [  # (frame, the id the answer carries, its error code)
+    *[(SEARCH % (n, tool, args), n, -32602) for n, (tool, args) in enumerate([
+        ("sai_search_code", '{"query":"\\ud800"}'), ("sai_find_similar", '{"code":"x\\udfff"}'),
+        ("sai_read_chunk", '{"chunk_id":"\\ud83d"}'), ("sai_find_symbol", '{"name":"\\ud800\\ud800"}'),
+        ("sai_index_status", '{"\\ud800":1}'), ("sai_find_duplicates", '{"path_glob":"\\udc00"}'),
+    ], start=1)],
+    ('{"jsonrpc":"2.0","id":20,"method":', None, -32700),
+    ("not json at all", None, -32700),
+    ('[{"jsonrpc":"2.0","id":21,"method":"tools/list"}]', None, -32600),
+    ("[]", None, -32600),
+    ('{"jsonrpc":"2.0","id":22,"method":"tools/list","params":[1]}', 22, -32602),
+    ('{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', None, -32600),
+    ('{"jsonrpc":"2.0","id":[1],"method":"tools/list"}', None, -32600),
+    ('{"jsonrpc":"2.0","id":null,"method":"tools/list"}', None, -32600),
+    ('{"id":23,"method":"tools/list"}', 23, -32600),
+    ('"hello"', None, -32600),
+    ("{}", None, -32600),
+]
+
+
+class RawServer:
+    """`sai mcp` over raw pipes: lines in, one answer out within a timeout (never a hang)."""
+
+    def __init__(self, root: Path, env: dict[str, str], stderr: Path) -> None:
+        self.errlog = stderr.open("wb")
+        self.proc = subprocess.Popen(_sai_mcp(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.errlog, env={**os.environ, **env})
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, frame: str | dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        text = frame if isinstance(frame, str) else json.dumps(frame)
+        self.proc.stdin.write(text.encode("utf-8", "surrogatepass") + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, timeout: float = 20.0) -> dict[str, Any]:
+        try:
+            return json.loads(self.lines.get(timeout=timeout))
+        except queue.Empty:
+            raise AssertionError(f"no answer within {timeout}s") from None
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+        self.errlog.close()
+
+
+def test_every_hostile_stdio_frame_gets_an_answer_and_the_server_keeps_serving(
+    project_dir: Path, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    server = RawServer(project_dir, _env(standin), tmp_path / "stderr.log")
+    try:
+        server.send(INITIALIZE)
+        assert server.answer(60)["id"] == 0
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for frame, request_id, code in HOSTILE:
+            server.send(frame)
+            answer = server.answer(timeout=10)
+            assert answer["id"] == request_id and answer["error"]["code"] == code, (frame, answer)
+        server.send('{"jsonrpc":"2.0","method":"notifications/x","params":[1]}')  # cannot be answered
+        server.send({"jsonrpc": "2.0", "id": 99, "method": "tools/list"})
+        assert len(server.answer(timeout=10)["result"]["tools"]) == len(TOOLS)  # still serving
+    finally:
+        server.close()
+    log = (tmp_path / "stderr.log").read_text(encoding="utf-8")
+    assert log.count("sai mcp: stdio: answered ") == len(HOSTILE)
+    assert "sai mcp: stdio: dropped the notification" in log
 
 
 # ---------------------------------------------------------------- HTTP

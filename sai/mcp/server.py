@@ -72,6 +72,7 @@ from sai.mcp.schemas import (
     TopK,
     UseAst,
 )
+from sai.mcp.stdio import checked_stdio
 from sai.models import BACKENDS, EMBEDDERS
 from sai.output import render
 from sai.output.payloads import duplicates_json, hits_json, refresh_json, server_status_json
@@ -417,7 +418,13 @@ def _mode(allow_write: bool) -> str:
 
 
 class SaiMCPServer(MCPServer):
-    """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError results."""
+    """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError
+    results, and whose stdio answers every frame (mcp/stdio.py)."""
+
+    async def run_stdio_async(self) -> None:
+        async with checked_stdio() as (read_stream, write_stream):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # An explicit null means "the default", as the original tool's clients expect; for a
