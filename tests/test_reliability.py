@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -195,3 +196,60 @@ def test_a_reader_does_not_wait_for_a_dead_writer(tmp_path: Path, ollama_server:
     finally:
         holder.kill()
         project.close()
+
+
+# Searches the index of argv[1] until the file argv[2] exists; prints "ready" after the first
+# answer, then a JSON summary: calls, errors (their first lines), answers without hits, and
+# whether a function only the rebuilt index holds was ever found.
+HAMMER = """
+import json, sys
+from pathlib import Path
+from sai.config import load_config
+from sai.errors import SaiError
+from sai.project import Project
+from sai.query import search
+root, stop = Path(sys.argv[1]), Path(sys.argv[2])
+project = Project(load_config(cwd=root, env={}))
+calls, errors, empty, rebuilt = 0, [], 0, False
+while not stop.exists():
+    try:
+        hits = search.search(project, "rebuilt_only_helper gen value", limit=5)
+        empty += not hits
+        rebuilt = rebuilt or any(hit.symbol == "rebuilt_only_helper" for hit in hits)
+    except SaiError as exc:
+        errors.append(str(exc))
+    calls += 1
+    if calls == 1:
+        print("ready", flush=True)
+print(json.dumps({"calls": calls, "errors": errors[:5], "error_count": len(errors), "empty": empty,
+                  "rebuilt": rebuilt}), flush=True)
+"""
+
+
+def test_a_reader_searching_through_a_recreate_gets_the_old_answers_then_the_new_ones(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "p", many_functions(700, per_file=25))
+    write_config(root, ollama_server.url)
+    _index(root)
+    write_tree(root, {"gen/rebuilt.py": "def rebuilt_only_helper(value):\n    return value\n"})
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen([sys.executable, "-c", HAMMER, str(root), str(stop)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "ready", reader.stderr
+        ollama_server.stall_next(6, seconds=0.4)  # each batch's embedding: the build takes seconds
+        project = open_project(root)
+        try:
+            report = indexer.index(project, recreate=True)
+        finally:
+            project.close()
+        assert report.embedded == 701
+        time.sleep(1.5)  # the reader's next searches see the rebuilt index
+    finally:
+        stop.touch()
+        out, err = reader.communicate(timeout=60)
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["error_count"] == 0, (summary, err)
+    assert summary["empty"] == 0 and summary["calls"] >= 10, summary
+    assert summary["rebuilt"], summary

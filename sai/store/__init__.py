@@ -82,6 +82,7 @@ class DuckDBStore(base.Store):
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
         self.collection = collection
+        self.sessions_of = collection  # the collection sessions open: `<collection>__rebuild` in a rebuild
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.Condition(threading.RLock())
         self._conn: Connection | None = None
@@ -287,6 +288,51 @@ class DuckDBStore(base.Store):
             assert isinstance(writer, DuckDBWriter)
             migrations.upgrade(writer.conn, from_version)
 
+    @contextlib.contextmanager
+    def rebuild(self) -> Iterator[None]:
+        """--recreate: the writes inside build `<collection>__rebuild` beside the collection,
+        which readers keep reading; when the block ends cleanly, one transaction drops the old
+        collection and renames the new one in its place (readers of the next moment see it
+        whole). A damaged file (every block is read first) is moved aside as `<db>.damaged` and
+        the index built in a new file instead; a leftover of a killed rebuild is dropped."""
+        if not self.exists or not self._whole():
+            yield
+            return
+        self._switch(f"{self.collection}__rebuild")
+        try:
+            with self.write() as writer:
+                writer.drop()  # what a killed rebuild left
+            yield
+            with self.write() as writer:
+                assert isinstance(writer, DuckDBWriter)
+                writer.conn.take_over(self.collection)
+        finally:
+            self._switch(self.collection)
+
+    def _whole(self) -> bool:
+        """Whether the file reads without a damaged block; a damaged one is moved aside."""
+        try:
+            with self.read() as reader:
+                assert isinstance(reader, DuckDBReader)
+                reader.conn.verify()
+        except StoreCorruptError as exc:
+            log.warning("the index file %s is damaged (%s); kept as %s.damaged, building a new one",
+                        self.path, _first_line(exc.__cause__ or exc), self.path)
+            self.close()
+            self.recreate()
+            return False
+        return True
+
+    def _switch(self, collection: str) -> None:
+        """Sessions open `collection` from now on (the connection held on the other one closes)."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._readers == 0)
+            self._cancel_timer()
+            self._cancel_yield()
+            with translate(self.path):
+                self._release()
+            self.sessions_of = collection
+
     def recreate(self) -> None:
         """Move a damaged index file aside (kept as `<db>.damaged`), so a new one can be built."""
         for path in (self.path, self.path.with_name(self.path.name + ".wal")):
@@ -304,7 +350,7 @@ class DuckDBStore(base.Store):
         delay = 0.02
         while True:
             try:
-                return Connection.open(self.path, self.collection, read_only=read_only, derived=self.derived)
+                return Connection.open(self.path, self.sessions_of, read_only=read_only, derived=self.derived)
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise describe(exc, self.path) from exc
