@@ -41,7 +41,7 @@ import duckdb
 from sai.config import Config
 from sai.errors import ConfigError, StoreCorruptError, StoreError, StoreLockedError
 from sai.models import BACKENDS
-from sai.store import base, migrations
+from sai.store import base, compaction, migrations
 from sai.store.base import IndexReader, IndexWriter, Scope
 from sai.store.cache import TokenCache
 from sai.store.sessions import DuckDBReader, DuckDBWriter
@@ -179,8 +179,10 @@ class DuckDBStore(base.Store):
         checkpoint when the block ends instead of one per transaction)."""
         with self._lock:
             self._runs += 1
+        finished = False
         try:
             yield
+            finished = True
         finally:
             with self._lock:
                 self._runs -= 1
@@ -188,7 +190,22 @@ class DuckDBStore(base.Store):
                     self._cancel_yield()
                     self._lock.wait_for(lambda: self._readers == 0)  # their cursors are on it
                     with translate(self.path):
-                        self._release()
+                        try:
+                            if finished:
+                                self._compact()
+                        finally:
+                            self._release()
+
+    def _compact(self) -> None:
+        """Copy the file into a fresh one and rename it over the index when it carries too much
+        free space (store/compaction.py); the writer lock is held throughout."""
+        compaction.discard(compaction.compact_path(self.path))  # what a killed compaction left
+        if self._conn is None or not compaction.wasteful(self._conn):
+            return
+        copy = compaction.copy_beside(self._conn, self.path)
+        self._close()  # a checkpoint: the copy holds everything committed
+        if copy is not None:
+            compaction.swap_in(copy, self.path)
 
     def _writer(self) -> Connection:
         """The held writer connection, or a new one under the writer lock; a held one first
