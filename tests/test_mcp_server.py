@@ -492,6 +492,10 @@ def test_a_path_too_long_for_the_file_system_is_invalid_params_quoted_short(sess
         error = session.error(tool, **arguments)
         assert error.code == -32602 and "File name too long" in error.message, (tool, error.message)
         assert "(5,000 characters)" in error.message and len(error.message) < 400
+    for tool, arguments in (("sai_read_chunk", {"chunk_id": long}),
+                            ("sai_search_code", {"query": "x", "language": long})):
+        error = session.error(tool, **arguments)
+        assert error.code == -32602 and "(5,002 characters)" in error.message, (tool, error.message)
     assert long not in session.stderr.read_text(encoding="utf-8")
 
 
