@@ -53,6 +53,9 @@ def copy_beside(conn: Connection, db: Path) -> Path | None:
         finally:
             conn.con.execute("DETACH sai_compact")  # closing checkpoints the copy
         _sync(copy)
+    except duckdb.InterruptException:  # Ctrl-C: the store turns it into KeyboardInterrupt
+        discard(copy)
+        raise
     except (duckdb.Error, OSError) as exc:
         log.warning("compacting the index %s failed (%s); it keeps its free space", db, _first_line(exc))
         discard(copy)
