@@ -6,7 +6,8 @@ refresh and stays there (16.8 MB fresh, 30.2 MB after 400 refreshes), and a run 
 a full disk leaves what it wrote as free blocks. Neither CHECKPOINT nor VACUUM returns them.
 So at the end of a run, still holding the writer lock, the store copies the database into a
 fresh file beside it (`<db>.compact`, `COPY FROM DATABASE`) when the free blocks pass
-WASTE_RATIO of the used ones, closes its own connection (a checkpoint: no write-ahead log is
+WASTE_RATIO of the used ones, or the file has grown past 1 + WASTE_RATIO times its size after
+its last compaction (or first build), closes its own connection (a checkpoint: no write-ahead log is
 left) and renames the copy over the index. A kill at any moment leaves the index whole: before
 the rename the old file is untouched (a leftover copy is deleted by the next compaction), and
 the rename is atomic; every run's end deletes a copy a killed compaction left.
@@ -25,20 +26,54 @@ from sai.store.tables import Connection
 
 log = logging.getLogger(__name__)
 WASTE_RATIO = 0.4  # free blocks per used block above which a run's end compacts (file <= ~1.4x its data)
-MIN_FREE_BLOCKS = 4  # and at least this many 256 KB blocks free: a copy for less is not worth its time
+MIN_FREE_BLOCKS = 4  # and at least this many 256 KB blocks wasted: a copy for less is not worth its time
+BASELINE_KEY = "compact_blocks"  # sai_meta key: the file's blocks after its last compaction or first build
 
 
 def wasteful(conn: Connection) -> bool:
-    """Whether the file's free blocks pass the bound (DuckDB's own count of them, after a
-    checkpoint: the one closing the connection would pay anyway)."""
+    """Whether the file carries too much waste, after a checkpoint (the one closing the
+    connection would pay anyway): free blocks past WASTE_RATIO of the used ones, or a file grown
+    past 1 + WASTE_RATIO times its size after its last compaction or first build (rewritten row
+    groups also leave used blocks half full, which no free-block count shows)."""
     conn.con.execute("CHECKPOINT")
+    total, used, free = _blocks(conn, "sai")
+    baseline = _baseline(conn)
+    if baseline is None:
+        _record(conn, "sai", total)  # a first build: its size is the base of the bound
+        baseline = total
+    grown = total >= baseline + MIN_FREE_BLOCKS and total > (1 + WASTE_RATIO) * baseline
+    return grown or (free >= MIN_FREE_BLOCKS and free > WASTE_RATIO * used)
+
+
+def _blocks(conn: Connection, database: str) -> tuple[int, int, int]:
+    """(total, used, free) blocks of an attached database."""
     row = conn.con.execute(
-        "SELECT used_blocks, free_blocks FROM pragma_database_size() WHERE database_name = 'sai'"
+        "SELECT total_blocks, used_blocks, free_blocks FROM pragma_database_size() WHERE database_name = ?",
+        [database],
     ).fetchone()
-    if row is None:
-        return False
-    used, free = int(row[0]), int(row[1])
-    return free >= MIN_FREE_BLOCKS and free > WASTE_RATIO * used
+    return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
+
+
+def _baseline(conn: Connection) -> int | None:
+    if not _has_meta(conn, "sai"):
+        return None
+    row = conn.con.execute("SELECT max(value) FROM sai.sai_meta WHERE collection = '' AND key = ?",
+                           [BASELINE_KEY]).fetchone()
+    return int(row[0]) if row and row[0] and str(row[0]).isdigit() else None
+
+
+def _record(conn: Connection, database: str, blocks: int) -> None:
+    """Note the file's size in blocks (a meta row of no collection: '' is no collection's name)."""
+    if not _has_meta(conn, database):
+        return
+    conn.con.execute(f"DELETE FROM {database}.sai_meta WHERE collection = '' AND key = ?", [BASELINE_KEY])
+    conn.con.execute(f"INSERT INTO {database}.sai_meta VALUES ('', ?, ?)", [BASELINE_KEY, str(blocks)])
+
+
+def _has_meta(conn: Connection, database: str) -> bool:
+    row = conn.con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = 'sai_meta'",
+                           [database]).fetchone()
+    return bool(row and row[0])
 
 
 def copy_beside(conn: Connection, db: Path) -> Path | None:
@@ -50,6 +85,8 @@ def copy_beside(conn: Connection, db: Path) -> Path | None:
         conn.con.execute(f"ATTACH '{quote(str(copy))}' AS sai_compact")
         try:
             conn.con.execute("COPY FROM DATABASE sai TO sai_compact")
+            conn.con.execute("CHECKPOINT sai_compact")
+            _record(conn, "sai_compact", _blocks(conn, "sai_compact")[0])
         finally:
             conn.con.execute("DETACH sai_compact")  # closing checkpoints the copy
         _sync(copy)
