@@ -18,6 +18,7 @@ HIDDEN = "***"
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+SHOWN_CHARS = 200  # how much of a caller's value a message quotes (a 5,000-character path is not read)
 
 
 class SaiError(Exception):
@@ -78,7 +79,7 @@ class GlobError(UsageError):
     """A glob (`path_glob`, `include`, `exclude`) cannot be read; `reason` says why."""
 
     def __init__(self, pattern: str, reason: str) -> None:
-        super().__init__(f"invalid path_glob: {pattern}: {reason}")
+        super().__init__(f"invalid path_glob: {shown(pattern)}: {reason}")
         self.pattern = pattern
         self.reason = reason
 
@@ -94,3 +95,10 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     for secret in sorted({*_KEPT, *(s for s in secrets if s)}, key=len, reverse=True):
         text = text.replace(secret, HIDDEN)
     return _SECRET_VALUE.sub(lambda m: m.group(1) + HIDDEN, text)
+
+
+def shown(value: str, limit: int = SHOWN_CHARS) -> str:
+    """`value` as a message quotes it: cut to `limit` characters, saying how long it was."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}… ({len(value):,} characters)"

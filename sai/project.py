@@ -7,7 +7,7 @@ import threading
 from sai.chunking.base import CHUNKER_VERSION
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
-from sai.errors import IndexMismatchError
+from sai.errors import ConfigError, IndexMismatchError
 from sai.models import SCHEMA_VERSION, IndexMeta
 from sai.store import open_store
 from sai.text.lexical import LEXEMES_VERSION
@@ -57,7 +57,9 @@ class Project:
                 f"lexemes={LEXEMES_VERSION}/shape={SHAPE_VERSION}")
 
     def check_meta(self, meta: dict[str, str], *, vector_dim: int | None = None) -> None:
-        """Raise IndexMismatchError when the index was built differently from this config."""
+        """Raise IndexMismatchError when the index was built differently from this config, and
+        ConfigError when the embedder's vectors (`vector_dim`: their length) contradict the config."""
+        self._check_model_dim(vector_dim)
         if not meta:
             return
         expected = self.expected_meta(vector_dim or self.config.vector_dim or 0).__dict__
@@ -68,6 +70,17 @@ class Project:
         wanted = vector_dim or self.config.vector_dim
         if wanted and stored_dim and stored_dim != wanted:  # 0: no vector stored yet
             raise IndexMismatchError(self._mismatch("vector_dim", stored_dim, wanted))
+
+    def _check_model_dim(self, vector_dim: int | None) -> None:
+        """The config's vector_dim, when set, holds for every vector the model gives: checked on
+        the first embedding of a run, before anything is written."""
+        wanted = self.config.vector_dim
+        if vector_dim and wanted and vector_dim != wanted:
+            raise ConfigError(
+                f"the model {self.config.model} gives vectors of {vector_dim} dimensions, but "
+                f"vector_dim in the config is {wanted}; set vector_dim to {vector_dim} (or remove "
+                f"it), or choose a model that gives {wanted}"
+            )
 
     def upgrade(self) -> bool:
         """Bring an index written by an older SAI to this version's format; True when it did.

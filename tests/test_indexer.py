@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 from fixtures_tree import (
@@ -29,7 +30,7 @@ from ollama_standin import OllamaStandIn
 from sai.chunking.base import CHUNKER_VERSION
 from sai.cli import commands as cli
 from sai.embedders.ollama import OllamaEmbedder
-from sai.errors import EmbedderError, IndexMismatchError, StoreError
+from sai.errors import ConfigError, EmbedderError, IndexMismatchError, StoreError
 from sai.indexing import indexer
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
@@ -180,6 +181,55 @@ def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_ser
     project.close()
 
 
+def _damage_a_table_block(db: Path) -> None:
+    """Clobber a block of table rows such that the file still opens and counts its chunks."""
+    good = db.read_bytes()
+    for start in reversed(range(12288, len(good), 262144)):  # 3 headers of 4 KB, then 256 KB blocks
+        db.write_bytes(good[:start + 64] + bytes(64) + good[start + 128:])
+        if _opens_but_is_damaged(db):
+            return
+    raise AssertionError("no block of the file holds rows that only a full read finds damaged")
+
+
+def _opens_but_is_damaged(db: Path) -> bool:
+    con = duckdb.connect(":memory:")
+    try:
+        try:
+            con.execute(f"ATTACH '{db}' AS sai (READ_ONLY)")
+            con.execute("USE sai")
+            con.execute("SELECT count(*) FROM source_code").fetchall()
+        except duckdb.Error:
+            return False  # damaged where opening finds it: not the case under test
+        tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'sai'").fetchall()
+        try:
+            for (table,) in tables:  # reading every column reads (and checks) every block
+                con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {table}").fetchall()
+        except duckdb.Error:
+            return True
+        return False
+    finally:
+        con.close()
+
+
+def test_recreate_keeps_a_damaged_file_that_still_opens_as_damaged(indexed: Path, ollama_server: OllamaStandIn) -> None:
+    db = indexed / ".index" / "code.duckdb"
+    _damage_a_table_block(db)
+    project = open_project(indexed)
+    try:
+        report = indexer.index(project, recreate=True)
+    finally:
+        project.close()
+    assert report.embedded == TREE_CHUNKS
+    assert Path(f"{db}.damaged").is_file() and Path(f"{db}.damaged").stat().st_size > 0
+    project = open_project(indexed)
+    try:
+        with project.store.read() as reader:
+            assert reader.chunk_count() == TREE_CHUNKS
+            reader.conn.verify()  # the new file is whole
+    finally:
+        project.close()
+
+
 def test_every_nonblank_line_of_an_indexed_file_is_inside_a_stored_chunk(indexed: Path) -> None:
     covered: dict[str, set[int]] = {}
     for path, start, end, _ in _snapshot(indexed):
@@ -215,6 +265,21 @@ def test_vectors_of_another_dimension_raise_mismatch(
     with pytest.raises(IndexMismatchError, match="vector_dim"):
         search.search(project, "total price of items")
     project.close()
+
+
+def test_a_first_build_refuses_vectors_longer_or_shorter_than_the_configured_vector_dim(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    write_config(root, ollama_server.url, vector_dim=384)  # the stand-in's model gives 768
+    with pytest.raises(ConfigError, match="gives vectors of 768 dimensions, but vector_dim in the config is 384"):
+        _index(root)
+    assert not (root / ".index" / "code.duckdb").exists()  # refused before anything was written
+    done = subprocess.run([sys.executable, "-m", "sai", "--silent"], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: the model ") and done.stderr.count("\n") == 1, done.stderr
+    write_config(root, ollama_server.url, vector_dim=768)
+    assert _index(root).embedded == TREE_CHUNKS
 
 
 def test_index_of_another_schema_version_raises_mismatch(indexed: Path, ollama_server: OllamaStandIn) -> None:

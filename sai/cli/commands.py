@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Semantic code search: index a tree, then search, find similar code and duplicates.",
     )
     parser.add_argument("--dry-run", action="store_true", help="report what would be indexed")
-    parser.add_argument("--recreate", action="store_true", help="drop the collection first")
+    parser.add_argument("--recreate", action="store_true", help="index anew (searches keep the old one meanwhile)")
     parser.add_argument("--query", metavar="Q", help="search after indexing")
     parser.add_argument("--query-only", action="store_true", help="skip the index step")
     parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")

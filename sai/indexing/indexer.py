@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from sai.errors import EmbedderError, StoreCorruptError
+from sai.errors import EmbedderError
 from sai.indexing.backfill import Backfill, EmbeddingThread
 from sai.indexing.prepare import Prepared, PreparePool, prepare
 from sai.models import FileRow, IndexProgress, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
@@ -351,7 +351,8 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
     started = time.perf_counter()
     walked = files.walk(config)
     walk_s = time.perf_counter() - started
-    with project.store.run():  # one writer connection for the run, checkpointed once at its end
+    rebuild = project.store.rebuild() if recreate else contextlib.nullcontext()  # readers keep the old index
+    with project.store.run(), rebuild:  # one writer connection for the run, checkpointed once at its end
         run, unreadable = _update(project, walked, recreate=recreate, progress=progress)
         if run.deferred:
             if on_searchable is not None:
@@ -371,12 +372,7 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
 def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progress: Progress | None
             ) -> tuple[_Run, list[tuple[str, str]]]:
     """index()'s writes: returns the run (its counts and times) and the unreadable files."""
-    if recreate:
-        try:
-            flush(project)
-        except StoreCorruptError:
-            project.store.recreate()  # a damaged file cannot be opened to drop anything
-    elif project.upgrade():
+    if not recreate and project.upgrade():
         log.info("upgraded the index to this version's format; every file is chunked again")
     run = _Run(project, progress=progress, deferred=project.store.pending_vectors)
     run.load_state()

@@ -91,7 +91,7 @@ Paths = Annotated[list[str], _arg(
 )]
 MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
 Revision = Annotated[str, _arg("git revision to compare the working tree with")]
-Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
+Directory = Annotated[str | None, _arg("directory to set up, inside the project root (default: the root)")]
 Backend = Annotated[str, _arg(f"index backend: {', '.join(BACKENDS)}", enum=list(BACKENDS))]
 Mode = Annotated[str, _arg(
     "ranking: hybrid (default), semantic, or lexical (no embedder needed)",

@@ -32,7 +32,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnota
 from pydantic import ValidationError
 
 import sai
-from sai.errors import ReadOnlyError, SaiError, StoreError, UsageError, keep_secret, redact
+from sai.errors import OutsideRootError, ReadOnlyError, SaiError, StoreError, UsageError, keep_secret, redact, shown
 from sai.indexing import indexer
 from sai.indexing.watch import Batch, BatchFailed, Watcher, WatchReport
 from sai.mcp.calls import clamp, key_of, no_nul, tool_result
@@ -73,6 +73,7 @@ from sai.mcp.schemas import (
     TopK,
     UseAst,
 )
+from sai.mcp.stdio import checked_stdio
 from sai.models import BACKENDS, EMBEDDERS, IndexProgress
 from sai.output import render
 from sai.output.payloads import duplicates_json, hits_json, refresh_json, server_status_json
@@ -228,13 +229,14 @@ class SaiTools(LookupTools):
 
         Returns {target_directory, recommended_command, mcp_server_config_example, next_steps,
         notes}. embedder ort is another name for local. execute=true runs mcp-setup/setup.sh
-        only when the server was started with --allow-setup (adding execution_attempted,
+        only when the server was started with --allow-setup and target_directory is inside the
+        project root: it writes sai-cfg.yml and .mcp.json.example there and pip-installs SAI
+        into SAI's own virtual environment (adding execution_attempted,
         success, stdout, stderr, error, executed, exit_code, stdout_tail, stderr_tail);
         otherwise it adds execution_attempted false, success false, error, execution_blocked and
         execution_blocked_reason.
         """
-        target = Path(no_nul("target_directory", target_directory or str(Path.cwd())))
-        target = target.expanduser().resolve()
+        target = self._target(target_directory)
         plan = setup_plan(target, backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
         payload = plan.payload()
@@ -253,9 +255,28 @@ class SaiTools(LookupTools):
             return {"execution_attempted": False, "success": False, "stdout": None,
                     "stderr": None, "error": blocked, "execution_blocked": True,
                     "execution_blocked_reason": blocked}
+        root = self.project.config.root
+        if not plan.target.is_relative_to(root):  # the server never writes outside the root
+            raise OutsideRootError(
+                f"target_directory {shown(str(plan.target))} is outside the project root {root}; "
+                "give a directory inside it, or run the recommended_command yourself")
+        if plan.install_globally:
+            raise UsageError("install_globally links sai into ~/.local/bin, outside the project root; "
+                             "run the recommended_command yourself")
         if not plan.target.is_dir():
             raise UsageError(f"target_directory {plan.target} is not a directory; create it first")
         return run_setup(plan)
+
+    def _target(self, directory: str | None) -> Path:
+        """The directory to set up: the project root by default; a relative one is under the root."""
+        if directory is None:
+            return self.project.config.root
+        given = Path(no_nul("target_directory", directory)).expanduser()
+        try:
+            return (self.project.config.root / given).resolve()  # an absolute `given` wins the join
+        except OSError as exc:
+            raise UsageError(f"target_directory {shown(directory)} cannot be resolved ({exc.strerror}); "
+                             "give an existing directory") from None
 
     def _check_writable(self, what: str) -> None:
         if not self.allow_write:
@@ -402,7 +423,13 @@ def _mode(allow_write: bool) -> str:
 
 
 class SaiMCPServer(MCPServer):
-    """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError results."""
+    """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError
+    results, and whose stdio answers every frame (mcp/stdio.py)."""
+
+    async def run_stdio_async(self) -> None:
+        async with checked_stdio() as (read_stream, write_stream):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # An explicit null means "the default", as the original tool's clients expect; for a

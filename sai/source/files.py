@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sai.config import Config, resolve_path
-from sai.errors import OutsideRootError, SaiError, UsageError
+from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.models import SourceFile
 from sai.source.gitignore import IgnoreMatcher
 from sai.source.globs import compile_glob
@@ -335,7 +335,7 @@ def _key_of(config: Config, path: str | Path, candidate: Path) -> str:
     key = _key_inside(config, path, candidate)
     if key is None:
         raise OutsideRootError(
-            f"path {path} is outside the project root {config.root}; give a path inside it"
+            f"path {shown(str(path))} is outside the project root {config.root}; give a path inside it"
         )
     return key
 
@@ -347,7 +347,7 @@ def _key_inside(config: Config, path: str | Path, candidate: Path) -> str | None
     except ValueError:
         return None
     if not relative.parts:
-        raise UsageError(f"path {path} is the project root itself; give a file inside it")
+        raise UsageError(f"path {shown(str(path))} is the project root itself; give a file inside it")
     return relative.as_posix()
 
 
@@ -356,10 +356,11 @@ def _resolve(path: str | Path, candidate: Path) -> Path:
     try:
         return resolve_path(candidate)
     except ValueError:  # os functions refuse an embedded NUL byte
-        raise UsageError(f"path {path} contains a NUL byte; give a real file path") from None
+        raise UsageError(f"path {shown(str(path))} contains a NUL byte; give a real file path") from None
     except OSError as exc:
         what = "is a symlink loop" if exc.errno == errno.ELOOP else f"cannot be resolved ({exc.strerror})"
-        raise SaiError(f"path {path} {what}; give a real file") from None
+        error = UsageError if exc.errno == errno.ENAMETOOLONG else SaiError  # a name no file can have
+        raise error(f"path {shown(str(path))} {what}; give a real file") from None
 
 
 def glob_match(pattern: str, key: str) -> bool:

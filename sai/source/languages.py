@@ -51,7 +51,7 @@ _ALIASES = {"c#": "c_sharp", "csharp": "c_sharp", "c-sharp": "c_sharp", "c++": "
 def canonical_language(value: str) -> str:
     """A language filter as a language name: the name itself, or a file extension (the original
     tool's label: `ts`, `py`, `rs`), case-insensitive; UsageError for anything else."""
-    from sai.errors import UsageError
+    from sai.errors import UsageError, shown
 
     lowered = value.strip().lower().lstrip(".")
     if lowered in LANGUAGES:
@@ -59,7 +59,7 @@ def canonical_language(value: str) -> str:
     found = LANGUAGE_BY_EXT.get(lowered) or _ALIASES.get(lowered)
     if found is None:
         raise UsageError(
-            f"unknown language {value!r}; give a language name ({', '.join(LANGUAGES)}) "
+            f"unknown language {shown(repr(value))}; give a language name ({', '.join(LANGUAGES)}) "
             "or a file extension such as py, ts or rs"
         )
     return found

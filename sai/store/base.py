@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sai.errors import StoreCorruptError
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.store.symbols import SymbolTable
 
@@ -226,6 +227,22 @@ class Store(ABC):
     def run(self) -> Iterator[None]:
         """Around the writes of one index run: what they may share (DuckDB keeps one writer
         connection and checkpoints once at the end); nothing by default."""
+        yield
+
+    @contextlib.contextmanager
+    def rebuild(self) -> Iterator[None]:
+        """Around the writes of a `--recreate` run, which build the index from nothing.
+
+        By default the index is dropped first (a damaged one moved aside), so readers find no
+        index until the first batch is written; a backend that can build beside the current
+        index (DuckDB) lets readers keep it until the new one replaces it whole.
+        """
+        if self.exists:
+            try:
+                with self.write() as writer:
+                    writer.drop()
+            except StoreCorruptError:
+                self.recreate()  # a damaged index cannot be opened to drop anything
         yield
 
     @abstractmethod

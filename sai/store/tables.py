@@ -204,6 +204,25 @@ class Connection:
         if self._table_exists("sai_meta"):
             self.con.execute("DELETE FROM sai_meta WHERE collection = ?", [self.collection])
 
+    def take_over(self, collection: str) -> None:
+        """Make this connection's collection (a rebuild) the collection `collection`, in the
+        transaction: the tables and meta rows of `collection` are dropped, this one's renamed."""
+        check_collection(collection)
+        Connection(self.con, collection, read_only=False).drop_collection()
+        for suffix in ("", "__files", "__terms", "__postings"):
+            if self._table_exists(self.collection + suffix):
+                self.con.execute(f"ALTER TABLE {self.collection}{suffix} RENAME TO {collection}{suffix}")
+        if self._table_exists("sai_meta"):
+            self.con.execute("UPDATE sai_meta SET collection = ? WHERE collection = ?", [collection, self.collection])
+
+    def verify(self) -> None:
+        """Read every block of every table of the file (DuckDB checks each block's checksum as it
+        reads it): raises duckdb.Error on a damaged file that still opens."""
+        tables = self.con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'sai'").fetchall()
+        for schema, table in tables:
+            self.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
+
     # -- derived state: the vector token and the BM25 index --------------------------------
 
     @property
@@ -599,6 +618,11 @@ class Connection:
         """Every chunk's shape signature, in the order of all_chunks() (~0.1 s at 100,000 chunks)."""
         table = self._arrow(f"SELECT shape FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
         return table.column("shape").to_pylist()
+
+
+def quote_ident(name: str) -> str:
+    """A name read from the catalog as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _chunk_rows(table: pa.Table) -> list[ChunkRow]:
