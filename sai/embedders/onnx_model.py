@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
+from sai.embedders.install import missing
 from sai.embedders.minilm import MODEL_NAME, BertShape, read_weights
 from sai.errors import EmbedderError
 
@@ -58,7 +59,7 @@ def build(path: Path, model_path: Path, shape: BertShape, *, precision: Precisio
 
         from sai.embedders.onnx_graph import build_model
     except ImportError as exc:
-        raise EmbedderError("building the local model needs the 'onnx' package; install the 'local' extra") from exc
+        raise missing("the onnx package (to build its model file)") from exc
     _log.warning("building the %s %s model for ONNX Runtime in %s (once)", MODEL_NAME, precision, path.parent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,5 +114,5 @@ def _import_runtime() -> Any:
     try:
         import onnxruntime
     except ImportError as exc:
-        raise EmbedderError("the local embedder needs ONNX Runtime; install the 'local' extra") from exc
+        raise missing("ONNX Runtime") from exc
     return onnxruntime
