@@ -25,10 +25,12 @@ _log = logging.getLogger(__name__)
 
 
 def model_file(cache_dir: Path, model_path: Path, precision: Precision) -> Path:
-    """Where the ONNX file of this installed model lives: its name carries the weights' digest."""
+    """Where the ONNX file of this installed model lives: its name carries a digest of the weights
+    file's header (every tensor's name, shape and offset) and size, so a different model gets a
+    file of its own."""
     weights = model_path / "model.safetensors"
     digest = hashlib.sha256()
-    with weights.open("rb") as handle:  # the header names every tensor, shape and offset
+    with weights.open("rb") as handle:
         digest.update(handle.read(1 << 16))
     digest.update(str(weights.stat().st_size).encode())
     return cache_dir / f"{MODEL_NAME}-{precision}-v{GRAPH_VERSION}-{digest.hexdigest()[:12]}.onnx"
