@@ -66,9 +66,9 @@ def build(path: Path, model_path: Path, shape: BertShape, *, precision: Precisio
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".building-") as work:
-            # The weights go in a file beside the graph: ONNX Runtime maps it rather than copying
-            # it out of the protobuf (RSS 108 MB rather than 168 MB after loading the fp32 model),
-            # and servers on one machine share its pages.
+            # The weights go in a file beside the graph: ONNX Runtime then holds one copy of them
+            # rather than the protobuf's and its own (RSS 108 MB rather than 168 MB after loading
+            # the fp32 model). Its copy is private memory: servers do not share it.
             graph = Path(work) / path.name
             onnx.save(build_model(read_weights(model_path), shape), str(graph), save_as_external_data=True,
                       all_tensors_to_one_file=True, location=path.name + ".data", size_threshold=1024)
