@@ -13,9 +13,10 @@ DEMO_QUERY ?= load the configuration file and reject unknown keys
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	# the CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build
+	# The offline embedder needs no torch; the reference runtime the tests compare it with does:
+	# the CPU build of torch first (an unpinned torch pulls a multi-GB CUDA build).
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[local,dev]"
+	$(BIN)/pip install --quiet -e ".[local,reference,dev]"
 	touch $(STAMP)
 
 # `.[dev]` only: 3.13 gets the per-grammar tree-sitter wheels (pyproject.toml's markers), and the

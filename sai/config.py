@@ -138,6 +138,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ollama.batch_size", _INT, 32, bound="positive"),
     Setting("ollama.parallel", _INT, 4, "requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)",
             bound="positive"),
+    Setting("local.cache_dir", _STR, None,
+            "the ONNX model the local embedder builds; default: $XDG_CACHE_HOME/sai",
+            example="~/.cache/sai"),
     Setting("similarity.find_similar_min_score", _NUMBER, None,
             "default depends on the model (0.70 for all-MiniLM-L6-v2)", example="0.85", bound="similarity"),
     Setting("similarity.duplicate_min_score", _NUMBER, None,
@@ -197,6 +200,7 @@ class Config:
     ollama_backoff_s: float
     ollama_batch_size: int
     ollama_parallel: int
+    local_cache_dir: Path
     find_similar_min_score: float
     duplicate_min_score: float
     duplicate_metric: DuplicateMetric
@@ -324,6 +328,8 @@ def load_config(
             values[key], origins[key] = value, "command line"
     base = path.parent if path else cwd
     file = str(path) if path else "configuration"
+    if not values["local.cache_dir"]:
+        values["local.cache_dir"] = str(_user_cache(env) / "sai")
     return _build(values, lambda key: origins.get(key, file), base=base, config_path=path)
 
 
@@ -350,7 +356,9 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
     if not ext:
         raise ConfigError(f"{where('ext')}: key 'ext' lists no extension")
     if v["embedder"] == "local" and model_family(model) == "all-minilm-l6-v2":
-        model = DEFAULT_MODELS["local"]  # one spelling, so the index records one name
+        # one spelling, so the index records one name; the int8 variant is a model of its own
+        int8 = model.lower().endswith("-int8")
+        model = DEFAULT_MODELS["local"] + ("-int8" if int8 else "")
     sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
     _check_globs(v, where)
     return Config(
@@ -381,6 +389,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         ollama_backoff_s=float(v["ollama.backoff_s"]),
         ollama_batch_size=v["ollama.batch_size"],
         ollama_parallel=v["ollama.parallel"],
+        local_cache_dir=(base / Path(v["local.cache_dir"]).expanduser()).resolve(),
         find_similar_min_score=float(
             _or(v["similarity.find_similar_min_score"], sims["find_similar_min_score"])
         ),
@@ -461,9 +470,16 @@ def _check_globs(v: dict[str, Any], where: Callable[[str], str]) -> None:
                 raise ConfigError(f"{where(key)}: bad {key} glob: {exc.pattern}: {exc.reason}") from None
 
 
+def _user_cache(env: Mapping[str, str]) -> Path:
+    """The XDG cache directory: $XDG_CACHE_HOME when absolute, else ~/.cache."""
+    given = env.get("XDG_CACHE_HOME", "")
+    return Path(given) if given and Path(given).is_absolute() else Path(env.get("HOME") or Path.home()) / ".cache"
+
+
 def model_family(model: str) -> str:
-    """A model name without its hub owner or Ollama tag, lower-cased: the similarity-scale key."""
-    name = model.lower().rsplit("/", 1)[-1].split(":", 1)[0]
+    """A model name without its hub owner, Ollama tag or quantisation, lower-cased: the
+    similarity-scale key."""
+    name = model.lower().rsplit("/", 1)[-1].split(":", 1)[0].removesuffix("-int8")
     return "all-minilm-l6-v2" if name == "all-minilm" else name
 
 

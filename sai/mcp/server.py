@@ -83,7 +83,7 @@ from sai.source.globs import check_glob
 
 log = logging.getLogger("sai.mcp")
 
-SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads torch
+SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads ONNX Runtime and the model
 TAIL_CHARS = 4000  # how much of the setup script's output a result carries
 QUOTED = str.maketrans({c: "\\" + c for c in '\\"$`'})  # escapes inside a "double-quoted" word
 SETUP_SCRIPT = Path(sai.__file__).resolve().parent.parent / "mcp-setup" / "setup.sh"
@@ -333,8 +333,8 @@ class SetupPlan:
 
 
 SETUP_NOTES = {
-    True: "For fully offline use, prefer embedder=local (much longer first install: it downloads "
-    "torch). The setup script was found next to this package and the recommended_command is "
+    True: "For fully offline use, prefer embedder=local (a longer first install: ONNX Runtime and the "
+    "90 MB model). The setup script was found next to this package and the recommended_command is "
     "ready to run.",
     False: f"mcp-setup/setup.sh was not found at {SETUP_SCRIPT} (SAI installed without a source "
     "checkout?); clone the repository and run the recommended_command from there.",
