@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from sai.embedders.base import Embedder
+from sai.embedders.stoppable import StoppableEmbedder
 from sai.errors import EmbedderError, StoreCorruptError
 from sai.indexing.prepare import Prepared, PreparePool, prepare
 from sai.models import FileRow, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
@@ -40,6 +41,7 @@ IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one bein
 WRITE_CHUNKS = 4096
 IN_FLIGHT_LARGE = 16
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
+STOP_WAIT_S = 30.0  # how long a stopped run waits for the embedding round in hand (or the model load)
 
 Progress = Callable[[int, int, int], None]  # (files done, files to do, chunks embedded)
 log = logging.getLogger(__name__)
@@ -284,17 +286,23 @@ class _Run:
 
     def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
-        embedding = _Embedding(self.project.embedder)
+        embedder = StoppableEmbedder(self.project.embedder)
+        embedding = _Embedding(embedder)
         self.merge = len(sources) >= POOL_MIN_FILES
         in_flight: deque[_Batch] = deque()
         try:
             with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
                 skipped = self._pump(prepared, embedding, in_flight, total)
+        except BaseException:
+            embedder.stop()  # the thread must leave the model before the interpreter exits
+            raise
         finally:
             embedding.close()
             for pending in in_flight:
                 if pending.vectors is not None:
                     pending.vectors.cancel()
+            if embedder.stopped.is_set():
+                embedding.thread.join(STOP_WAIT_S)
         if self.progress and total:
             self.progress(total, total, self.counts.embedded)  # the last batch is in now
         return skipped
