@@ -41,7 +41,7 @@ import duckdb
 from sai.config import Config
 from sai.errors import ConfigError, StoreCorruptError, StoreError, StoreLockedError
 from sai.models import BACKENDS
-from sai.store import base, migrations
+from sai.store import base, interrupts, migrations
 from sai.store.base import IndexReader, IndexWriter, Scope
 from sai.store.cache import TokenCache
 from sai.store.sessions import DuckDBReader, DuckDBWriter
@@ -379,9 +379,11 @@ def _is_lock_conflict(exc: duckdb.Error) -> bool:
 
 @contextlib.contextmanager
 def translate(path: Path) -> Iterator[None]:
-    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt."""
+    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt
+    (never lost inside a query: interrupts.py)."""
     try:
-        yield
+        with interrupts.kept():
+            yield
     except duckdb.InterruptException as exc:
         raise KeyboardInterrupt from exc
     except duckdb.Error as exc:
