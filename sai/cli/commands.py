@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sai.cli.interrupts import interrupted
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
 from sai.indexing import indexer
@@ -144,17 +145,12 @@ def _add_similar(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None = None) -> int:
     """Run one `sai` command; `serve_mcp` is what `sai mcp` runs (sai/app.py passes the MCP
     server in: the command line never imports it)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.serve_mcp = serve_mcp
-    opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_PrintableFormatter("sai: %(message)s"))
-    logging.basicConfig(handlers=[handler],
-                        level=logging.DEBUG if opts["verbose"] else logging.WARNING)
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "mcp"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    args: argparse.Namespace | None = None
     try:
+        args = build_parser().parse_args(argv)
+        args.serve_mcp = serve_mcp
+        opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
+        _log_to_stderr(verbose=bool(opts["verbose"]))
         return _dispatch(args, opts)
     except SaiError as exc:
         print(f"error: {printable(exc)}", file=sys.stderr)
@@ -162,9 +158,22 @@ def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:
-        print("error: interrupted; finished batches are kept — run `sai` again to complete the index",
-              file=sys.stderr)
-        return 130
+        return interrupted(writes_batches=args is not None and _writes_batches(args))
+
+
+def _log_to_stderr(*, verbose: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_PrintableFormatter("sai: %(message)s"))
+    logging.basicConfig(handlers=[handler], level=logging.DEBUG if verbose else logging.WARNING)
+    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "mcp"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _writes_batches(args: argparse.Namespace) -> bool:
+    """Whether the command was an index run, which commits in batches (`sai`, sync, refresh)."""
+    if args.command is None:
+        return not (args.query_only or args.dry_run)
+    return args.command in ("sync", "refresh")
 
 
 class _PrintableFormatter(logging.Formatter):
