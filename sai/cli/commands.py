@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sai.cli.interrupts import interrupted
+from sai.cli.exits import interrupted, log_to_stderr, reader_gone
+from sai.cli.options import check_options
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
 from sai.indexing import indexer
@@ -147,26 +147,20 @@ def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None
     server in: the command line never imports it)."""
     args: argparse.Namespace | None = None
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        check_options(parser, sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
         args.serve_mcp = serve_mcp
         opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
-        _log_to_stderr(verbose=bool(opts["verbose"]))
+        log_to_stderr(verbose=bool(opts["verbose"]))
         return _dispatch(args, opts)
     except SaiError as exc:
         print(f"error: {printable(exc)}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
-        return _reader_gone()
+        return reader_gone()
     except KeyboardInterrupt:
         return interrupted(writes_batches=args is not None and _writes_batches(args))
-
-
-def _log_to_stderr(*, verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_PrintableFormatter("sai: %(message)s"))
-    logging.basicConfig(handlers=[handler], level=logging.DEBUG if verbose else logging.WARNING)
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "mcp"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def _writes_batches(args: argparse.Namespace) -> bool:
@@ -174,27 +168,6 @@ def _writes_batches(args: argparse.Namespace) -> bool:
     if args.command is None:
         return not (args.query_only or args.dry_run)
     return args.command in ("sync", "refresh")
-
-
-class _PrintableFormatter(logging.Formatter):
-    """Log lines name files: their control characters are shown escaped, as in every output."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
-        return printable(super().formatMessage(record))
-
-
-def _reader_gone() -> int:
-    """stdout's reader went away (`sai --json | head -c 10`): stop quietly, as `cat` does.
-
-    stdout is pointed at /dev/null so that the flush at exit cannot fail again (the recipe of
-    the Python docs, "Note on SIGPIPE"); 141 is what a shell reports for a tool ended by SIGPIPE.
-    """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
-        pass
-    return 141
 
 
 def _check_args(args: argparse.Namespace) -> None:
