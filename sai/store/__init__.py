@@ -44,6 +44,7 @@ from sai.models import BACKENDS
 from sai.store import base, interrupts, migrations
 from sai.store.base import IndexReader, IndexWriter, Scope
 from sai.store.cache import TokenCache
+from sai.store.dirs import make_index_dir
 from sai.store.sessions import DuckDBReader, DuckDBWriter
 from sai.store.tables import Connection
 
@@ -314,7 +315,7 @@ class DuckDBStore(base.Store):
     def prepare(self) -> None:
         """Create the index directory, or fail with one line before any work is done."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_index_dir(self.path.parent)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the index directory {self.path.parent}: {exc.strerror}; "
