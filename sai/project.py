@@ -10,6 +10,7 @@ from sai.embedders import Embedder, make_embedder
 from sai.errors import IndexMismatchError
 from sai.models import SCHEMA_VERSION, IndexMeta
 from sai.store import open_store
+from sai.store.base import Store
 from sai.text.lexical import LEXEMES_VERSION
 from sai.text.shape import SHAPE_VERSION
 
@@ -22,9 +23,9 @@ UPGRADABLE_FROM = 2  # index formats an index run upgrades in place (the store's
 class Project:
     """What every front end holds: config, store and a lazily created embedder."""
 
-    def __init__(self, config: Config, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, config: Config, *, embedder: Embedder | None = None, store: Store | None = None) -> None:
         self.config = config
-        self.store = open_store(config)
+        self.store = store or open_store(config)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
 
@@ -93,12 +94,31 @@ class Project:
         what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
         return (
             f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
-            f"but this run uses {key} {wanted}; rebuild it with `sai --recreate` "
-            "or choose another collection"
+            f"but this run uses {key} {wanted}; {_FIXES.get(key, _REBUILD).format(stored=stored)}"
         )
 
     def close(self) -> None:
         self.store.close()
+
+
+_REBUILD = "rebuild it with `sai --recreate` or choose another collection"
+# what to do about a difference a setting makes (an index of another format can only be rebuilt)
+_FIXES = {
+    "embedder": "leave out --embedder and SAI_EMBEDDER to use the index's own, or give another --collection",
+    "model": "leave out --model and SAI_MODEL to use the index's own, or give another --collection",
+    "prefix_style": "set prefix_style: {stored} in sai-cfg.yml, or give another --collection",
+    "vector_dim": "set vector_dim: {stored} in sai-cfg.yml (or leave it out), or give another --collection",
+}
+
+
+def built_with(store: Store) -> dict[str, str]:
+    """The embedder and model an existing index was built with ({} when there is none): what
+    load_config(index=…) searches it with unless the user asks for others."""
+    if not store.exists:
+        return {}
+    with store.read() as reader:
+        meta = reader.meta() if reader.has_index() else {}
+    return {key: meta[key] for key in ("embedder", "model") if meta.get(key)}
 
 
 def _schema_number(value: str | None) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sai.cli.exits import interrupted, log_to_stderr, reader_gone
-from sai.cli.options import check_options
+from sai.cli.options import check_options, count
 from sai.config import load_config
 from sai.errors import SaiError, UsageError
 from sai.indexing import indexer
@@ -27,10 +27,11 @@ from sai.output.payloads import (
 )
 from sai.output.progress import ProgressReporter
 from sai.output.render import printable
-from sai.project import Project
+from sai.project import Project, built_with
 from sai.query import lookup, search
 from sai.source.files import key_for
 from sai.source.globs import check_glob
+from sai.store import open_store
 
 S = argparse.SUPPRESS
 
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--recreate", action="store_true", help="drop the collection first")
     parser.add_argument("--query", metavar="Q", help="search after indexing")
     parser.add_argument("--query-only", action="store_true", help="skip the index step")
-    parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")
+    parser.add_argument("--limit", type=count, default=5, metavar="N", help="hits to show (5)")
     parser.add_argument("--mode", choices=MODES, default="hybrid",
                         help="ranking: hybrid (default), semantic or lexical (no embedder needed)")
     parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
@@ -108,9 +109,9 @@ def _add_seed(p: argparse.ArgumentParser) -> None:
 
 def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-score", type=float, metavar="F")
-    p.add_argument("--min-cluster-size", type=int, metavar="N")
-    p.add_argument("--top-k", type=int, metavar="N")
-    p.add_argument("--max-clusters", type=int, default=50, metavar="N")
+    p.add_argument("--min-cluster-size", type=count, metavar="N")
+    p.add_argument("--top-k", type=count, metavar="N")
+    p.add_argument("--max-clusters", type=count, default=50, metavar="N")
     p.add_argument("--path-glob", metavar="G")
     p.add_argument("--metric", choices=METRICS,
                    help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
@@ -131,14 +132,14 @@ def _add_lookups(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     symbol.add_argument("name", metavar="NAME", help="computeTotal, Cart.computeTotal, or the start of a name")
     symbol.add_argument("--language", metavar="L", help="only this language (name or extension)")
     symbol.add_argument("--path-glob", metavar="G", help="only files whose key matches this glob")
-    symbol.add_argument("--limit", type=int, default=20, metavar="N", help="definitions to show (20)")
+    symbol.add_argument("--limit", type=count, default=20, metavar="N", help="definitions to show (20)")
 
 
 def _add_similar(p: argparse.ArgumentParser) -> None:
     p.add_argument("--code", metavar="TEXT", help="snippet to compare")
     p.add_argument("--path", metavar="P", help="file of an indexed chunk")
     p.add_argument("--line", type=int, metavar="N", help="any line inside that chunk")
-    p.add_argument("--limit", type=int, default=8, metavar="N")
+    p.add_argument("--limit", type=count, default=8, metavar="N")
     p.add_argument("--min-score", type=float, metavar="F")
 
 
@@ -204,12 +205,16 @@ def _load(args: argparse.Namespace) -> Project:
         "model": getattr(args, "model", None), "collection": getattr(args, "collection", None),
         "backend": getattr(args, "backend", None),
     }
-    config = load_config(config_file=getattr(args, "config", None), flags=flags,
-                         env=os.environ, cwd=Path.cwd())
+    config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ, cwd=Path.cwd())
     if config.config_path is None and not getattr(args, "silent", False):
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)
-    return Project(config)
+    store = open_store(config)
+    built = {} if getattr(args, "recreate", False) else built_with(store)  # --recreate: the config's
+    if built and (built.get("embedder"), built.get("model")) != (config.embedder, config.model):
+        config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ,
+                             cwd=Path.cwd(), index=built)
+    return Project(config, store=store)
 
 
 def _dispatch(args: argparse.Namespace, opts: dict[str, Any]) -> int:
@@ -257,7 +262,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
             return _emit(as_json, payload, render.index_summary(report, project.config))
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
-    hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode,
+    hits = search.search(project, args.query, limit=args.limit, mode=args.mode,
                          language=args.language, path_glob=args.path_glob, explain=args.explain,
                          group_by="file" if args.files else "chunk")
     text = render.query_results(args.query, hits, explain=args.explain)
@@ -300,7 +305,7 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if path is not None:
         path = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
     hits = search.find_similar(project, code=args.code, path=path, line=args.line,
-                               limit=max(1, args.limit), min_score=min_score)
+                               limit=args.limit, min_score=min_score)
     return _emit(as_json, hits_json(hits), render.similar_results(hits, min_score=min_score))
 
 
@@ -362,7 +367,7 @@ def _read(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _symbol(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     found = lookup.find_symbol(project, args.name, language=args.language, path_glob=args.path_glob,
-                               limit=max(1, args.limit))
+                               limit=args.limit)
     return _emit(as_json, definitions_json(found), render.definitions(args.name, found))
 
 

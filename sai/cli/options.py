@@ -35,3 +35,14 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
             for sub in action.choices.values():
                 found |= _options(sub)
     return found
+
+
+def count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (`--limit 0` is refused, not read as 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small; give 1 or more")
+    return value

@@ -24,7 +24,7 @@ import numpy as np
 
 from sai.embedders.base import Embedder
 from sai.embedders.stoppable import StoppableEmbedder
-from sai.errors import EmbedderError, StoreCorruptError
+from sai.errors import EmbedderError, StoreCorruptError, UsageError
 from sai.indexing.prepare import Prepared, PreparePool, prepare
 from sai.models import FileRow, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
 from sai.project import Project
@@ -397,6 +397,9 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
 def refresh(project: Project, keys: list[str]) -> RefreshReport:
     """Re-index these files (keys) in place; gone or excluded ones lose their chunks."""
     keys = list(dict.fromkeys(keys))
+    for key in keys:  # a directory is not "removed": it never had chunks (a symlink: excluded)
+        if (project.config.root / key).is_dir() and not (project.config.root / key).is_symlink():
+            raise UsageError(f"path {key} is a directory; give files")
     run = _Run(project)
     run.load_state()
     sources, gone, not_found = [], [], []

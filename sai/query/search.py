@@ -183,6 +183,8 @@ def find_similar(
     """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded;
     `path` is a key), among the chunks passing the language and glob filters."""
     threshold = project.config.find_similar_min_score if min_score is None else min_score
+    if not -1.0 <= threshold <= 1.0:  # 7 would answer nothing, as if nothing were similar
+        raise UsageError(f"min_score {threshold} is not a cosine similarity; give a value in [-1, 1]")
     if code is not None:
         if path is not None or line is not None:
             raise UsageError("give either code or path+line, not both")
