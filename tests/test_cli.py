@@ -589,10 +589,6 @@ def test_similar_min_score_outside_a_cosine_range_is_a_usage_error(
         (("--min-score", "7"), "min_score 7.0 is not a duplicate score; give a value in [-1, 1]"),
         (("--min-score", "2"), "min_score 2.0 is not a duplicate score; give a value in [-1, 1]"),
         (("--min-score", "nan"), "min_score nan is not a duplicate score; give a value in [-1, 1]"),
-        (("--top-k", "0"), "top_k and max_clusters must be at least 1"),
-        (("--max-clusters", "0"), "top_k and max_clusters must be at least 1"),
-        (("--min-cluster-size", "0"),
-         "min_cluster_size 0 is too small; give 1 or more (a cluster has at least 2 members)"),
     ],
 )
 def test_duplicates_with_bad_numbers_is_a_usage_error(
@@ -600,6 +596,15 @@ def test_duplicates_with_bad_numbers_is_a_usage_error(
 ) -> None:
     line = assert_one_error_line(sai(capsys, "duplicates", *args), fragment, code=2)
     assert line == f"error: {fragment}"
+
+
+@pytest.mark.parametrize("flag", ["--top-k", "--max-clusters", "--min-cluster-size"])
+def test_duplicates_with_a_count_below_one_names_the_flag(
+    project: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    result = sai(capsys, "duplicates", flag, "0")
+    assert result.code == 2
+    assert result.err.splitlines()[-1] == f"sai duplicates: error: argument {flag}: 0 is too small; give 1 or more"
 
 
 @pytest.mark.parametrize("args", [("--query", ""), ("--query", "  "), ("--query", "", "--query-only")])
