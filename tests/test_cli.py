@@ -20,7 +20,7 @@ from sai.cfg_template import TEMPLATE
 from sai.cli.commands import main
 from sai.output.progress import ProgressReporter
 
-ROW = re.compile(r"^  -?\d\.\d{4}  (\S+):(\d+)-(\d+)$")
+ROW = re.compile(r"^  -?\d+\.\d{4}  (\S+):(\d+)-(\d+)  ([0-9a-f]{16})  (.*)$")  # score, location, chunk_id, symbol
 SUMMARY = re.compile(
     r"^indexed (\d+) chunks from (\d+) (\S+) file\(s\) into '(\w+)' \((\d+) file\(s\) skipped "
     r"by config\) — (\d+) chunk\(s\) embedded, (\d+) unchanged, (\d+) removed$"
@@ -172,7 +172,7 @@ def test_query_prints_header_blank_line_and_one_row_per_hit(
     assert lines[:2] == ["top 2 for: hash a password", ""]
     rows = [ROW.match(line) for line in lines[2:]]
     assert len(rows) == 2 and all(rows)
-    assert rows[0].groups() == ("src/auth.py", "1", "2")
+    assert rows[0].groups()[:3] == ("src/auth.py", "1", "2")
     scores = [float(line.split()[0]) for line in lines[2:]]
     assert scores == sorted(scores, reverse=True)
 

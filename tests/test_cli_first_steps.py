@@ -176,3 +176,27 @@ def test_dry_run_json_is_one_object(
     assert main(["--dry-run", "--json", "--silent"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["would_index"] == ["src/cart.py", "src/copy.py"] and payload["excluded"] == []
+
+
+def test_search_rows_show_the_order_score_chunk_id_symbol_and_a_stale_file(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _project(tmp_path / "p", ollama_server)
+    write_tree(root, {f"src/more_{n}.py": f"def price_{n}(items):\n    return len(items) * {n}\n" for n in range(6)})
+    monkeypatch.chdir(root)
+    assert main(["--silent"]) == 0
+    (root / "src" / "cart.py").write_text("def cart_total(items):\n    return 0\n", encoding="utf-8")
+    capsys.readouterr()
+    query = ["--query-only", "--query", "cart total price", "--limit", "8"]
+    assert main(query) == 0
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert main([*query, "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    shown = [row for row in rows if not row.startswith("      ")]
+    assert [row.split("  ")[2:] for row in shown] == [  # after the score: location, chunk_id, symbol
+        [f"{h['path']}:{h['start_line']}-{h['end_line']}", h["chunk_id"], h["symbol"] or ""] for h in hits]
+    scores = [float(row.split()[0]) for row in shown]
+    assert scores == sorted(scores, reverse=True)  # hybrid: the fused score the order follows
+    assert [float(r.split()[0]) for r in shown] != [round(h["score"], 4) for h in hits]  # not the cosine
+    stale = [rows[i + 1] for i, row in enumerate(rows) if "src/cart.py:" in row]
+    assert stale == ["      stale: src/cart.py changed since it was indexed; `sai refresh` it"]

@@ -37,10 +37,15 @@ def number(value: float) -> str:
 
 
 def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
-    """The contract's rows; with `explain`, an indented line after each row says why it ranked."""
+    """The contract's rows (the score the order follows, location, chunk_id for `sai read`,
+    symbol); indented lines after a row: a stale file, the file's chunks, why it ranked."""
     rows = []
     for h in hits:
-        rows.append(f"  {h.score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}")
+        score = h.score if h.fused is None else h.fused
+        rows.append(f"  {score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}  {h.chunk_id}  "
+                    f"{printable(h.symbol or '')}")
+        if h.stale:
+            rows.append(f"      stale: {printable(h.path)} changed since it was indexed; `sai refresh` it")
         if h.chunks is not None:
             rows.append("      lines: " + ", ".join(
                 f"{c.start_line}-{c.end_line}" + (f" {printable(c.symbol)}" if c.symbol else "") for c in h.chunks))

@@ -166,7 +166,7 @@ def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
     if mode == "lexical":
         return replace(_hit(c.row, stale=c.row.path in stale), score=float(c.bm25 or 0.0),
                        rank=rank, score_kind="bm25")
-    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank)
+    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank, fused=c.fused if mode == "hybrid" else None)
 
 
 def find_similar(
