@@ -209,9 +209,9 @@ import json, os, re, shutil, sys
 
 mode, platform, path, command, target = sys.argv[1:6]
 GLOBAL = {"claude-desktop", "windsurf", "codex"}
-# Global files serve every directory and some clients ignore cwd, so they name the config
-# absolutely; project files keep the contract's relative form.
-config_arg = os.path.join(target, "sai-cfg.yml") if platform in GLOBAL else "sai-cfg.yml"
+# Some clients ignore cwd (a server started elsewhere would find no sai-cfg.yml and exit), so
+# every file names the config by its absolute path; cwd stays for the clients that honour it.
+config_arg = os.path.join(target, "sai-cfg.yml")
 entry = {"command": command, "args": ["mcp", "--config", config_arg], "cwd": target}
 q = json.dumps  # a JSON string is also a valid TOML basic string and YAML double-quoted scalar
 
@@ -386,7 +386,7 @@ show_platform() {
   fi
   config_tool render "$platform" ""
   if [[ "$platform" == claude-code ]]; then
-    say "or run: claude mcp add sai -- $(printf '%q' "$SAI_CMD") mcp --config sai-cfg.yml"
+    say "or run: claude mcp add sai -- $(printf '%q' "$SAI_CMD") mcp --config $(printf '%q' "$TARGET/sai-cfg.yml")"
   fi
   if ((WRITE)) && [[ -n "$file" ]]; then
     status="$(config_tool merge "$platform" "$file")"

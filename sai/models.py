@@ -281,6 +281,7 @@ class IndexReport:
     embedded: int
     unchanged: int
     removed: int
+    exts: tuple[str, ...] = ()  # extensions of the files found (the text summary names them; not in JSON)
 
 
 @dataclass(frozen=True)

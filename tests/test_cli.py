@@ -22,8 +22,9 @@ from sai.output.progress import ProgressReporter
 
 ROW = re.compile(r"^  -?\d+\.\d{4}  (\S+):(\d+)-(\d+)  ([0-9a-f]{16})  (.*)$")  # score, location, chunk_id, symbol
 SUMMARY = re.compile(
-    r"^indexed (\d+) chunks from (\d+) (\S+) file\(s\) into '(\w+)' \((\d+) file\(s\) skipped "
-    r"by config\) — (\d+) chunk\(s\) embedded, (\d+) unchanged, (\d+) removed$"
+    r"^indexed (\d+) chunks? from (\d+) (\S+) file\(s\) into '(\w+)' \((\d+) file\(s\) skipped "
+    r"by config\) — (\d+) chunk\(s\) embedded, (\d+) unchanged(?:, \d+ identical to another chunk "
+    r"\(one vector\))?, (\d+) removed$"
 )
 SOURCES = {
     "src/auth.py": "def hash_password(password):\n    return password[::-1]\n",
@@ -524,7 +525,7 @@ def test_process_indexes_then_queries_with_results_only_on_stdout(
     lines = result.out.splitlines()
     assert lines[:2] == ["top 2 for: hash a password", ""]
     assert len(lines) == 4 and all(ROW.match(line) for line in lines[2:])
-    assert lines[2].endswith("  src/auth.py:1-2")
+    assert ROW.match(lines[2]).groups()[:3] == ("src/auth.py", "1", "2")
     assert "indexing: " in result.err and SUMMARY.match(result.err.splitlines()[-1])
     assert ollama_server.requests == 2  # the documents (one batch), then the query
 

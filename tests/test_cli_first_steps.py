@@ -200,3 +200,40 @@ def test_search_rows_show_the_order_score_chunk_id_symbol_and_a_stale_file(
     assert [float(r.split()[0]) for r in shown] != [round(h["score"], 4) for h in hits]  # not the cosine
     stale = [rows[i + 1] for i, row in enumerate(rows) if "src/cart.py:" in row]
     assert stale == ["      stale: src/cart.py changed since it was indexed; `sai refresh` it"]
+
+
+def test_the_summary_names_the_extensions_found_and_chunks_sharing_a_vector(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _project(tmp_path / "p", ollama_server)
+    write_tree(root, {"web/a.ts": "export function same(x: number) { return x + 1; }\n",
+                      "web/b.ts": "export function same(x: number) { return x + 1; }\n"})
+    monkeypatch.chdir(root)
+    assert main([]) == 0
+    assert capsys.readouterr().out == (
+        "indexed 4 chunks from 4 py/ts file(s) into 'source_code' (0 file(s) skipped by config)"
+        " — 3 chunk(s) embedded, 0 unchanged, 1 identical to another chunk (one vector), 0 removed\n")
+    for key in ("src/copy.py", "web/a.ts", "web/b.ts"):
+        (root / key).unlink()
+    assert main([]) == 0
+    assert capsys.readouterr().out.startswith("indexed 1 chunk from 1 py file(s)")
+
+
+def test_status_without_an_index_says_so_and_what_sai_would_build_with(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _project(tmp_path / "p", ollama_server)
+    monkeypatch.chdir(root)
+    assert main(["status"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"no index yet at {root / '.index' / 'code.duckdb'}; `sai` builds one with:"
+    assert all(not line.endswith(": ") for line in lines) and "embedder: ollama" in lines
+
+
+def test_dry_run_prints_no_empty_sample_heading(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(_project(tmp_path / "p", ollama_server))
+    assert main(["--dry-run", "--silent"]) == 0
+    out = capsys.readouterr().out
+    assert "sample excluded:" not in out and "sample included:\n  + src/cart.py\n" in out

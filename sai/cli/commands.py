@@ -22,6 +22,7 @@ from sai.output.payloads import (
     definitions_json,
     duplicates_json,
     hits_json,
+    index_json,
     refresh_json,
     status_json,
 )
@@ -258,7 +259,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         with ProgressReporter(sys.stderr, enabled=not silent) as progress:
             report = indexer.index(project, recreate=args.recreate, progress=progress.update)
         if not args.query:
-            payload = {"indexed": report.__dict__, "collection": project.config.collection}
+            payload = {"indexed": index_json(report), "collection": project.config.collection}
             return _emit(as_json, payload, render.index_summary(report, project.config))
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
@@ -311,7 +312,7 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _status(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     payload = status_json(search.status(project))
-    return _emit(as_json, payload, render.status_lines(payload))
+    return _emit(as_json, payload, render.status_lines(payload, location=project.config.index_location))
 
 
 def _sync(project: Project, args: argparse.Namespace, as_json: bool) -> int:

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 
 import numpy as np
 
@@ -361,6 +362,7 @@ def index(project: Project, *, recreate: bool = False, progress: Progress | None
     return IndexReport(
         chunks=chunks, files=nfiles, skipped=len(walked.excluded) + len(unreadable),
         embedded=run.counts.embedded, unchanged=run.counts.unchanged, removed=run.counts.removed,
+        exts=tuple(sorted({suffix[1:].lower() for key in keys if (suffix := PurePosixPath(key).suffix)})),
     )
 
 

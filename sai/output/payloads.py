@@ -17,6 +17,7 @@ from sai.models import (
     Definition,
     Explain,
     Hit,
+    IndexReport,
     IndexStatus,
     RefreshReport,
     StoredChunk,
@@ -297,6 +298,12 @@ def status_json(status: IndexStatus) -> StatusOut:
 def server_status_json(status: IndexStatus, *, watching: bool, last_refresh_at: str | None) -> ServerStatusOut:
     """sai_index_status: the status and the server's --watch state."""
     return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at)
+
+
+def index_json(report: IndexReport) -> dict[str, int]:
+    """An index run's counts (`sai --json`, docs/output-schemas.md "CLI-only JSON")."""
+    return {"chunks": report.chunks, "files": report.files, "skipped": report.skipped,
+            "embedded": report.embedded, "unchanged": report.unchanged, "removed": report.removed}
 
 
 def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> RefreshOut:

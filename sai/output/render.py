@@ -96,7 +96,12 @@ def duplicate_clusters(
     return "\n".join(lines) + "\n"
 
 
-def status_lines(payload: dict[str, object]) -> str:
+def status_lines(payload: dict[str, object], *, location: str = "") -> str:
+    """`key: value` lines; without an index, a line saying so, then what `sai` would build with."""
+    if payload.get("indexed_at") is None and not payload.get("chunk_count"):
+        known = "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items()
+                        if v not in (None, "", {}) and k not in ("chunk_count", "file_count", "stale_files"))
+        return f"no index yet at {printable(location)}; `sai` builds one with:\n{known}"
     return "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items())
 
 
@@ -109,10 +114,14 @@ def _status_value(value: object) -> str:
 
 
 def index_summary(report: IndexReport, config: Config) -> str:
+    """One line; chunks of identical text share one vector, so embedded + unchanged may be fewer."""
+    shared = report.chunks - report.embedded - report.unchanged
+    same = f", {shared} identical to another chunk (one vector)" if shared > 0 and report.embedded else ""
+    exts = printable("/".join(report.exts)) if report.exts else "no"
     return (
-        f"indexed {report.chunks} chunks from {report.files} {printable('/'.join(config.ext))} file(s) "
-        f"into '{config.collection}' ({report.skipped} file(s) skipped by config)"
-        f" — {report.embedded} chunk(s) embedded, {report.unchanged} unchanged, "
+        f"indexed {report.chunks} {'chunk' if report.chunks == 1 else 'chunks'} from {report.files} {exts} "
+        f"file(s) into '{config.collection}' ({report.skipped} file(s) skipped by config)"
+        f" — {report.embedded} chunk(s) embedded, {report.unchanged} unchanged{same}, "
         f"{report.removed} removed\n"
     )
 
@@ -155,10 +164,12 @@ def dry_run(walk: WalkResult, config: Config) -> str:
         f"WOULD INDEX: {len(walk.included)} file(s)   EXCLUDED: {len(walk.excluded)} file(s)",
     ]
     lines += [f"  excluded by {reason}: {count}" for reason, count in sorted(reasons.items())]
-    lines.append("sample excluded:")
-    lines += [f"  - {printable(key)}  [{reason}]" for key, reason in walk.excluded[:SAMPLE]]
-    lines.append("sample included:")
-    lines += [f"  + {printable(source.key)}" for source in walk.included[:SAMPLE]]
+    if walk.excluded:
+        lines.append("sample excluded:")
+        lines += [f"  - {printable(key)}  [{reason}]" for key, reason in walk.excluded[:SAMPLE]]
+    if walk.included:
+        lines.append("sample included:")
+        lines += [f"  + {printable(source.key)}" for source in walk.included[:SAMPLE]]
     return "\n".join(lines) + "\n"
 
 
