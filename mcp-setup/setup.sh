@@ -161,10 +161,20 @@ install_sai() {
     "$(find_python)" -m venv "$VENV"
   fi
   if [[ ",$extra_list," == *",local,"* ]]; then
-    "$VENV/bin/python" -m pip install "$TORCH_PIN"
+    pip_logged install "$TORCH_PIN"
   fi
-  "$VENV/bin/python" -m pip install -e "$REPO${extra_list:+[$extra_list]}"
+  pip_logged install -e "$REPO${extra_list:+[$extra_list]}"
   [[ -x "$VENV/bin/sai" ]] || die "pip finished but $VENV/bin/sai is missing; rerun and read pip's output"
+}
+
+# pip's own output (hundreds of lines) goes to $VENV/pip.log; a failure shows its last lines.
+pip_logged() {
+  local log="$VENV/pip.log"
+  say "install: pip $* (log: $log)"
+  if ! "$VENV/bin/python" -m pip "$@" >>"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    die "pip $1 failed; the whole log is $log"
+  fi
 }
 
 install_global_link() {

@@ -430,3 +430,13 @@ def test_install_global_links_sai_into_home_local_bin(home: Path, target: Path) 
     link = home / ".local" / "bin" / "sai"
     assert link.is_symlink()
     assert os.readlink(link) == SAI_CMD
+
+
+def test_pip_output_goes_to_a_log_not_the_terminal(home: Path, target: Path, tmp_path: Path) -> None:
+    venv, log = fake_venv(tmp_path)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\necho "Collecting torch (a pip line)"\n')
+    proc = run_setup("--embedder", "local", "--venv", str(venv), "--target-dir", str(target), home=home,
+                     skip_install=False)
+    assert "Collecting" not in proc.stdout + proc.stderr
+    assert "Collecting torch" in (venv / "pip.log").read_text()
+    assert f"install: pip install -e {REPO}[local] (log: {venv / 'pip.log'})" in proc.stdout
