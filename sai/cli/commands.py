@@ -211,7 +211,8 @@ def _load(args: argparse.Namespace) -> Project:
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)
     store = open_store(config)
-    built = {} if getattr(args, "recreate", False) else built_with(store)  # --recreate: the config's
+    # --recreate builds with the config's; --dry-run reads no index
+    built = {} if getattr(args, "recreate", False) or getattr(args, "dry_run", False) else built_with(store)
     if built and (built.get("embedder"), built.get("model")) != (config.embedder, config.model):
         config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ,
                              cwd=Path.cwd(), index=built)
