@@ -67,8 +67,9 @@ class Project:
                 raise IndexMismatchError(self._mismatch(key, meta.get(key), expected[key]))
         stored_dim = int(meta.get("vector_dim", "0"))
         wanted = vector_dim or self.config.vector_dim
-        if wanted and stored_dim != wanted:
-            raise IndexMismatchError(self._mismatch("vector_dim", stored_dim, wanted))
+        if wanted and stored_dim != wanted:  # the model's own vectors changed: only a rebuild helps
+            raise IndexMismatchError(self._mismatch("vector_dim" if not vector_dim else "model_output",
+                                                    stored_dim, wanted))
 
     def upgrade(self) -> bool:
         """Bring an index written by an older SAI to this version's format; True when it did.
@@ -91,6 +92,9 @@ class Project:
                 f"older SAI (index format {stored}); run `sai` in the project to upgrade it in place "
                 "(nothing is re-embedded)"
             )
+        if key == "model_output":
+            return (f"the index '{self.config.collection}' at {self.config.db_path} was built with vector_dim "
+                    f"{stored}, but the model now answers with {wanted}-d vectors; {_REBUILD}")
         what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
         return (
             f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
@@ -104,8 +108,9 @@ class Project:
 _REBUILD = "rebuild it with `sai --recreate` or choose another collection"
 # what to do about a difference a setting makes (an index of another format can only be rebuilt)
 _FIXES = {
-    "embedder": "leave out --embedder and SAI_EMBEDDER to use the index's own, or give another --collection",
-    "model": "leave out --model and SAI_MODEL to use the index's own, or give another --collection",
+    "embedder": "leave out the embedder asked for (--embedder, SAI_EMBEDDER) to use the index's own, "
+                "or give another --collection",
+    "model": "leave out the model asked for (--model, SAI_MODEL) to use the index's own, or give another --collection",
     "prefix_style": "set prefix_style: {stored} in sai-cfg.yml, or give another --collection",
     "vector_dim": "set vector_dim: {stored} in sai-cfg.yml (or leave it out), or give another --collection",
 }

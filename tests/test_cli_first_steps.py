@@ -81,7 +81,7 @@ def test_asking_for_another_model_says_which_flag_to_drop_not_to_rebuild(
     assert main(["--model", "nomic-embed-text", "duplicates"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "built with model mxbai-embed-large" in err
-    assert "leave out --model" in err and "--recreate" not in err
+    assert "leave out the model asked for (--model, SAI_MODEL)" in err and "--recreate" not in err
 
 
 def test_recreate_builds_with_the_configs_embedder_not_the_old_index(

@@ -382,16 +382,14 @@ def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     from sai.indexing.copy import copy_index
-    from sai.store import open_store
 
     config = project.config
     if args.to == config.backend:
         raise UsageError(f"the index already lives on backend {args.to}; give --to with the other backend")
-    source, target = open_store(config), open_store(config, backend=args.to)
+    source, target = project.store, open_store(config, backend=args.to)  # a local Qdrant opens once
     try:
         report = copy_index(source, target, collection=config.collection)
     finally:
-        source.close()
         target.close()
     payload = {"collection": config.collection, "from": config.backend, "to": args.to,
                "location": target.location, "files": report.files, "chunks": report.chunks}
