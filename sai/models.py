@@ -192,6 +192,7 @@ class Hit:
     chunk_id: str = ""
     explain: Explain | None = None
     chunks: tuple[FileChunk, ...] | None = None  # grouped by file: the file's best chunks, this one first
+    fused: float | None = None  # hybrid mode: the fused score the hits are ordered by (text rows show it)
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,7 @@ class IndexReport:
     embedded: int
     unchanged: int
     removed: int
+    exts: tuple[str, ...] = ()  # extensions of the files found (the text summary names them; not in JSON)
 
 
 @dataclass(frozen=True)

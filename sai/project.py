@@ -10,6 +10,7 @@ from sai.embedders import Embedder, make_embedder
 from sai.errors import ConfigError, IndexMismatchError
 from sai.models import SCHEMA_VERSION, IndexMeta
 from sai.store import open_store
+from sai.store.base import Store
 from sai.text.lexical import LEXEMES_VERSION
 from sai.text.shape import SHAPE_VERSION
 
@@ -22,9 +23,9 @@ UPGRADABLE_FROM = 2  # index formats an index run upgrades in place (the store's
 class Project:
     """What every front end holds: config, store and a lazily created embedder."""
 
-    def __init__(self, config: Config, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, config: Config, *, embedder: Embedder | None = None, store: Store | None = None) -> None:
         self.config = config
-        self.store = open_store(config)
+        self.store = store or open_store(config)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
 
@@ -69,7 +70,9 @@ class Project:
         stored_dim = int(meta.get("vector_dim", "0"))
         wanted = vector_dim or self.config.vector_dim
         if wanted and stored_dim and stored_dim != wanted:  # 0: no vector stored yet
-            raise IndexMismatchError(self._mismatch("vector_dim", stored_dim, wanted))
+            # the model's own vectors changed: only a rebuild helps
+            raise IndexMismatchError(self._mismatch("vector_dim" if not vector_dim else "model_output",
+                                                    stored_dim, wanted))
 
     def _check_model_dim(self, vector_dim: int | None) -> None:
         """The config's vector_dim, when set, holds for every vector the model gives: checked on
@@ -103,15 +106,38 @@ class Project:
                 f"older SAI (index format {stored}); run `sai` in the project to upgrade it in place "
                 "(nothing is re-embedded)"
             )
+        if key == "model_output":
+            return (f"the index '{self.config.collection}' at {self.config.db_path} was built with vector_dim "
+                    f"{stored}, but the model now answers with {wanted}-d vectors; {_REBUILD}")
         what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
         return (
             f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
-            f"but this run uses {key} {wanted}; rebuild it with `sai --recreate` "
-            "or choose another collection"
+            f"but this run uses {key} {wanted}; {_FIXES.get(key, _REBUILD).format(stored=stored)}"
         )
 
     def close(self) -> None:
         self.store.close()
+
+
+_REBUILD = "rebuild it with `sai --recreate` or choose another collection"
+# what to do about a difference a setting makes (an index of another format can only be rebuilt)
+_FIXES = {
+    "embedder": "leave out the embedder asked for (--embedder, SAI_EMBEDDER) to use the index's own, "
+                "or give another --collection",
+    "model": "leave out the model asked for (--model, SAI_MODEL) to use the index's own, or give another --collection",
+    "prefix_style": "set prefix_style: {stored} in sai-cfg.yml, or give another --collection",
+    "vector_dim": "set vector_dim: {stored} in sai-cfg.yml (or leave it out), or give another --collection",
+}
+
+
+def built_with(store: Store) -> dict[str, str]:
+    """The embedder and model an existing index was built with ({} when there is none): what
+    load_config(index=…) searches it with unless the user asks for others."""
+    if not store.exists:
+        return {}
+    with store.read() as reader:
+        meta = reader.meta() if reader.has_index() else {}
+    return {key: meta[key] for key in ("embedder", "model") if meta.get(key)}
 
 
 def _schema_number(value: str | None) -> int:

@@ -239,16 +239,17 @@ def test_every_nonblank_line_of_an_indexed_file_is_inside_a_stored_chunk(indexed
         assert wanted - covered.get(key, set()) == set(), key
 
 
-def test_index_built_with_another_model_raises_mismatch_naming_recreate(
+def test_index_built_with_another_model_raises_mismatch_naming_the_setting_to_drop(
     indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
 ) -> None:
     write_config(indexed, ollama_server.url, model="all-minilm")
-    with pytest.raises(IndexMismatchError, match="--recreate") as caught:
+    with pytest.raises(IndexMismatchError, match="leave out the model asked for") as caught:
         _index(indexed)
     assert f"model {STANDIN_MODEL}" in str(caught.value) and "all-minilm" in str(caught.value)
+    assert "--recreate" not in str(caught.value)  # nothing is thrown away when a setting would do
     assert ollama_server.requests == 0
     assert _snapshot(indexed) == original
-    report = _index(indexed, recreate=True)  # the fix the message names works
+    report = _index(indexed, recreate=True)  # a rebuild with the new model still works
     assert report.embedded == TREE_CHUNKS
 
 
@@ -259,7 +260,8 @@ def test_vectors_of_another_dimension_raise_mismatch(
     (indexed / "billing.py").write_text(PY_SOURCE + "\n\ndef extra():\n    return 1\n", encoding="utf-8")
     with pytest.raises(IndexMismatchError, match="vector_dim") as caught:
         _index(indexed)
-    assert "--recreate" in str(caught.value)
+    assert "the model now answers with 384-d vectors" in str(caught.value)
+    assert "--recreate" in str(caught.value)  # the model itself changed: only a rebuild helps
     assert _snapshot(indexed) == original
     project = open_project(indexed)
     with pytest.raises(IndexMismatchError, match="vector_dim"):

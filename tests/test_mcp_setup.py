@@ -150,7 +150,7 @@ def test_writes_loadable_sai_cfg_and_exact_mcp_json_example(home: Path, target: 
         "mcpServers": {
             "sai": {
                 "command": SAI_CMD,
-                "args": ["mcp", "--config", "sai-cfg.yml"],
+                "args": ["mcp", "--config", str(target / "sai-cfg.yml")],
                 "cwd": str(target),
             }
         }
@@ -219,14 +219,14 @@ def test_each_platform_prints_a_heading_and_a_block_that_parses(
     assert entry["command"] == SAI_CMD
     assert entry["cwd"] == str(target)
     assert entry["args"][:2] == ["mcp", "--config"]
-    assert Path(target, entry["args"][2]) == target / "sai-cfg.yml"
+    assert entry["args"][2] == str(target / "sai-cfg.yml")  # absolute: a client may ignore cwd
     if name != "generic":  # without --write the block is printed, not written
         assert not platform_file(name, home=home, target=target).exists()
 
 
 def test_claude_code_block_also_shows_the_claude_mcp_add_command(home: Path, target: Path) -> None:
     proc = run_setup("--platform", "claude-code", "--target-dir", str(target), home=home)
-    assert f"claude mcp add sai -- {SAI_CMD} mcp --config sai-cfg.yml" in proc.stdout
+    assert f"claude mcp add sai -- {SAI_CMD} mcp --config {target / 'sai-cfg.yml'}" in proc.stdout
 
 
 def test_platforms_accept_comma_lists_and_repeats_once_each(home: Path, target: Path) -> None:
@@ -259,7 +259,7 @@ def test_write_merges_into_mcp_json_keeping_other_servers_and_a_backup(
     assert merged["keep"] == [1, 2]
     assert merged["mcpServers"]["sai"] == {
         "command": SAI_CMD,
-        "args": ["mcp", "--config", "sai-cfg.yml"],
+        "args": ["mcp", "--config", str(target / "sai-cfg.yml")],
         "cwd": str(target),
     }
     assert json.loads((target / ".mcp.json.bak").read_text()) == original
@@ -337,7 +337,7 @@ def test_continue_write_creates_a_block_file(home: Path, target: Path) -> None:
         {
             "name": "sai",
             "command": SAI_CMD,
-            "args": ["mcp", "--config", "sai-cfg.yml"],
+            "args": ["mcp", "--config", str(target / "sai-cfg.yml")],
             "cwd": str(target),
         }
     ]
@@ -432,3 +432,13 @@ def test_install_global_links_sai_into_home_local_bin(home: Path, target: Path) 
     link = home / ".local" / "bin" / "sai"
     assert link.is_symlink()
     assert os.readlink(link) == SAI_CMD
+
+
+def test_pip_output_goes_to_a_log_not_the_terminal(home: Path, target: Path, tmp_path: Path) -> None:
+    venv, log = fake_venv(tmp_path)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\necho "Collecting torch (a pip line)"\n')
+    proc = run_setup("--embedder", "local", "--venv", str(venv), "--target-dir", str(target), home=home,
+                     skip_install=False)
+    assert "Collecting" not in proc.stdout + proc.stderr
+    assert "Collecting torch" in (venv / "pip.log").read_text()
+    assert f"install: pip install -e {REPO}[local] (log: {venv / 'pip.log'})" in proc.stdout

@@ -20,6 +20,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from sai.embedders.base import Embedder
+from sai.embedders.stoppable import STOP_WAIT_S, StoppableEmbedder
 from sai.models import IndexProgress
 from sai.store.base import Store
 
@@ -81,7 +82,8 @@ class Backfill:
         if not hashes:
             return 0
         self._report()
-        embedding = EmbeddingThread(self.embedder)
+        embedder = StoppableEmbedder(self.embedder)
+        embedding = EmbeddingThread(embedder)
         in_flight: deque[tuple[list[str], Future[np.ndarray]]] = deque()
         try:
             for start in range(0, len(hashes), EMBED_GROUP):
@@ -91,10 +93,15 @@ class Backfill:
             while in_flight:
                 self._take(*in_flight.popleft())
             self._write()
+        except BaseException:
+            embedder.stop()  # the thread must leave the model before the interpreter exits
+            raise
         finally:
             embedding.close()
             for _, future in in_flight:
                 future.cancel()
+            if embedder.stopped.is_set():
+                embedding.thread.join(STOP_WAIT_S)
         return self.embedded
 
     def _submit(self, embedding: EmbeddingThread, group: list[str]) -> tuple[list[str], Future[np.ndarray]]:

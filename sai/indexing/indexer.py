@@ -20,10 +20,12 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 
 import numpy as np
 
-from sai.errors import EmbedderError
+from sai.embedders.stoppable import STOP_WAIT_S, StoppableEmbedder
+from sai.errors import EmbedderError, UsageError
 from sai.indexing.backfill import Backfill, EmbeddingThread
 from sai.indexing.prepare import Prepared, PreparePool, prepare
 from sai.models import FileRow, IndexProgress, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
@@ -272,17 +274,23 @@ class _Run:
 
     def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
-        embedding = EmbeddingThread(self.project.embedder)
+        embedder = StoppableEmbedder(self.project.embedder)
+        embedding = EmbeddingThread(embedder)
         self.merge = len(sources) >= POOL_MIN_FILES
         in_flight: deque[_Batch] = deque()
         try:
             with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
                 skipped = self._pump(prepared, embedding, in_flight, total)
+        except BaseException:
+            embedder.stop()  # the thread must leave the model before the interpreter exits
+            raise
         finally:
             embedding.close()
             for pending in in_flight:
                 if pending.vectors is not None:
                     pending.vectors.cancel()
+            if embedder.stopped.is_set():
+                embedding.thread.join(STOP_WAIT_S)
         if self.progress and total:
             self.progress(IndexProgress("reading", files_done=total, files_total=total,
                                         chunks_embedded=self.counts.embedded))  # the last batch is in
@@ -366,6 +374,7 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
     return IndexReport(
         chunks=chunks, files=nfiles, skipped=len(walked.excluded) + len(unreadable),
         embedded=run.counts.embedded, unchanged=run.counts.unchanged, removed=run.counts.removed,
+        exts=tuple(sorted({suffix[1:].lower() for key in keys if (suffix := PurePosixPath(key).suffix)})),
     )
 
 
@@ -397,6 +406,9 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
 def refresh(project: Project, keys: list[str]) -> RefreshReport:
     """Re-index these files (keys) in place; gone or excluded ones lose their chunks."""
     keys = list(dict.fromkeys(keys))
+    for key in keys:  # a directory is not "removed": it never had chunks (a symlink: excluded)
+        if (project.config.root / key).is_dir() and not (project.config.root / key).is_symlink():
+            raise UsageError(f"path {key} is a directory; give files")
     run = _Run(project)
     run.load_state()
     sources, gone, not_found = [], [], []

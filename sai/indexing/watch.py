@@ -12,6 +12,7 @@ down) is tried again with the next change. Nothing here prints: everything goes 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ QUIET_MS = 300  # a batch starts once the tree has been quiet this long
 MAX_WAIT_MS = 5000  # ... or this long after its first change, when changes keep coming
 IDLE_MS = 500  # how often an idle watch loop wakes (the stop event is checked every quiet_ms)
 BULK_PATHS = 200  # more changed paths than this: one incremental index run
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -142,8 +144,18 @@ class Watcher:
 
     def _index_first(self) -> None:
         report = indexer.index(self.project, progress=self._progress)
+        self._warm_up()
         self.last_refresh_at = _now()
         self.report(Indexed(report, self.last_refresh_at))
+
+    def _warm_up(self) -> None:
+        """Have the embedder ready before watching is reported: an index run that embedded
+        nothing has not loaded the model, and the first edit would wait for it (11 s for the
+        local model on a busy machine; Ollama loads its model on the first request too)."""
+        try:
+            self.project.embedder.embed_query("warm up")
+        except SaiError as exc:  # the embedder is down: the first batch will say so
+            log.debug("warming up the embedder failed: %s", exc)
 
     def _progress(self, step: IndexProgress) -> None:
         if self.stop.is_set():

@@ -17,6 +17,7 @@ from sai.models import (
     Definition,
     Explain,
     Hit,
+    IndexReport,
     IndexStatus,
     RefreshReport,
     StoredChunk,
@@ -306,6 +307,12 @@ def server_status_json(
     """sai_index_status: the status, the server's --watch state and its own index build."""
     return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at,
                            indexing=indexing)
+
+
+def index_json(report: IndexReport) -> dict[str, int]:
+    """An index run's counts (`sai --json`, docs/output-schemas.md "CLI-only JSON")."""
+    return {"chunks": report.chunks, "files": report.files, "skipped": report.skipped,
+            "embedded": report.embedded, "unchanged": report.unchanged, "removed": report.removed}
 
 
 def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> RefreshOut:

@@ -197,7 +197,7 @@ def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
     if mode == "lexical":
         return replace(_hit(c.row, stale=c.row.path in stale), score=float(c.bm25 or 0.0),
                        rank=rank, score_kind="bm25")
-    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank)
+    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank, fused=c.fused if mode == "hybrid" else None)
 
 
 def find_similar(
@@ -214,6 +214,8 @@ def find_similar(
     """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded;
     `path` is a key), among the chunks passing the language and glob filters."""
     threshold = project.config.find_similar_min_score if min_score is None else min_score
+    if not -1.0 <= threshold <= 1.0:  # 7 would answer nothing, as if nothing were similar
+        raise UsageError(f"min_score {threshold} is not a cosine similarity; give a value in [-1, 1]")
     if code is not None:
         if path is not None or line is not None:
             raise UsageError("give either code or path+line, not both")

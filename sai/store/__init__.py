@@ -41,9 +41,10 @@ import duckdb
 from sai.config import Config
 from sai.errors import ConfigError, StoreCorruptError, StoreError, StoreLockedError
 from sai.models import BACKENDS
-from sai.store import base, compaction, migrations
+from sai.store import base, compaction, interrupts, migrations
 from sai.store.base import IndexReader, IndexWriter, Scope
 from sai.store.cache import TokenCache
+from sai.store.dirs import make_index_dir
 from sai.store.sessions import DuckDBReader, DuckDBWriter
 from sai.store.tables import Connection
 
@@ -408,7 +409,7 @@ class DuckDBStore(base.Store):
     def prepare(self) -> None:
         """Create the index directory, or fail with one line before any work is done."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_index_dir(self.path.parent)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the index directory {self.path.parent}: {exc.strerror}; "
@@ -473,9 +474,11 @@ def _is_lock_conflict(exc: duckdb.Error) -> bool:
 
 @contextlib.contextmanager
 def translate(path: Path) -> Iterator[None]:
-    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt."""
+    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt
+    (never lost inside a query: interrupts.py)."""
     try:
-        yield
+        with interrupts.kept():
+            yield
     except duckdb.InterruptException as exc:
         raise KeyboardInterrupt from exc
     except duckdb.Error as exc:

@@ -40,6 +40,7 @@ from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.store import qdrant_points as qp
 from sai.store.base import IndexReader, IndexWriter, Scope, Store
 from sai.store.cache import TokenCache
+from sai.store.dirs import make_index_dir
 from sai.store.qdrant_conn import Client
 from sai.store.qdrant_lock import LocalLock, ServerLease
 from sai.store.symbols import SymbolTable
@@ -121,7 +122,7 @@ class QdrantStore(Store):
         if self.path is None:
             return
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            make_index_dir(self.path)
         except OSError as exc:
             raise StoreError(f"cannot create the Qdrant directory {self.path}: {exc.strerror}; "
                              "check permissions or set qdrant.path") from exc
