@@ -232,7 +232,7 @@ def find_duplicates(
 ) -> list[Cluster]:
     """Clusters of near-duplicate chunks (docs/design.md, "Duplicates"), deterministic in order.
 
-    `metric` "duplicate" (the default) scores a pair by the mean of cosine and token shape, and
+    `metric` "duplicate" (the default) scores a pair by a weighted mean of cosine and token shape, and
     pairs chunks too small for a shape when their text is the same (score 1); "cosine" is the
     original tool's plain cosine over every chunk.
     """
