@@ -229,10 +229,10 @@ class Prepared:
     info: dict
 
 
-def prepare(language: str, *, clones: int, seed: int, thesaurus: dict[str, str]) -> Prepared:
+def prepare(language: str, *, clones: int, seed: int, thesaurus: dict[str, str], long: int = LONG) -> Prepared:
     """The corpus as find_duplicates sees it: a long function's windows joined into one unit
     (sai/duplicates/units.py), each unit a row labelled as its windows are."""
-    chunks, info = corpus(language, clones=clones, seed=seed, thesaurus=thesaurus)
+    chunks, info = corpus(language, clones=clones, seed=seed, thesaurus=thesaurus, long=long)
     vectors = cached_text_vectors([r.text for r in chunks], label=f"repos-{language}")
     shapes = Shapes.of([shape.signature(r.text, language) for r in chunks])
     members = unit_members([r.path for r in chunks], [r.start for r in chunks], [r.end for r in chunks],
@@ -307,13 +307,14 @@ def _pair_score(prep: Prepared, i: int, js: np.ndarray) -> np.ndarray:
 
 
 def report(languages: list[str], *, clones: int, seed: int, thresholds: list[float], default: float,
-           top_k: int, thesaurus: dict[str, str]) -> None:
+           top_k: int, thesaurus: dict[str, str], long: int = LONG) -> None:
     for language in languages:
-        prep = prepare(language, clones=clones, seed=seed, thesaurus=thesaurus)
+        prep = prepare(language, clones=clones, seed=seed, thesaurus=thesaurus, long=long)
         repo, dirs, _ext = REPOS[language]
         commit = _commit(REPOS_DIR / repo)
-        print(f"\n{language}: {repo}@{commit} {', '.join(dirs)}: {len(prep.rows)} chunks "
+        print(f"\n{language}: {repo}@{commit} {', '.join(dirs)}: {len(prep.rows)} units "
               f"({int(prep.shapes.known.sum())} with a shape), {prep.info['functions']} functions planted "
+              f"and {prep.info['long']} long ones "
               f"(of {prep.info['plantable']} plantable); copies per flavour: "
               + ", ".join(f"{f} {n}" for f, n in prep.info["applied"].items()))
         dists = score_distributions(prep)

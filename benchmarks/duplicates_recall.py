@@ -430,7 +430,7 @@ def run_repos(args: argparse.Namespace) -> None:
     print(f"planted clones in real repositories; model {config.model}; top_k {config.top_k}; "
           f"default duplicate_min_score {config.duplicate_min_score:g}; shape version {shape.SHAPE_VERSION}")
     _repos.report(languages, clones=args.clones or 30, seed=args.seed, thresholds=thresholds,
-                  default=config.duplicate_min_score, top_k=config.top_k, thesaurus=THESAURUS)
+                  default=config.duplicate_min_score, top_k=config.top_k, thesaurus=THESAURUS, long=args.long)
     print("each flavour is scored on its own: the slice plus that flavour's copies only\n"
           "recall: planted (original, copy) pairs of that flavour in one cluster / copies planted\n"
           "purity: among clusters holding a copy of that flavour, the fraction whose members are all "
@@ -445,6 +445,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clones", type=int, default=None, help="120 (stdlib), 30 (--repos)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--long", type=int, default=_repos.LONG,
+                        help=f"--repos: long functions (cut into windows) planted per language ({_repos.LONG})")
     parser.add_argument("--thresholds", default="0.65,0.7,0.75,0.8,0.85,0.9")
     parser.add_argument("--embedder", default="local", help="local (default) or ollama")
     parser.add_argument("--model", default=None, help="default: the embedder's default model")
