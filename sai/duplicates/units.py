@@ -64,16 +64,17 @@ def whole_units(members: list[list[int]], matrix: np.ndarray, shapes: Shapes) ->
         ordered = rows.size == len(matrix) and bool((rows == np.arange(len(matrix))).all())
         return Units(members, matrix if ordered else matrix[rows], shapes if ordered else shapes.take(rows))
     firsts = np.array([m[0] for m in members], dtype=np.int64)
-    out_matrix = np.array(matrix[firsts], dtype=np.float32)
-    sigs, sizes, known = shapes.sigs[firsts].copy(), shapes.sizes[firsts].copy(), shapes.known[firsts].copy()
-    for at, rows in enumerate(members):
-        if len(rows) == 1:
-            continue
-        total = matrix[rows].sum(axis=0)
-        out_matrix[at] = total / max(float(np.linalg.norm(total)), 1e-12)
-        shaped = [r for r in rows if shapes.known[r]]
-        if shaped:
-            sigs[at] = shapes.sigs[shaped].min(axis=0)
-            sizes[at] = shapes.sizes[shaped].sum()
-            known[at] = True
+    out_matrix = matrix[firsts].astype(np.float32, copy=False)  # fancy indexing copies already
+    sigs, sizes, known = shapes.sigs[firsts], shapes.sizes[firsts], shapes.known[firsts]
+    at = np.array([k for k, m in enumerate(members) if len(m) > 1], dtype=np.int64)
+    windows = np.concatenate([members[k] for k in at]).astype(np.int64)
+    starts = np.r_[0, np.cumsum([len(members[k]) for k in at])[:-1]]
+    total = np.add.reduceat(matrix[windows], starts, axis=0, dtype=np.float32)
+    out_matrix[at] = total / np.maximum(np.linalg.norm(total, axis=1, keepdims=True), 1e-12)
+    shaped = shapes.known[windows]
+    # a window without a shape takes no part in its unit's: its minima count as the largest value
+    minima = np.where(shaped[:, None], shapes.sigs[windows], np.uint32(0xFFFFFFFF))
+    sigs[at] = np.minimum.reduceat(minima, starts, axis=0)
+    sizes[at] = np.add.reduceat(np.where(shaped, shapes.sizes[windows], 0), starts)
+    known[at] = np.maximum.reduceat(shaped.astype(np.uint8), starts).astype(bool)
     return Units(members, out_matrix, Shapes(sigs, sizes, known))
