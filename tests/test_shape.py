@@ -252,3 +252,10 @@ def test_a_field_set_to_a_literal_or_member_is_not_folded():
     tokens = shape.tokens("const o = { n: 1, k: this.key }", "javascript")
     assert tokens == ["const", "$", "=", "{", "$", ":", "0", ",", "$", ":", "this", ".", "$", "}"]
     assert shape.tokens("d = {a: b}", "python") == ["$", "=", "{", "$", ":", "$", "}"]
+
+
+def test_a_python_local_named_like_a_built_in_is_a_name_a_copy_may_rename():
+    original = "def pick(type, id):\n    str = type.lower()\n    return str + id\n"
+    renamed = "def choose(kind, key):\n    text = kind.lower()\n    return text + key\n"
+    assert shape.tokens(original, "python") == shape.tokens(renamed, "python")
+    assert shape.tokens("for x in y: pass", "python")[:3] == ["for", "$", "in"]  # keywords stay

@@ -6,12 +6,13 @@ names. So, as clone detectors normalise before comparing (NiCad's blind renaming
 token bags), a chunk's text becomes a token stream where comments, docstrings and imports are
 gone, parentheses, semicolons and the quote style of strings (which formatting changes) are
 gone, every identifier is `$` (own names, members and types alike), every string `"` and every
-number `0`, and only keywords (per language: sai/text/keywords.py) and operators stay as they
-are. Nothing in the stream depends on a name, so no renaming, consistent or not, in code,
-strings or comments, changes it. A few rules keep a copy's stream its original's in every
-language: `...` and Rust's `..` are one operator each, a number stops before them (`0..n`), and
-in JavaScript, TypeScript and Rust `{a: b}` reads as the shorthand `{a}` that renaming the local
-behind a shorthand field turns into it.
+number `0`, and only keywords (per language: sai/text/keywords.py; Python's built-ins, which a
+function may shadow, count as names) and operators stay as they are. Nothing in the stream
+depends on a name, so no renaming, consistent or not, in code, strings or comments, changes it.
+A few rules keep a copy's stream its original's in every language: `...` and Rust's `..` are
+one operator each, a number stops before them (`0..n`), and in JavaScript, TypeScript and Rust
+`{a: b}` reads as the shorthand `{a}` that renaming the local behind a shorthand field turns
+into it.
 
 Its shape is the set of the stream's 3-grams (GRAM), and two shapes compare by Jaccard
 similarity, estimated from MinHash signatures stored with each chunk (SIGNATURE_SIZE 32-bit
@@ -22,6 +23,8 @@ with fewer than MIN_GRAMS distinct 3-grams has no shape: a few tokens say too li
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 import zlib
 from collections.abc import Iterator
@@ -31,7 +34,7 @@ import numpy as np
 from sai.source.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
 from sai.text.keywords import keywords_of
 
-SHAPE_VERSION = 3  # bump when signatures change: indexes then recompute them (no re-embedding)
+SHAPE_VERSION = 4  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625
 GRAM = 3  # tokens per shape element: a 3-gram of the stream
 MIN_GRAMS = 8
@@ -63,6 +66,9 @@ _IMPORTS = re.compile(r"""^[ \t]*(?:
     | (?:const|let|var)[ \t]+[^=\n]+=[ \t]*require\([^)]*\)[^\n]*
 )""", re.MULTILINE | re.VERBOSE)
 _DROPPED = frozenset("();")
+# Python's built-ins are names a function may take for its own (`type`, `id`, `str`), and a copy
+# renames them then: in the stream they are names like any other
+_PY_RESERVED = keywords_of("python") - (frozenset(dir(builtins)) - frozenset(keyword.kwlist))
 _SHORTHAND = frozenset({"javascript", "typescript", "tsx", "rust"})  # languages with `{a}` for `{a: a}`
 _MASK32 = np.uint64(0xFFFFFFFF)
 # multiply-shift hashing: h(x) = (a * x + b) mod 2^64 >> 32, a odd (fixed seed: signatures persist)
@@ -73,7 +79,7 @@ _A, _B = (np.random.default_rng(20261129).integers(1, 2**63, size=(2, SIGNATURE_
 def tokens(text: str, language: str | None) -> list[str]:
     """The normalised token stream of `text` (see the module doc)."""
     out: list[str] = []
-    reserved = keywords_of(language)
+    reserved = _PY_RESERVED if language == "python" else keywords_of(language)
     source = _IMPORTS.sub("", text)
     for match in _pattern(language).finditer(source):
         token = match.group(0)
