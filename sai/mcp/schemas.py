@@ -78,7 +78,7 @@ ChunkPath = Annotated[str | None, _arg("file of an indexed chunk, relative to th
 ChunkLine = Annotated[int | None, _arg("any 1-based line inside that chunk")]
 Score = Annotated[float | None, _arg("cosine threshold (default from config)")]
 DuplicateScore = Annotated[float | None, _arg(
-    "threshold of an edge's duplicate score, the mean of cosine and token-shape similarity "
+    "threshold of an edge's duplicate score, a weighted mean of cosine and token-shape similarity "
     "(default from config)"
 )]
 Size = Annotated[int | None, _arg(

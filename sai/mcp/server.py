@@ -161,7 +161,7 @@ class SaiTools(LookupTools):
 
         Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
         and the thresholds used. With metric "duplicate" (default) min_sim/max_sim are duplicate
-        scores (the mean of cosine and token-shape similarity; identical tiny functions score 1);
+        scores (a weighted mean of cosine and token-shape similarity; identical tiny functions score 1);
         metric "cosine" gives the original tool's plain-cosine edges. Needs no embedder (stored
         vectors and shapes only). Use it to find copy-pasted code worth merging, renamed copies
         included.

@@ -9,6 +9,7 @@ import numpy as np
 
 from sai.config import DUPLICATE_METRICS, Config
 from sai.duplicates.edges import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
+from sai.duplicates.units import Units, unit_members, whole_units
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Cluster, ClusterMember, Explain, FileChunk, Hit, IndexStatus
 from sai.project import Project
@@ -267,7 +268,7 @@ def find_duplicates(
 ) -> list[Cluster]:
     """Clusters of near-duplicate chunks (docs/design.md, "Duplicates"), deterministic in order.
 
-    `metric` "duplicate" (the default) scores a pair by the mean of cosine and token shape, and
+    `metric` "duplicate" (the default) scores a pair by a weighted mean of cosine and token shape, and
     pairs chunks too small for a shape when their text is the same (score 1); "cosine" is the
     original tool's plain cosine over every chunk.
     """
@@ -283,17 +284,26 @@ def find_duplicates(
         eligible = [i for i, r in enumerate(rows) if not r.no_duplicate and (matches is None or matches(r.path))]
         tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
         texts = reader.texts([rows[i].id for i in tiny])
+    ends: dict[int, int] = {}
     if params.metric == "cosine":
         chosen, edges = eligible, _cosine_edges(rows, matrix, eligible, params, seed_paths)
     else:
-        shaped = [i for i in eligible if shapes.known[i]]
-        chosen = shaped + tiny
+        units = _units(rows, matrix, shapes, eligible)
+        joined = {i for m in units.members for i in m}
+        tiny = [i for i in tiny if i not in joined]  # a long unit's window without a shape joins its unit
+        chosen = [*units.first, *tiny]
+        # a long unit is one member: its first window's row and chunk_id, spanning to its last's end
+        ends = {at: rows[m[-1]].end_line for at, m in enumerate(units.members) if len(m) > 1}
+        unit_rows = [replace(rows[i], end_line=ends[at]) if at in ends else rows[i]
+                     for at, i in enumerate(units.first)]
         edges = Edges.concat([
-            _shape_edges(rows, matrix, shapes, shaped, params, seed_paths),
-            _identical_edges([rows[i] for i in tiny], texts, offset=len(shaped), seeds=seed_paths),
+            _shape_edges(unit_rows, units.matrix, units.shapes, params, seed_paths),
+            _identical_edges([rows[i] for i in tiny], texts, offset=len(unit_rows), seeds=seed_paths),
         ])
+    ids = [rows[i].chunk_id for i in chosen]
     rows = [rows[i] for i in chosen]
-    clusters = [_cluster(rows, m, lo, hi) for m, lo, hi in union_find_groups(len(rows), edges)]
+    rows = [replace(r, end_line=ends[at]) if at in ends else r for at, r in enumerate(rows)]
+    clusters = [_cluster(rows, m, lo, hi, ids) for m, lo, hi in union_find_groups(len(rows), edges)]
     clusters = [c for c in clusters if c.size >= params.min_cluster_size]
     clusters.sort(key=lambda c: (-c.size, -c.max_sim, _member_key(c.members[0])))
     return clusters[: max(0, int(max_clusters))]
@@ -340,14 +350,22 @@ def _cosine_edges(
                            queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
 
 
+def _units(rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, eligible: list[int]) -> Units:
+    """The eligible rows joined into units (a long unit's windows into one), those with a shape."""
+    picked = [rows[i] for i in eligible]
+    members = unit_members([r.path for r in picked], [r.start_line for r in picked],
+                           [r.end_line for r in picked], [r.symbol for r in picked])
+    groups = [[eligible[k] for k in m] for m in members]
+    groups = [g for g in groups if shapes.known[g].any()]
+    return whole_units(groups, matrix, shapes)
+
+
 def _shape_edges(
-    rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, chosen: list[int], params: DuplicateParams,
-    seeds: list[str] | None,
+    rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, params: DuplicateParams, seeds: list[str] | None
 ) -> Edges:
-    if len(chosen) < len(rows):
-        matrix, shapes = matrix[chosen] if chosen else matrix[:0], Shapes(shapes.sigs[chosen], shapes.known[chosen])
+    everyone = list(range(len(rows)))
     return duplicate_edges(matrix, shapes, top_k=params.top_k, min_score=params.min_score,
-                           queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
+                           queries=_seed_rows(rows, everyone, seeds), nesting=_nesting(rows))
 
 
 def _identical_edges(
@@ -389,10 +407,11 @@ def _nesting(rows: list[ChunkRow]) -> Nesting:
                       [r.end_line for r in rows])
 
 
-def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float) -> Cluster:
-    chosen = sorted((rows[i] for i in members), key=lambda r: (r.path, r.start_line, r.end_line))
+def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float, ids: list[str]) -> Cluster:
+    chosen = sorted(members, key=lambda i: (rows[i].path, rows[i].start_line, rows[i].end_line))
     return Cluster(
-        members=tuple(ClusterMember(r.path, r.start_line, r.end_line, r.symbol, r.chunk_id) for r in chosen),
+        members=tuple(ClusterMember(rows[i].path, rows[i].start_line, rows[i].end_line, rows[i].symbol, ids[i])
+                      for i in chosen),
         min_sim=float(lo),
         max_sim=float(hi),
     )
