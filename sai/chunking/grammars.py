@@ -32,8 +32,8 @@ class UnitRule:
     qualifier: str = ""  # path to a type owning the unit though declared outside it (receivers)
     fixed_name: str = ""  # the name when the source gives none (Kotlin `constructor`)
     top_level: bool = False  # a unit only when no function-like unit encloses it
-    # Also qualifies the siblings after it: the newer C# grammar ends a file-scoped
-    # `namespace X;` at its semicolon, where the older one holds the rest of the file in it.
+    # Also qualifies the siblings after it: the C# grammar ends a file-scoped `namespace X;` at
+    # its semicolon, yet the namespace holds the rest of the file.
     covers_following: bool = False
 
 
@@ -99,10 +99,6 @@ _C_UNITS = _table(
 
 JS_WRAPPERS = frozenset({"export_statement", "expression_statement"})  # the latter: `;` of an assignment
 
-# Node types the tables name that only tree-sitter-languages' older grammars have (see
-# sai/chunking/parsers.py): the newer grammars parse the same source as another listed type.
-OLDER_GRAMMARS_ONLY = frozenset({"record_struct_declaration"})
-
 GRAMMARS: dict[str, Grammar] = {
     "python": Grammar(
         units=_table(
@@ -158,10 +154,9 @@ GRAMMARS: dict[str, Grammar] = {
             functions=(FUNC, ("constructor_declaration", "destructor_declaration",
                               "local_function_statement")),
             operators=(UnitRule(name="", fixed_name="operator"), ("operator_declaration",)),
-            # `record struct` is a record_declaration in the per-grammar wheel.
+            # `record struct` is a record_declaration too.
             classes=(CLASS, ("class_declaration", "struct_declaration", "interface_declaration",
-                             "enum_declaration", "record_declaration",
-                             "record_struct_declaration")),
+                             "enum_declaration", "record_declaration")),
             namespaces=(NAMESPACE, ("namespace_declaration",)),
             file_namespaces=(UnitRule(container=True, scope_only=True, covers_following=True),
                              ("file_scoped_namespace_declaration",)),
@@ -185,11 +180,9 @@ GRAMMARS: dict[str, Grammar] = {
     "kotlin": Grammar(
         units=_table(
             # Extension functions are qualified by their receiver type: `String.shout`. The
-            # per-grammar wheel (tree-sitter-grammars' Kotlin, not fwcd's) has no `body` or
-            # `receiver` field: the body is a `function_body` child, the receiver the type before
-            # the name.
-            functions=(UnitRule(needs="@function_body",
-                                qualifier="receiver|name/<user_type|name/<nullable_type"),
+            # grammar (tree-sitter-grammars' Kotlin, not fwcd's) has no `body` or `receiver`
+            # field: the body is a `function_body` child, the receiver the type before the name.
+            functions=(UnitRule(needs="@function_body", qualifier="name/<user_type|name/<nullable_type"),
                        ("function_declaration",)),
             constructors=(UnitRule(name="", fixed_name="constructor"),
                           ("secondary_constructor",)),
@@ -218,8 +211,7 @@ KINDS: dict[str, str] = {
     **dict.fromkeys(("object_declaration", "companion_object"), "object"),
     "interface_declaration": "interface",
     **dict.fromkeys(("enum_declaration", "enum_item", "enum_specifier"), "enum"),
-    **dict.fromkeys(("struct_item", "struct_specifier", "struct_declaration",
-                     "record_struct_declaration"), "struct"),
+    **dict.fromkeys(("struct_item", "struct_specifier", "struct_declaration"), "struct"),
     **dict.fromkeys(("union_item", "union_specifier"), "union"),
     **dict.fromkeys(("trait_item", "trait_declaration"), "trait"),
     "impl_item": "impl",
