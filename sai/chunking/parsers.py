@@ -8,6 +8,7 @@ The chunker's node tables (sai/chunking/grammars.py) name these grammars' node t
 from __future__ import annotations
 
 import importlib
+import warnings
 from functools import cache
 
 from tree_sitter import Language, Parser
@@ -29,6 +30,25 @@ _WHEELS: dict[str, tuple[str, str]] = {
     "ruby": ("tree_sitter_ruby", "language"),
     "php": ("tree_sitter_php", "language_php"),
     "kotlin": ("tree_sitter_kotlin", "language"),
+    "swift": ("tree_sitter_swift", "language"),
+    "scala": ("tree_sitter_scala", "language"),
+    "elixir": ("tree_sitter_elixir", "language"),
+    "lua": ("tree_sitter_lua", "language"),
+    "haskell": ("tree_sitter_haskell", "language"),
+    "zig": ("tree_sitter_zig", "language"),
+    "bash": ("tree_sitter_bash", "language"),
+    "dart": ("tree_sitter_dart", "language"),
+    "objc": ("tree_sitter_objc", "language"),
+    "julia": ("tree_sitter_julia", "language"),
+    "ocaml": ("tree_sitter_ocaml", "language_ocaml"),
+    "perl": ("tree_sitter_perl", "language"),
+    "sql": ("tree_sitter_sql", "language"),
+    "hcl": ("tree_sitter_hcl", "language"),
+    "fsharp": ("tree_sitter_fsharp", "language"),
+    "groovy": ("tree_sitter_groovy", "language"),
+    "solidity": ("tree_sitter_solidity", "language"),
+    "powershell": ("tree_sitter_powershell", "language"),
+    "commonlisp": ("tree_sitter_commonlisp", "language"),
 }
 LANGUAGES = frozenset(_WHEELS)
 
@@ -38,7 +58,10 @@ def language_for(language: str) -> Language:
     """The compiled grammar of one of `LANGUAGES` (KeyError for any other name)."""
     module, function = _WHEELS[language]
     pointer = getattr(importlib.import_module(module), function)()
-    return Language(pointer)
+    with warnings.catch_warnings():
+        # a few older wheels (Perl, Solidity, Common Lisp) hand the pointer over as an int
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return Language(pointer)
 
 
 @cache

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from sai.source.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
+from sai.source.languages import COMMENT_STYLES, STRING_LITERAL
 from sai.text import keywords
 from sai.text.keywords import keywords_of
 
@@ -45,7 +45,14 @@ _OPERATOR = r"\.\.\.|\.\.=?|->|::|[^\sA-Za-z0-9_$]"
 # what a string interpolates (`f"{name}"`, `${name}`, Rust's `"{name}"`) is code, names and all:
 # a renamed copy changes it, so an interpolation counts as `{}` whatever it holds
 _INTERPOLATION = re.compile(r"\{[^{}\n]*\}")
-_COMMENTS = {"c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*"}
+_LINE_DASHES = r"--[^\n]*"
+_COMMENTS = {  # by sai.source.languages.COMMENT_STYLES
+    "c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*",
+    "lua": rf"--\[(?P<level>=*)\[[\s\S]*?\](?P=level)\]|{_LINE_DASHES}", "haskell": rf"\{{-[\s\S]*?-\}}|{_LINE_DASHES}",
+    "sql": rf"{_LINE_DASHES}|/\*[\s\S]*?(?:\*/|$)", "ml": r"\(\*[\s\S]*?\*\)",
+    "fsharp": r"//[^\n]*|\(\*[\s\S]*?\*\)", "julia": r"#=[\s\S]*?=#|#[^\n]*",
+    "powershell": r"<#[\s\S]*?#>|#[^\n]*", "lisp": r";[^\n]*|#\|[\s\S]*?\|#", "none": r"(?!)",
+}
 _COMMENTS["both"] = f"{_COMMENTS['hash']}|{_COMMENTS['c']}"
 _TOKENS = {
     style: re.compile(rf"(?P<comment>{comment})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
@@ -65,9 +72,9 @@ _IMPORTS = re.compile(r"""^[ \t]*(?:
 )""", re.MULTILINE | re.VERBOSE)
 _DROPPED = frozenset("();")
 _MEMBER = frozenset({".", "->", "::"})
-# `->` reaches a member in C, C++ and PHP only; elsewhere it starts a lambda's body (Java,
+# `->` reaches a member in C, C++, Objective-C and PHP only; elsewhere it starts a lambda's body (Java,
 # Kotlin) or a return type (Rust), and the name after it is not a member
-_ARROW_MEMBER = frozenset({"c", "cpp", "php", None})
+_ARROW_MEMBER = frozenset({"c", "cpp", "objc", "php", None})
 _SHORTHAND = frozenset({"javascript", "typescript", "tsx", "rust"})  # languages with `{a}` for `{a: a}`
 _MASK32 = np.uint64(0xFFFFFFFF)
 # multiply-shift hashing: h(x) = (a * x + b) mod 2^64 >> 32, a odd (fixed seed: signatures persist)
@@ -172,12 +179,8 @@ def _band_keys(band: np.ndarray) -> np.ndarray:
 
 
 def _pattern(language: str | None) -> re.Pattern[str]:
-    """Comment syntax by language; both kinds for PHP and for text SAI has no grammar for."""
-    if language in C_STYLE_COMMENTS and language not in HASH_COMMENTS:
-        return _TOKENS["c"]
-    if language in HASH_COMMENTS and language not in C_STYLE_COMMENTS:
-        return _TOKENS["hash"]
-    return _TOKENS["both"]
+    """Comment syntax by language; both `#` and C's for text SAI has no grammar for."""
+    return _TOKENS[COMMENT_STYLES.get(language or "", "both")]
 
 
 def _alone_on_line(text: str, start: int, end: int) -> bool:
