@@ -8,6 +8,8 @@ their script blocks.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sai.chunking.base import split_lines
@@ -853,3 +855,12 @@ def test_a_section_holds_its_text_up_to_its_first_subsection() -> None:
     install = next(c for c in chunks if c.symbol == "SAI.Install")
     assert install.text.startswith("## Install") and "pip install sai" in install.text
     assert "Clone it." not in install.text
+
+
+def test_the_languages_table_in_the_configuration_docs_names_every_language_and_extension() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = text.split("\n## Languages\n", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip(): line for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| language")}
+    assert set(rows) == set(LANGUAGE_BY_EXT.values())
+    assert all(f"`.{ext}`" in rows[language] for ext, language in LANGUAGE_BY_EXT.items())
