@@ -42,6 +42,11 @@ REPOS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "java": ("commons-lang", ("src/main/java/org/apache/commons/lang3/time",
                               "src/main/java/org/apache/commons/lang3/builder",
                               "src/main/java/org/apache/commons/lang3/text"), "java"),
+    # semble's checkouts of the same names serve (SAI_BENCH_REPOS=<cache>/repos-quality/checkouts)
+    "lua": ("lazy.nvim", ("lua/lazy",), "lua"),
+    "zig": ("zls", ("src",), "zig"),
+    "swift": ("alamofire", ("Source",), "swift"),
+    "scala": ("cats", ("core/src/main/scala/cats/data",), "scala"),
 }
 TWIN = 0.5
 SHAPE_TWIN = 0.6  # shape similarity at which two chunks of the slice are twins
