@@ -864,3 +864,15 @@ def test_the_languages_table_in_the_configuration_docs_names_every_language_and_
             if line.startswith("| ") and not line.startswith("| language")}
     assert set(rows) == set(LANGUAGE_BY_EXT.values())
     assert all(f"`.{ext}`" in rows[language] for ext, language in LANGUAGE_BY_EXT.items())
+
+
+def test_a_comment_before_a_unit_stays_with_its_enclosing_owner() -> None:
+    # measured on Alamofire: doc comments inside their units gave hybrid 0.943 -> 0.943 and
+    # semantic 0.867 -> 0.808, so they stay where every other language keeps them
+    text = "/// Sends it.\nfunc send() {\n    run()\n}\n"
+    chunks = TreeSitterChunker().chunk("f", text, "swift")
+    assert [(c.symbol, c.start_line, c.end_line) for c in chunks] == [(None, 1, 1), ("send", 2, 4)]
+
+def test_a_lua_function_in_a_table_constructor_is_a_unit_named_by_its_field() -> None:
+    text = "local Spec = {\n  parse = function(s)\n    return s\n  end,\n}\nreturn Spec\n"
+    assert symbols_of(text, "lua") == [None, "parse"]

@@ -265,6 +265,8 @@ GRAMMARS.update({
         assigned=(UnitRule(name="@variable_list/name", needs="@expression_list/value", kind="function",
                            needs_types=frozenset({"function_definition"}), top_level=True),
                   ("assignment_statement",)),
+        fields=(UnitRule(needs="value", kind="function", needs_types=frozenset({"function_definition"}),
+                         top_level=True), ("field",)),  # `{ parse = function(s) … end }`
     )),
     "haskell": Grammar(
         units=_table(

@@ -183,7 +183,8 @@ def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:
     first = top
     previous = top.prev_named_sibling
     absorbed = 0
-    while previous is not None and previous.type in grammar.leading:
+    # each touches what it belongs to: a blank line ends the run
+    while previous is not None and previous.type in grammar.leading and _touches(previous, first):
         first, previous = previous, previous.prev_named_sibling
         absorbed += 1
         if absorbed == grammar.leading_limit:
@@ -192,6 +193,10 @@ def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:
     if end_column == 0 and end_row > top.start_point[0]:
         end_row -= 1  # a node ending at column 0 ends with the previous line's newline
     return first.start_point[0] + 1, min(end_row + 1, last_line)
+
+
+def _touches(previous: Node, node: Node) -> bool:
+    return previous.end_point[0] >= node.start_point[0] - 1
 
 
 def unit_symbol(node: Node, rule: UnitRule, parent_symbol: str | None) -> str | None:
