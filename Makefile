@@ -19,8 +19,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[local,reference,dev]"
 	touch $(STAMP)
 
-# `.[dev]` only: 3.13 gets the per-grammar tree-sitter wheels (pyproject.toml's markers), and the
-# tests of the local model skip rather than fetch a second torch.
+# `.[dev]` only: the tests of the local model skip rather than fetch a second torch.
 $(STAMP313): pyproject.toml
 	$(PYTHON313) -m venv $(VENV313)
 	$(VENV313)/bin/pip install --quiet -e ".[dev]"

@@ -58,6 +58,7 @@ class Rules:
     debug: str = 'print("debug")'
     shorthand: frozenset[str] = frozenset()  # `{a}` written for a local a: becomes `{a: new}`
     camel: bool = True  # names are camelCase (else snake_case)
+    identifier: str = "identifier"  # the grammar's node type of a plain name
 
 
 _JS_DECL = (("formal_parameters", None), ("required_parameter", "pattern"),
@@ -131,8 +132,49 @@ RULES: dict[str, Rules] = {
         calls=frozenset({"method_invocation", "object_creation_expression"}),
         debug='System.out.println("debug");',
     ),
+    # languages added with the per-grammar wheels (one each with a real repository in _repos.py)
+    "lua": Rules(
+        functions=frozenset({"function_declaration"}),
+        declares=(("parameters", None), ("variable_list", None), ("for_numeric_clause", "name")),
+        stops=frozenset({"dot_index_expression", "method_index_expression", "bracket_index_expression",
+                         "function_call"}),
+        members=(("dot_index_expression", "field"), ("method_index_expression", "method")),
+        keep=frozenset({"self"}),
+        assigns=frozenset({"variable_declaration"}),
+        calls=frozenset({"function_call"}),
+        camel=False,
+    ),
+    "zig": Rules(
+        functions=frozenset({"function_declaration"}),
+        declares=(("parameter", "name"), ("variable_declaration", None), ("payload", None)),
+        stops=frozenset({"field_expression", "call_expression", "index_expression", "builtin_function"}),
+        members=(("field_expression", "member"),),
+        assigns=frozenset({"variable_declaration"}),
+        calls=frozenset({"call_expression", "builtin_function"}),
+        debug='std.debug.print("debug", .{});',
+    ),
+    "swift": Rules(
+        functions=frozenset({"function_declaration"}),
+        declares=(("parameter", "name"), ("pattern", "bound_identifier"), ("lambda_parameter", "name")),
+        stops=frozenset({"navigation_expression", "call_expression"}),
+        members=(("navigation_suffix", "suffix"),),
+        keep=frozenset({"self"}),
+        blocks=frozenset({"statements"}),
+        assigns=frozenset({"property_declaration"}),
+        calls=frozenset({"call_expression"}),
+        identifier="simple_identifier",
+    ),
+    "scala": Rules(
+        functions=frozenset({"function_definition"}),
+        declares=(("parameter", "name"), ("val_definition", "pattern"), ("var_definition", "pattern"),
+                  ("lambda_expression", "parameters"), ("enumerator", None), ("bindings", None)),
+        stops=frozenset({"field_expression", "call_expression"}),
+        members=(("field_expression", "field"),),
+        assigns=frozenset({"val_definition", "var_definition"}),
+        calls=frozenset({"call_expression"}),
+        debug='println("debug")',
+    ),
 }
-IDENTIFIER = "identifier"
 # data flow is what independence means here: a call may run in either order, a suspension not
 _SUSPENDS = frozenset({"await", "await_expression", "yield", "yield_expression"})
 _NUMBERS = frozenset({"integer", "number", "int_literal", "integer_literal", "decimal_integer_literal"})
@@ -188,7 +230,7 @@ def owned_names(fn: Function) -> list[str]:
 
 
 def _pattern_identifiers(node: Node, rules: Rules) -> list[Node]:
-    if node.type == IDENTIFIER:
+    if node.type == rules.identifier:
         return [node]
     if node.type in rules.stops or node.type in rules.calls:
         return []
@@ -335,7 +377,7 @@ def rename_edits(fn: Function, mapping: dict[str, str]) -> list[Edit]:
         if node.type in rules.shorthand and text in mapping:
             edits.append((node.start_byte, node.end_byte, f"{text}: {mapping[text]}"))
             continue
-        if node.type != IDENTIFIER or text not in mapping or node == fn.name_node:
+        if node.type != rules.identifier or text not in mapping or node == fn.name_node:
             continue
         if node.parent is not None and node.parent.type in rules.shorthand:
             continue
@@ -401,8 +443,8 @@ def _independent(a: Node, b: Node, rules: Rules) -> bool:
         return False
     if a.start_point[0] == b.start_point[0] or b.end_point[0] > a.end_point[0] + 3:
         return False
-    ids = [{n.text for n in _walk(s) if n.type == IDENTIFIER} for s in (a, b)]
-    written = [{n.text for n in _walk(_left(s)) if n.type == IDENTIFIER} for s in (a, b)]
+    ids = [{n.text for n in _walk(s) if n.type == rules.identifier} for s in (a, b)]
+    written = [{n.text for n in _walk(_left(s)) if n.type == rules.identifier} for s in (a, b)]
     if not written[0] or not written[1]:
         return False
     return not (written[0] & ids[1] or written[1] & ids[0])

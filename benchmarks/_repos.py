@@ -45,6 +45,11 @@ REPOS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "java": ("commons-lang", ("src/main/java/org/apache/commons/lang3/time",
                               "src/main/java/org/apache/commons/lang3/builder",
                               "src/main/java/org/apache/commons/lang3/text"), "java"),
+    # semble's checkouts of the same names serve (SAI_BENCH_REPOS=<cache>/repos-quality/checkouts)
+    "lua": ("lazy.nvim", ("lua/lazy",), "lua"),
+    "zig": ("zls", ("src",), "zig"),
+    "swift": ("alamofire", ("Source",), "swift"),
+    "scala": ("cats", ("core/src/main/scala/cats/data",), "scala"),
 }
 TWIN = 0.5
 LONG = 8  # long functions planted per language (cut into windows): what unit joining is for

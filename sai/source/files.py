@@ -2,8 +2,10 @@
 
 Decision order, shared by `walk()` and `check_file()`: a directory that is pruned, symlinked or
 gitignored is not entered; then extension (`walk()` is silent about unwanted extensions,
-`check_file()` says `ext`), exclude glob (`glob`), include allow-list (`not-included`),
-gitignore, symlink, special file (`unreadable`), size (`too-large`), then content.
+`check_file()` says `ext`, and both say `no-language` for a text format SAI has no units for,
+such as `.json` or `.proto`, so a user sees what the defaults leave out), exclude glob (`glob`),
+include allow-list (`not-included`), gitignore, symlink, special file (`unreadable`), size
+(`too-large`), then content.
 
 Content is read in two stages so that a no-op re-index stays cheap: `walk()` reads only the
 first 8 KiB of each candidate (a NUL byte or invalid UTF-8 there -> `binary`; a marker in the
@@ -28,10 +30,10 @@ from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.models import SourceFile
 from sai.source.gitignore import IgnoreMatcher
 from sai.source.globs import compile_glob
-from sai.source.languages import language_for
+from sai.source.languages import TEXT_WITHOUT_UNITS, language_for
 
 REASONS = (
-    "binary", "ext", "generated-marker", "gitignore", "glob", "missing", "not-included",
+    "binary", "ext", "generated-marker", "gitignore", "glob", "missing", "no-language", "not-included",
     "pruned-dir", "symlink", "too-large", "unreadable",
 )
 HEAD_BYTES = 8192
@@ -198,8 +200,15 @@ def _dir_reason(filters: _Filters, matcher: IgnoreMatcher, key: str, name: str) 
 
 def _name_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | None:
     name = key.rsplit("/", 1)[-1]
-    if (name.rsplit(".", 1)[-1].lower() if "." in name else "") not in filters.exts:
-        return "ext"
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if ext not in filters.exts:
+        # named only when nothing else would keep it out: a gitignored `.json` stays silent
+        text = ext in TEXT_WITHOUT_UNITS and _pattern_reason(filters, matcher, key) is None
+        return "no-language" if text else "ext"
+    return _pattern_reason(filters, matcher, key)
+
+
+def _pattern_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | None:
     if any(glob_match(pattern, key) for pattern in filters.exclude):
         return "glob"
     if filters.include and not any(glob_match(pattern, key) for pattern in filters.include):

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from sai.source.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
+from sai.source.languages import COMMENT_STYLES, STRING_LITERAL
 from sai.text.keywords import keywords_of
 
 SHAPE_VERSION = 4  # bump when signatures change: indexes then recompute them (no re-embedding)
@@ -47,7 +47,14 @@ _WORD = r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9](?:[A-Za-z0-9_]|\.(?=[0-9]))*"
 # `...` (spread, rest, varargs) and `..`/`..=` (Rust ranges) are one operator each, whatever
 # the spacing around them
 _OPERATOR = r"\.\.\.|\.\.=?|->|::|[^\sA-Za-z0-9_$]"
-_COMMENTS = {"c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*"}
+_LINE_DASHES = r"--[^\n]*"
+_COMMENTS = {  # by sai.source.languages.COMMENT_STYLES
+    "c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*",
+    "lua": rf"--\[(?P<level>=*)\[[\s\S]*?\](?P=level)\]|{_LINE_DASHES}", "haskell": rf"\{{-[\s\S]*?-\}}|{_LINE_DASHES}",
+    "sql": rf"{_LINE_DASHES}|/\*[\s\S]*?(?:\*/|$)", "ml": r"\(\*[\s\S]*?\*\)",
+    "fsharp": r"//[^\n]*|\(\*[\s\S]*?\*\)", "julia": r"#=[\s\S]*?=#|#[^\n]*",
+    "powershell": r"<#[\s\S]*?#>|#[^\n]*", "lisp": r";[^\n]*|#\|[\s\S]*?\|#", "none": r"(?!)",
+}
 _COMMENTS["both"] = f"{_COMMENTS['hash']}|{_COMMENTS['c']}"
 _TOKENS = {
     style: re.compile(rf"(?P<comment>{comment})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
@@ -183,12 +190,8 @@ def _band_keys(band: np.ndarray) -> np.ndarray:
 
 
 def _pattern(language: str | None) -> re.Pattern[str]:
-    """Comment syntax by language; both kinds for PHP and for text SAI has no grammar for."""
-    if language in C_STYLE_COMMENTS and language not in HASH_COMMENTS:
-        return _TOKENS["c"]
-    if language in HASH_COMMENTS and language not in C_STYLE_COMMENTS:
-        return _TOKENS["hash"]
-    return _TOKENS["both"]
+    """Comment syntax by language; both `#` and C's for text SAI has no grammar for."""
+    return _TOKENS[COMMENT_STYLES.get(language or "", "both")]
 
 
 def _alone_on_line(text: str, start: int, end: int) -> bool:
