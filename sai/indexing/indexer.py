@@ -139,6 +139,12 @@ class _Run:
                 self.known = reader.known_hashes()
                 self.dim = int(self.meta["vector_dim"]) or None  # 0: no vector stored yet
 
+    def probe_dim(self) -> None:
+        """A deferred first build writes chunks before any vector: with `vector_dim` in the config,
+        one embedding first, so a model of another length is refused before anything is written."""
+        if self.deferred and self.dim is None and self.config.vector_dim:
+            self.check_vectors(["probe"], self.project.embedder.embed_documents(["vector_dim probe"]))
+
     def _stored_hash(self, source: SourceFile) -> str | None:
         old = self.stored.get(source.key)
         return None if old is None or self.rechunk else old.file_hash
@@ -387,6 +393,7 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
         log.info("upgraded the index to this version's format; every file is chunked again")
     run = _Run(project, progress=progress, deferred=project.store.pending_vectors)
     run.load_state()
+    run.probe_dim()
     wanted = {s.key for s in walked.included}
     changed = [s for s in walked.included if run.rechunk or _changed(run.stored.get(s.key), s)]
     run.counts.unchanged += sum(run.stored[s.key].chunk_count for s in walked.included
