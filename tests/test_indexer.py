@@ -437,6 +437,21 @@ sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
 
 
+def _kill_at_third_request(root: Path, batch: int, phase: str, ollama_server: OllamaStandIn) -> float:
+    """Index `root` in a subprocess, SIGKILL it a second after its third embedding request;
+    returns the deadline the caller's waits share."""
+    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch), phase],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, err
+    return deadline
+
+
 def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_run_embeds_the_rest(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -447,15 +462,7 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     # chunks first (no request), then groups of 20 texts: two answered and written, the third stalls
     ollama_server.stall_next(2, seconds=0)
     ollama_server.stall_next(1, seconds=3)
-    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(written), "two-phase"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGKILL)
-    _, err = proc.communicate()
-    assert proc.returncode == -signal.SIGKILL, err
+    deadline = _kill_at_third_request(root, written, "two-phase", ollama_server)
     assert ollama_server.requests == 3
     while ollama_server.inputs_embedded < 60 and time.monotonic() < deadline:
         time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
@@ -495,15 +502,7 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     # batch 1 is written while it stalls (batches are embedded ahead of the one being written)
     ollama_server.stall_next(2, seconds=0)
     ollama_server.stall_next(1, seconds=3)
-    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch), "one-phase"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGKILL)
-    _, err = proc.communicate()
-    assert proc.returncode == -signal.SIGKILL, err
+    deadline = _kill_at_third_request(root, batch, "one-phase", ollama_server)
     assert ollama_server.requests in (3, 4)  # batch 2's two requests (sent together), no later one
     while ollama_server.inputs_embedded < ollama_server.requests * 20 and time.monotonic() < deadline:
         time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
