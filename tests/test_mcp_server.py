@@ -517,7 +517,7 @@ def test_prepare_setup_without_allow_setup_reports_execution_blocked(
     assert result["recommended_command"].endswith(
         f'--embedder ollama --target-dir "{tmp_path}" --features "mcp,duckdb,ollama"')
     server = result["mcp_server_config_example"]["mcpServers"]["sai"]
-    assert server["args"] == ["mcp", "--config", "sai-cfg.yml"] and server["cwd"] == str(tmp_path)
+    assert server["args"] == ["mcp", "--config", str(tmp_path / "sai-cfg.yml")] and server["cwd"] == str(tmp_path)
     assert len(result["next_steps"]) == 5 and server["command"] in result["next_steps"][1]
     assert result["execution_blocked"] is True and "--allow-setup" in result["execution_blocked_reason"]
     assert "executed" not in result and list(tmp_path.iterdir()) == []

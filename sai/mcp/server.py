@@ -313,7 +313,8 @@ class SetupPlan:
 
     def payload(self) -> SetupOut:
         sai_command = _sai_command()
-        server = {"command": sai_command, "args": ["mcp", "--config", "sai-cfg.yml"],
+        # an absolute --config: a client that ignores `cwd` still serves this project
+        server = {"command": sai_command, "args": ["mcp", "--config", str(self.target / "sai-cfg.yml")],
                   "cwd": str(self.target)}
         return SetupOut({
             "target_directory": str(self.target),
