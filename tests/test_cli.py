@@ -419,12 +419,12 @@ def test_dry_run_reports_exactly_and_writes_nothing(
         "pruned dirs: .git, .index, .next, .turbo, .venv, __pycache__, build, coverage, dist, "
         "node_modules, target, vendor, venv",
         "",
-        "WOULD INDEX: 17 file(s)   EXCLUDED: 19 file(s)",
+        "WOULD INDEX: 17 file(s)   EXCLUDED: 18 file(s)",
         "  excluded by binary: 1",
         "  excluded by generated-marker: 1",
         "  excluded by gitignore: 1",
         "  excluded by glob: 1",
-        "  excluded by no-language: 2",  # notes.txt and sai-cfg.yml: text SAI has no units for
+        "  excluded by no-language: 1",  # notes.txt: text SAI has no units for (its own sai-cfg.yml is not named)
         "  excluded by too-large: 13",
         "sample excluded:",
         *[f"  - big{i:02d}.py  [too-large]" for i in range(13)],

@@ -81,14 +81,17 @@ class _Filters:
     max_bytes: int
     skip_generated: bool
     respect_gitignore: bool
+    own_config: str | None  # the key of SAI's own sai-cfg.yml: never indexed, never named
 
     @classmethod
     def of(cls, config: Config) -> _Filters:
         """The filters of a Config."""
+        own = config.config_path
+        own_key = own.relative_to(config.root).as_posix() if own and own.is_relative_to(config.root) else None
         return cls(
             config.root, frozenset(config.ext), frozenset(config.pruned_dirs), config.include,
             config.exclude, config.max_file_bytes, config.skip_generated_marker,
-            config.respect_gitignore,
+            config.respect_gitignore, own_key,
         )
 
 
@@ -202,8 +205,10 @@ def _name_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | N
     name = key.rsplit("/", 1)[-1]
     ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
     if ext not in filters.exts:
-        # named only when nothing else would keep it out: a gitignored `.json` stays silent
-        text = ext in TEXT_WITHOUT_UNITS and _pattern_reason(filters, matcher, key) is None
+        # named only when nothing else would keep it out: a gitignored `.json` stays silent, and
+        # so does SAI's own config file
+        text = (ext in TEXT_WITHOUT_UNITS and key != filters.own_config
+                and _pattern_reason(filters, matcher, key) is None)
         return "no-language" if text else "ext"
     return _pattern_reason(filters, matcher, key)
 
