@@ -42,15 +42,17 @@ def test_walk_includes_wanted_extensions_sorted_and_never_reports_other_extensio
     assert first.mtime_ns == os.stat(tmp_path / "a" / "b.go").st_mtime_ns
 
 
-def test_walk_indexes_markdown_and_names_text_files_it_has_no_language_for(tmp_path):
+def test_walk_names_docs_and_text_files_it_has_no_language_for_and_indexes_docs_when_asked(tmp_path):
     write_tree(tmp_path, {"README.md": "# Use\n", "api.proto": "message A {}\n", "conf.json": "{}\n",
-                          "logo.png": "x", ".gitignore": "secret.json\n", "secret.json": "{}\n"})
+                          "logo.png": "x", ".gitignore": "secret.json\n", "secret.json": "{}\n", "a.py": "x\n"})
     result = walk(config(tmp_path))
-    assert [(s.key, s.language) for s in result.included] == [("README.md", "markdown")]
-    assert result.excluded == (("api.proto", "no-language"), ("conf.json", "no-language"))
+    assert [(s.key, s.language) for s in result.included] == [("a.py", "python")]
+    assert result.excluded == (("README.md", "docs"), ("api.proto", "no-language"), ("conf.json", "no-language"))
+    docs = walk(config(tmp_path, ext=["py", "md"]))
+    assert [(s.key, s.language) for s in docs.included] == [("README.md", "markdown"), ("a.py", "python")]
     chosen = walk(config(tmp_path, ext=["json"]))  # asked for, a text format is line windows
     assert [s.key for s in chosen.included] == ["conf.json"]
-    assert chosen.excluded == (("api.proto", "no-language"), ("secret.json", "gitignore"))
+    assert chosen.excluded == (("README.md", "docs"), ("api.proto", "no-language"), ("secret.json", "gitignore"))
 
 
 def test_walk_order_is_the_same_whatever_order_files_were_created_in(tmp_path):

@@ -15,6 +15,7 @@ from ollama_standin import OllamaStandIn
 from test_mcp_server import Session, _env, index_project, mcp_session
 
 from sai.cli.commands import main
+from sai.source.languages import DEFAULT_EXTS
 
 SWIFT = """import Foundation
 
@@ -47,7 +48,10 @@ TREE = {"Sources/Retry.swift": SWIFT, "lib/cart.ex": ELIXIR, "app/retry.py": PYT
 @pytest.fixture(scope="module")
 def mixed_tree(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
     root = tmp_path_factory.mktemp("mixed")
-    write_tree(root, {**TREE, ".gitignore": ".index/\n", "sai-cfg.yml": "root: .\nollama:\n  backoff_s: 0.01\n"})
+    # Markdown is out of the default set: the config names it beside the defaults
+    ext = ", ".join((*DEFAULT_EXTS, "md"))
+    write_tree(root, {**TREE, ".gitignore": ".index/\n",
+                      "sai-cfg.yml": f"root: .\next: [{ext}]\nollama:\n  backoff_s: 0.01\n"})
     return index_project(root, standin)
 
 

@@ -377,8 +377,8 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
     log.debug("stage times: %s", run.stats.summary(), extra={"stage_times": run.stats})
     keys = sorted({s.key for s in walked.included} - {key for key, _ in unreadable})
     chunks, nfiles = _held(project, keys)
-    # a text format SAI has no units for (`no-language`) is named by --dry-run, not counted as skipped
-    skipped = sum(1 for _, reason in walked.excluded if reason != "no-language") + len(unreadable)
+    # documentation and text formats out of the default set are named by --dry-run, not counted as skipped
+    skipped = sum(1 for _, reason in walked.excluded if reason not in ("docs", "no-language")) + len(unreadable)
     return IndexReport(
         chunks=chunks, files=nfiles, skipped=skipped,
         embedded=run.counts.embedded, unchanged=run.counts.unchanged, removed=run.counts.removed,

@@ -30,10 +30,10 @@ from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.models import SourceFile
 from sai.source.gitignore import IgnoreMatcher
 from sai.source.globs import compile_glob
-from sai.source.languages import TEXT_WITHOUT_UNITS, language_for
+from sai.source.languages import DOC_EXTS, TEXT_WITHOUT_UNITS, language_for
 
 REASONS = (
-    "binary", "ext", "generated-marker", "gitignore", "glob", "missing", "no-language", "not-included",
+    "binary", "docs", "ext", "generated-marker", "gitignore", "glob", "missing", "no-language", "not-included",
     "pruned-dir", "symlink", "too-large", "unreadable",
 )
 HEAD_BYTES = 8192
@@ -207,9 +207,11 @@ def _name_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | N
     if ext not in filters.exts:
         # named only when nothing else would keep it out: a gitignored `.json` stays silent, and
         # so does SAI's own config file
-        text = (ext in TEXT_WITHOUT_UNITS and key != filters.own_config
-                and _pattern_reason(filters, matcher, key) is None)
-        return "no-language" if text else "ext"
+        if key == filters.own_config or _pattern_reason(filters, matcher, key) is not None:
+            return "ext"
+        if ext in DOC_EXTS:
+            return "docs"  # documentation SAI can cut into sections, out of the default set
+        return "no-language" if ext in TEXT_WITHOUT_UNITS else "ext"
     return _pattern_reason(filters, matcher, key)
 
 

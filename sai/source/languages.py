@@ -40,7 +40,10 @@ LANGUAGE_BY_EXT: dict[str, str] = {
     "rst": "rst",
 }
 
-DEFAULT_EXTS: tuple[str, ...] = tuple(LANGUAGE_BY_EXT)
+# Documentation is cut into heading sections when `ext` names it, but stays out of the default
+# set: its sections compete with code for code questions (docs/design.md, "Chunking").
+DOC_EXTS = frozenset({"md", "markdown", "rst"})
+DEFAULT_EXTS: tuple[str, ...] = tuple(ext for ext in LANGUAGE_BY_EXT if ext not in DOC_EXTS)
 # Text formats SAI has no unit rules (or no grammar wheel) for: out of the default set, and named
 # with the reason `no-language` by the walk; `ext:` can still index them as line windows.
 TEXT_WITHOUT_UNITS = frozenset("""txt text json jsonc json5 yaml yml toml xml html htm css scss sass less ini cfg
