@@ -92,6 +92,7 @@ import sys, time
 from pathlib import Path
 from sai.store.terms import Terms
 terms = Terms(lambda stem: len(stem))
+terms.dimensions("warm up")  # the first call's lazy imports done: the SIGINT lands among queries
 try:
     Path(sys.argv[1]).touch()
     deadline, n = time.monotonic() + 20, 0
