@@ -10,11 +10,12 @@ vector written; the next run finds the rest by `pending_hashes()` and goes on fr
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 
 import numpy as np
@@ -60,6 +61,24 @@ class EmbeddingThread:
         self.queue.put(None)
 
 
+@contextlib.contextmanager
+def embedding_thread(embedder: Embedder) -> Iterator[EmbeddingThread]:
+    """An EmbeddingThread over `embedder`, ended in order: when the block raises (Ctrl-C, a lock
+    not had), the thread is stopped between two model rounds and joined, so it is out of the model
+    before the interpreter exits (embedders/stoppable.py)."""
+    stoppable = StoppableEmbedder(embedder)
+    embedding = EmbeddingThread(stoppable)
+    try:
+        yield embedding
+    except BaseException:
+        stoppable.stop()
+        raise
+    finally:
+        embedding.close()
+        if stoppable.stopped.is_set():
+            embedding.thread.join(STOP_WAIT_S)
+
+
 class Backfill:
     """Embeds every text waiting for a vector and writes the vectors, reporting each step."""
 
@@ -82,26 +101,19 @@ class Backfill:
         if not hashes:
             return 0
         self._report()
-        embedder = StoppableEmbedder(self.embedder)
-        embedding = EmbeddingThread(embedder)
         in_flight: deque[tuple[list[str], Future[np.ndarray]]] = deque()
-        try:
-            for start in range(0, len(hashes), EMBED_GROUP):
-                in_flight.append(self._submit(embedding, hashes[start:start + EMBED_GROUP]))
-                if len(in_flight) > AHEAD:
+        with embedding_thread(self.embedder) as embedding:
+            try:
+                for start in range(0, len(hashes), EMBED_GROUP):
+                    in_flight.append(self._submit(embedding, hashes[start:start + EMBED_GROUP]))
+                    if len(in_flight) > AHEAD:
+                        self._take(*in_flight.popleft())
+                while in_flight:
                     self._take(*in_flight.popleft())
-            while in_flight:
-                self._take(*in_flight.popleft())
-            self._write()
-        except BaseException:
-            embedder.stop()  # the thread must leave the model before the interpreter exits
-            raise
-        finally:
-            embedding.close()
-            for _, future in in_flight:
-                future.cancel()
-            if embedder.stopped.is_set():
-                embedding.thread.join(STOP_WAIT_S)
+                self._write()
+            finally:
+                for _, future in in_flight:
+                    future.cancel()
         return self.embedded
 
     def _submit(self, embedding: EmbeddingThread, group: list[str]) -> tuple[list[str], Future[np.ndarray]]:

@@ -24,9 +24,8 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from sai.embedders.stoppable import STOP_WAIT_S, StoppableEmbedder
 from sai.errors import EmbedderError, UsageError
-from sai.indexing.backfill import Backfill, EmbeddingThread
+from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread
 from sai.indexing.prepare import Prepared, PreparePool, prepare
 from sai.models import FileRow, IndexProgress, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
 from sai.project import Project
@@ -280,23 +279,16 @@ class _Run:
 
     def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
-        embedder = StoppableEmbedder(self.project.embedder)
-        embedding = EmbeddingThread(embedder)
         self.merge = len(sources) >= POOL_MIN_FILES
         in_flight: deque[_Batch] = deque()
-        try:
-            with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
-                skipped = self._pump(prepared, embedding, in_flight, total)
-        except BaseException:
-            embedder.stop()  # the thread must leave the model before the interpreter exits
-            raise
-        finally:
-            embedding.close()
-            for pending in in_flight:
-                if pending.vectors is not None:
-                    pending.vectors.cancel()
-            if embedder.stopped.is_set():
-                embedding.thread.join(STOP_WAIT_S)
+        with embedding_thread(self.project.embedder) as embedding:
+            try:
+                with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
+                    skipped = self._pump(prepared, embedding, in_flight, total)
+            finally:
+                for pending in in_flight:
+                    if pending.vectors is not None:
+                        pending.vectors.cancel()
         if self.progress and total:
             self.progress(IndexProgress("reading", files_done=total, files_total=total,
                                         chunks_embedded=self.counts.embedded))  # the last batch is in
