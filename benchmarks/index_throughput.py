@@ -148,9 +148,11 @@ def set_torch_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
-def torch_threads() -> int:
-    import torch
-
+def torch_threads() -> int | str:
+    try:
+        import torch
+    except ImportError:  # the local embedder runs on ONNX Runtime: torch is only the reference
+        return "none (no torch)"
     return torch.get_num_threads()
 
 

@@ -82,10 +82,10 @@ TOP = 10
 class CachedEmbedder:
     """The local model behind a vector cache keyed by text (a rebuilt index embeds nothing new)."""
 
-    def __init__(self, cache: Path) -> None:
+    def __init__(self, cache: Path, model: str = "all-MiniLM-L6-v2") -> None:
         from sai.embedders.local import LocalEmbedder
 
-        self.inner = LocalEmbedder()
+        self.inner = LocalEmbedder(model=model, cache_dir=cache / "model")
         self.name, self.model, self.prefix_style = "local", self.inner.model, "none"
         self.path = cache / f"vectors-{self.model}.npz"
         self.vectors: dict[str, np.ndarray] = {}
@@ -245,6 +245,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-lines", type=int, default=20000, help="per language (20000)")
     parser.add_argument("--max-queries", type=int, default=400, help="per language (400)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sai-quality"))
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="or all-MiniLM-L6-v2-int8 (local embedder)")
     parser.add_argument("--backend", choices=BACKENDS, default="duckdb",
                         help="where the index lives (qdrant: local mode under the tree's .index/)")
     args = parser.parse_args(argv)
@@ -273,7 +274,7 @@ def prepare(args: argparse.Namespace) -> tuple[list[Source], Corpus, Path]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sources, corpus, root = prepare(args)
-    embedder = CachedEmbedder(args.cache)
+    embedder = CachedEmbedder(args.cache, args.model)
     flags = {"backend": args.backend, "qdrant.path": ".index/qdrant"} if args.backend == "qdrant" else {}
     project = Project(load_config(flags=flags, env={}, cwd=root), embedder=embedder)
     corpus.restrict({s.key for s in files.walk(project.config).included})

@@ -5,7 +5,8 @@ loads the model once (excluded), then issues the same deterministic natural-lang
 (first docstring lines of the corpus's functions) through every mode search() offers,
 interleaved so machine-load drift hits all modes alike. Prints p50/p95/max per mode in ms
 (targets: p50 < 40 ms semantic, < 60 ms hybrid) and the share spent in embed_query; then runs
-`sai --query-only` as a subprocess a few times (process start + model load + query).
+`sai --query-only` as a subprocess a few times (process start + model load + query; target
+<= 2 s), and one `sai mcp` stdio server, printing its RSS after its first search (<= 300 MB).
 
     .venv/bin/python benchmarks/query_latency.py [--index DIR] [--queries N]
 """
@@ -30,8 +31,6 @@ from index_throughput import (
     load_local_embedder,
     open_project,
     prepare_tree,
-    set_torch_threads,
-    torch_threads,
 )
 
 from sai.indexing.indexer import index
@@ -76,7 +75,7 @@ def run_search(project, query: str, mode: str | None, limit: int) -> list:
 
 def measure_in_process(root: Path, queries: list[str], limit: int, idle_queries: int) -> None:
     real, load_s = load_local_embedder()
-    print(f"model load (excluded): {load_s:.2f} s; torch threads: {torch_threads()}")
+    print(f"model load (excluded): {load_s:.2f} s; embedder threads: {getattr(real, 'threads', '?')}")
     proxy = TimingEmbedder(real)
     project = open_project(root, proxy)
     modes = available_modes()
@@ -147,6 +146,42 @@ def measure_cli(root: Path, queries: list[str], runs: int) -> None:
         print(f"  {took:6.2f} s  {status}  ({query!r})")
 
 
+def server_rss_mb(config: Path) -> float:
+    """VmRSS of this process's `sai mcp --config CONFIG` child (the stdio client started it)."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            cmdline = (status.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(fields["PPid"]) == os.getpid() and b"mcp" in cmdline and str(config).encode() in cmdline:
+            return int(fields["VmRSS"].split()[0]) / 1024
+    return float("nan")
+
+
+def measure_mcp_rss(root: Path, query: str) -> None:
+    """RSS of one `sai mcp` stdio server at start and after its first search (the model loaded)."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    config = root / "sai-cfg.yml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAI_")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sai", "mcp", "--config", str(config)], env=env)
+
+    async def run() -> None:
+        async with Client(stdio_client(params), mode="legacy") as client:
+            await client.call_tool("sai_index_status", {})
+            started = server_rss_mb(config)
+            begin = time.perf_counter()
+            await client.call_tool("sai_search_code", {"query": query, "limit": 8})
+            took = time.perf_counter() - begin
+            print(f"sai mcp (stdio): RSS {started:.0f} MB at start, {server_rss_mb(config):.0f} MB after its "
+                  f"first search ({took:.2f} s, model load included); target <= 300 MB")
+
+    anyio.run(run)
+
+
 def build_index(root: Path, lines: int) -> None:
     prepare_tree(root, lines)
     real, _ = load_local_embedder()
@@ -167,9 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=8, help="hits per query (8)")
     parser.add_argument("--cli-runs", type=int, default=2, help="sai subprocess runs (2)")
     parser.add_argument("--idle-queries", type=int, default=10, help="queries after an idle gap (10)")
-    parser.add_argument("--torch-threads", type=int, metavar="N", help="torch.set_num_threads(N)")
     args = parser.parse_args(argv)
-    set_torch_threads(args.torch_threads)
     print(f"load average before: {os.getloadavg()}  (cores: {os.cpu_count()})")
     tmp = None
     if args.index:
@@ -184,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         queries = corpus_queries(root, args.queries)
         measure_in_process(root, queries, args.limit, args.idle_queries)
         measure_cli(root, queries, args.cli_runs)
+        measure_mcp_rss(root, queries[0])
     finally:
         if tmp is not None:
             tmp.cleanup()

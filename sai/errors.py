@@ -3,10 +3,22 @@
 Each class carries what the front ends answer with: `exit_code` for the CLI (1: an error the user
 can act on, 2: bad usage) and `rpc_code` for MCP (-32602: the caller's mistake, -32603: a
 failure while running).
+
+Secrets never appear in a message or a log line: `redact` hides the ones a front end registered
+with `keep_secret` (the Qdrant API key, the HTTP bearer token), any passed to it, and any value
+written as `Bearer …` or `api-key=…` (`api_key: …`, `"api-key": "…"`), whatever a server echoed.
 """
+
+import re
+from collections.abc import Iterable
+
+_SECRET_VALUE = re.compile(r"""(?i)(\bbearer\s+|\bapi[-_ ]?key["']?\s*[:=]\s*["']?)[^\s"'&,;<>]+""")
+_KEPT: set[str] = set()
+HIDDEN = "***"
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+SHOWN_CHARS = 200  # how much of a caller's value a message quotes (a 5,000-character path is not read)
 
 
 class SaiError(Exception):
@@ -67,6 +79,26 @@ class GlobError(UsageError):
     """A glob (`path_glob`, `include`, `exclude`) cannot be read; `reason` says why."""
 
     def __init__(self, pattern: str, reason: str) -> None:
-        super().__init__(f"invalid path_glob: {pattern}: {reason}")
+        super().__init__(f"invalid path_glob: {shown(pattern)}: {reason}")
         self.pattern = pattern
         self.reason = reason
+
+
+def keep_secret(value: str | None) -> None:
+    """Remember `value` (a key or token) so that `redact` hides it from every message."""
+    if value:
+        _KEPT.add(value)
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """`text` with every kept secret, each of `secrets` and any Bearer or api-key value hidden."""
+    for secret in sorted({*_KEPT, *(s for s in secrets if s)}, key=len, reverse=True):
+        text = text.replace(secret, HIDDEN)
+    return _SECRET_VALUE.sub(lambda m: m.group(1) + HIDDEN, text)
+
+
+def shown(value: str, limit: int = SHOWN_CHARS) -> str:
+    """`value` as a message quotes it: cut to `limit` characters, saying how long it was."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}… ({len(value):,} characters)"

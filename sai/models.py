@@ -162,6 +162,7 @@ class Explain:
     rrf: float | None = None
     signals: Signals | None = None
     fused: float | None = None
+    pending_vector: bool = False  # the chunk has no vector yet: found by lexical and symbol evidence only
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ class Hit:
     chunk_id: str = ""
     explain: Explain | None = None
     chunks: tuple[FileChunk, ...] | None = None  # grouped by file: the file's best chunks, this one first
+    fused: float | None = None  # hybrid mode: the fused score the hits are ordered by (text rows show it)
 
 
 @dataclass(frozen=True)
@@ -268,6 +270,23 @@ class IndexStatus:
     indexed_at: str | None = None
     stale_files: int | None = None
     languages: dict[str, int] = field(default_factory=dict)  # chunks per language name held
+    pending_vectors: int = 0  # chunks stored and searchable lexically, still waiting for a vector
+
+
+IndexStage = Literal["waiting", "reading", "embedding"]
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """Where an index run is, for a progress display. `waiting`: for another run of the same
+    index to end; `reading`: files read, chunked and stored (no model); `embedding`: vectors
+    computed for stored chunks, `chunks_to_embed` in all (0 when not known ahead)."""
+
+    stage: IndexStage
+    files_done: int = 0
+    files_total: int = 0
+    chunks_embedded: int = 0
+    chunks_to_embed: int = 0
 
 
 @dataclass(frozen=True)
@@ -280,6 +299,7 @@ class IndexReport:
     embedded: int
     unchanged: int
     removed: int
+    exts: tuple[str, ...] = ()  # extensions of the files found (the text summary names them; not in JSON)
 
 
 @dataclass(frozen=True)

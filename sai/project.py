@@ -7,9 +7,10 @@ import threading
 from sai.chunking.base import CHUNKER_VERSION
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
-from sai.errors import IndexMismatchError
+from sai.errors import ConfigError, IndexMismatchError
 from sai.models import SCHEMA_VERSION, IndexMeta
 from sai.store import open_store
+from sai.store.base import Store
 from sai.text.lexical import LEXEMES_VERSION
 from sai.text.shape import SHAPE_VERSION
 
@@ -22,9 +23,9 @@ UPGRADABLE_FROM = 2  # index formats an index run upgrades in place (the store's
 class Project:
     """What every front end holds: config, store and a lazily created embedder."""
 
-    def __init__(self, config: Config, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, config: Config, *, embedder: Embedder | None = None, store: Store | None = None) -> None:
         self.config = config
-        self.store = open_store(config)
+        self.store = store or open_store(config)
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
 
@@ -57,7 +58,9 @@ class Project:
                 f"lexemes={LEXEMES_VERSION}/shape={SHAPE_VERSION}")
 
     def check_meta(self, meta: dict[str, str], *, vector_dim: int | None = None) -> None:
-        """Raise IndexMismatchError when the index was built differently from this config."""
+        """Raise IndexMismatchError when the index was built differently from this config, and
+        ConfigError when the embedder's vectors (`vector_dim`: their length) contradict the config."""
+        self._check_model_dim(vector_dim)
         if not meta:
             return
         expected = self.expected_meta(vector_dim or self.config.vector_dim or 0).__dict__
@@ -66,8 +69,21 @@ class Project:
                 raise IndexMismatchError(self._mismatch(key, meta.get(key), expected[key]))
         stored_dim = int(meta.get("vector_dim", "0"))
         wanted = vector_dim or self.config.vector_dim
-        if wanted and stored_dim != wanted:
-            raise IndexMismatchError(self._mismatch("vector_dim", stored_dim, wanted))
+        if wanted and stored_dim and stored_dim != wanted:  # 0: no vector stored yet
+            # the model's own vectors changed: only a rebuild helps
+            raise IndexMismatchError(self._mismatch("vector_dim" if not vector_dim else "model_output",
+                                                    stored_dim, wanted))
+
+    def _check_model_dim(self, vector_dim: int | None) -> None:
+        """The config's vector_dim, when set, holds for every vector the model gives: checked on
+        the first embedding of a run, before anything is written."""
+        wanted = self.config.vector_dim
+        if vector_dim and wanted and vector_dim != wanted:
+            raise ConfigError(
+                f"the model {self.config.model} gives vectors of {vector_dim} dimensions, but "
+                f"vector_dim in the config is {wanted}; set vector_dim to {vector_dim} (or remove "
+                f"it), or choose a model that gives {wanted}"
+            )
 
     def upgrade(self) -> bool:
         """Bring an index written by an older SAI to this version's format; True when it did.
@@ -90,15 +106,38 @@ class Project:
                 f"older SAI (index format {stored}); run `sai` in the project to upgrade it in place "
                 "(nothing is re-embedded)"
             )
+        if key == "model_output":
+            return (f"the index '{self.config.collection}' at {self.config.db_path} was built with vector_dim "
+                    f"{stored}, but the model now answers with {wanted}-d vectors; {_REBUILD}")
         what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
         return (
             f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
-            f"but this run uses {key} {wanted}; rebuild it with `sai --recreate` "
-            "or choose another collection"
+            f"but this run uses {key} {wanted}; {_FIXES.get(key, _REBUILD).format(stored=stored)}"
         )
 
     def close(self) -> None:
         self.store.close()
+
+
+_REBUILD = "rebuild it with `sai --recreate` or choose another collection"
+# what to do about a difference a setting makes (an index of another format can only be rebuilt)
+_FIXES = {
+    "embedder": "leave out the embedder asked for (--embedder, SAI_EMBEDDER) to use the index's own, "
+                "or give another --collection",
+    "model": "leave out the model asked for (--model, SAI_MODEL) to use the index's own, or give another --collection",
+    "prefix_style": "set prefix_style: {stored} in sai-cfg.yml, or give another --collection",
+    "vector_dim": "set vector_dim: {stored} in sai-cfg.yml (or leave it out), or give another --collection",
+}
+
+
+def built_with(store: Store) -> dict[str, str]:
+    """The embedder and model an existing index was built with ({} when there is none): what
+    load_config(index=…) searches it with unless the user asks for others."""
+    if not store.exists:
+        return {}
+    with store.read() as reader:
+        meta = reader.meta() if reader.has_index() else {}
+    return {key: meta[key] for key in ("embedder", "model") if meta.get(key)}
 
 
 def _schema_number(value: str | None) -> int:

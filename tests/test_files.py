@@ -32,7 +32,7 @@ def excluded(where: Path, /, **flags: object) -> dict[str, str]:
 
 def test_walk_includes_wanted_extensions_sorted_and_never_reports_other_extensions(tmp_path):
     write_tree(tmp_path, {"b.py": "x = 1\n", "a/z.ts": "let z = 1\n", "a/b.go": "package a\n",
-                    "notes.md": "# notes\n", "Makefile": "all:\n"})
+                    "notes.pdf": "%PDF\n", "Makefile": "all:\n"})
     result = walk(config(tmp_path))
     assert [s.key for s in result.included] == ["a/b.go", "a/z.ts", "b.py"]
     assert result.excluded == ()
@@ -40,6 +40,19 @@ def test_walk_includes_wanted_extensions_sorted_and_never_reports_other_extensio
     assert first.path == tmp_path / "a" / "b.go" and first.path.is_absolute()
     assert (first.language, first.size) == ("go", len("package a\n"))
     assert first.mtime_ns == os.stat(tmp_path / "a" / "b.go").st_mtime_ns
+
+
+def test_walk_names_docs_and_text_files_it_has_no_language_for_and_indexes_docs_when_asked(tmp_path):
+    write_tree(tmp_path, {"README.md": "# Use\n", "api.proto": "message A {}\n", "conf.json": "{}\n",
+                          "logo.png": "x", ".gitignore": "secret.json\n", "secret.json": "{}\n", "a.py": "x\n"})
+    result = walk(config(tmp_path))
+    assert [(s.key, s.language) for s in result.included] == [("a.py", "python")]
+    assert result.excluded == (("README.md", "docs"), ("api.proto", "no-language"), ("conf.json", "no-language"))
+    docs = walk(config(tmp_path, ext=["py", "md"]))
+    assert [(s.key, s.language) for s in docs.included] == [("README.md", "markdown"), ("a.py", "python")]
+    chosen = walk(config(tmp_path, ext=["json"]))  # asked for, a text format is line windows
+    assert [s.key for s in chosen.included] == ["conf.json"]
+    assert chosen.excluded == (("README.md", "docs"), ("api.proto", "no-language"), ("secret.json", "gitignore"))
 
 
 def test_walk_order_is_the_same_whatever_order_files_were_created_in(tmp_path):
@@ -263,11 +276,11 @@ def test_check_file_gives_the_same_answer_as_walk_for_every_file(tmp_path):
 
 
 def test_check_file_names_missing_files_unwanted_extensions_and_ignored_parents(tmp_path):
-    write_tree(tmp_path, {".gitignore": "out/\n", "out/x.py": "x\n", "notes.md": "x\n",
+    write_tree(tmp_path, {".gitignore": "out/\n", "out/x.py": "x\n", "notes.pdf": "x\n", "a.json": "{}\n",
                     "node_modules/m.js": "x\n", "./ok.py": "x\n"})
     cfg = config(tmp_path)
     assert check_file(cfg, "gone.py") == "missing"
-    assert check_file(cfg, "notes.md") == "ext"
+    assert check_file(cfg, "notes.pdf") == "ext" and check_file(cfg, "a.json") == "no-language"
     assert check_file(cfg, "out/x.py") == "gitignore"
     assert check_file(cfg, "node_modules/m.js") == "pruned-dir"
     assert isinstance(check_file(cfg, "./ok.py"), SourceFile)

@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 from fixtures_tree import (
@@ -29,11 +30,12 @@ from ollama_standin import OllamaStandIn
 from sai.chunking.base import CHUNKER_VERSION
 from sai.cli import commands as cli
 from sai.embedders.ollama import OllamaEmbedder
-from sai.errors import EmbedderError, IndexMismatchError, StoreError
+from sai.errors import ConfigError, EmbedderError, IndexMismatchError, StoreError
 from sai.indexing import indexer
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.query import lookup, search
+from sai.store import DuckDBStore
 from sai.store.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
@@ -179,6 +181,55 @@ def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_ser
     project.close()
 
 
+def _damage_a_table_block(db: Path) -> None:
+    """Clobber a block of table rows such that the file still opens and counts its chunks."""
+    good = db.read_bytes()
+    for start in reversed(range(12288, len(good), 262144)):  # 3 headers of 4 KB, then 256 KB blocks
+        db.write_bytes(good[:start + 64] + bytes(64) + good[start + 128:])
+        if _opens_but_is_damaged(db):
+            return
+    raise AssertionError("no block of the file holds rows that only a full read finds damaged")
+
+
+def _opens_but_is_damaged(db: Path) -> bool:
+    con = duckdb.connect(":memory:")
+    try:
+        try:
+            con.execute(f"ATTACH '{db}' AS sai (READ_ONLY)")
+            con.execute("USE sai")
+            con.execute("SELECT count(*) FROM source_code").fetchall()
+        except duckdb.Error:
+            return False  # damaged where opening finds it: not the case under test
+        tables = con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'sai'").fetchall()
+        try:
+            for (table,) in tables:  # reading every column reads (and checks) every block
+                con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {table}").fetchall()
+        except duckdb.Error:
+            return True
+        return False
+    finally:
+        con.close()
+
+
+def test_recreate_keeps_a_damaged_file_that_still_opens_as_damaged(indexed: Path, ollama_server: OllamaStandIn) -> None:
+    db = indexed / ".index" / "code.duckdb"
+    _damage_a_table_block(db)
+    project = open_project(indexed)
+    try:
+        report = indexer.index(project, recreate=True)
+    finally:
+        project.close()
+    assert report.embedded == TREE_CHUNKS
+    assert Path(f"{db}.damaged").is_file() and Path(f"{db}.damaged").stat().st_size > 0
+    project = open_project(indexed)
+    try:
+        with project.store.read() as reader:
+            assert reader.chunk_count() == TREE_CHUNKS
+            reader.conn.verify()  # the new file is whole
+    finally:
+        project.close()
+
+
 def test_every_nonblank_line_of_an_indexed_file_is_inside_a_stored_chunk(indexed: Path) -> None:
     covered: dict[str, set[int]] = {}
     for path, start, end, _ in _snapshot(indexed):
@@ -188,16 +239,17 @@ def test_every_nonblank_line_of_an_indexed_file_is_inside_a_stored_chunk(indexed
         assert wanted - covered.get(key, set()) == set(), key
 
 
-def test_index_built_with_another_model_raises_mismatch_naming_recreate(
+def test_index_built_with_another_model_raises_mismatch_naming_the_setting_to_drop(
     indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
 ) -> None:
     write_config(indexed, ollama_server.url, model="all-minilm")
-    with pytest.raises(IndexMismatchError, match="--recreate") as caught:
+    with pytest.raises(IndexMismatchError, match="leave out the model asked for") as caught:
         _index(indexed)
     assert f"model {STANDIN_MODEL}" in str(caught.value) and "all-minilm" in str(caught.value)
+    assert "--recreate" not in str(caught.value)  # nothing is thrown away when a setting would do
     assert ollama_server.requests == 0
     assert _snapshot(indexed) == original
-    report = _index(indexed, recreate=True)  # the fix the message names works
+    report = _index(indexed, recreate=True)  # a rebuild with the new model still works
     assert report.embedded == TREE_CHUNKS
 
 
@@ -208,12 +260,28 @@ def test_vectors_of_another_dimension_raise_mismatch(
     (indexed / "billing.py").write_text(PY_SOURCE + "\n\ndef extra():\n    return 1\n", encoding="utf-8")
     with pytest.raises(IndexMismatchError, match="vector_dim") as caught:
         _index(indexed)
-    assert "--recreate" in str(caught.value)
+    assert "the model now answers with 384-d vectors" in str(caught.value)
+    assert "--recreate" in str(caught.value)  # the model itself changed: only a rebuild helps
     assert _snapshot(indexed) == original
     project = open_project(indexed)
     with pytest.raises(IndexMismatchError, match="vector_dim"):
         search.search(project, "total price of items")
     project.close()
+
+
+def test_a_first_build_refuses_vectors_longer_or_shorter_than_the_configured_vector_dim(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    write_config(root, ollama_server.url, vector_dim=384)  # the stand-in's model gives 768
+    with pytest.raises(ConfigError, match="gives vectors of 768 dimensions, but vector_dim in the config is 384"):
+        _index(root)
+    assert not (root / ".index" / "code.duckdb").exists()  # refused before anything was written
+    done = subprocess.run([sys.executable, "-m", "sai", "--silent"], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("error: the model ") and done.stderr.count("\n") == 1, done.stderr
+    write_config(root, ollama_server.url, vector_dim=768)
+    assert _index(root).embedded == TREE_CHUNKS
 
 
 def test_index_of_another_schema_version_raises_mismatch(indexed: Path, ollama_server: OllamaStandIn) -> None:
@@ -355,26 +423,24 @@ def test_cli_index_run_prints_the_summary(root: Path, monkeypatch: pytest.Monkey
 INDEX_IN_SUBPROCESS = """
 import sys
 from pathlib import Path
+import sai.indexing.backfill
 import sai.indexing.indexer
+import sai.store
 from sai.config import load_config
 from sai.project import Project
 sai.indexing.indexer.FLUSH_CHUNKS = int(sys.argv[2])
+sai.indexing.backfill.EMBED_GROUP = 20
+sai.indexing.backfill.WRITE_CHUNKS = int(sys.argv[2])
+sai.indexing.backfill.AHEAD = 0
+sai.store.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
 sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
 
 
-def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
-    tmp_path: Path, ollama_server: OllamaStandIn
-) -> None:
-    functions, batch = 200, 40
-    tree = many_functions(functions, per_file=10)
-    root = write_tree(tmp_path / "project", tree)
-    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 20})
-    # batch 1 is two requests of 20; the third request starts batch 2 and stalls until the kill;
-    # batch 1 is written while it stalls (batches are embedded ahead of the one being written)
-    ollama_server.stall_next(2, seconds=0)
-    ollama_server.stall_next(1, seconds=3)
-    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch)],
+def _kill_at_third_request(root: Path, batch: int, phase: str, ollama_server: OllamaStandIn) -> float:
+    """Index `root` in a subprocess, SIGKILL it a second after its third embedding request;
+    returns the deadline the caller's waits share."""
+    proc = subprocess.Popen([sys.executable, "-c", INDEX_IN_SUBPROCESS, str(root), str(batch), phase],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while ollama_server.requests < 3 and proc.poll() is None and time.monotonic() < deadline:
@@ -383,6 +449,60 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     proc.send_signal(signal.SIGKILL)
     _, err = proc.communicate()
     assert proc.returncode == -signal.SIGKILL, err
+    return deadline
+
+
+def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_run_embeds_the_rest(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    functions, written = 200, 40
+    tree = many_functions(functions, per_file=10)
+    root = write_tree(tmp_path / "project", tree)
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 20})
+    # chunks first (no request), then groups of 20 texts: two answered and written, the third stalls
+    ollama_server.stall_next(2, seconds=0)
+    ollama_server.stall_next(1, seconds=3)
+    deadline = _kill_at_third_request(root, written, "two-phase", ollama_server)
+    assert ollama_server.requests == 3
+    while ollama_server.inputs_embedded < 60 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
+
+    project = open_project(root)
+    status = search.status(project)
+    assert (status.chunk_count, status.pending_vectors, status.file_count) == (functions, functions - written, 20)
+    with project.store.read() as reader:
+        assert reader.lexical_current()
+    assert search.search(project, "gen_150", mode="lexical")[0].path == "gen/mod_015.py"
+    hits = search.search(project, "gen_150", explain=True)  # hybrid over every chunk, vector or not
+    assert hits[0].path == "gen/mod_015.py" and hits[0].explain and hits[0].explain.pending_vector
+    ollama_server.reset_counts()
+    report = indexer.index(project)
+    project.close()
+    assert report.embedded == ollama_server.inputs_embedded == functions - written
+    assert report.chunks == functions
+
+    clean = write_tree(tmp_path / "clean", tree)
+    write_config(clean, ollama_server.url)
+    assert _index(clean).chunks == functions
+    assert _snapshot(root) == _snapshot(clean)
+    project = open_project(root)
+    assert search.status(project).pending_vectors == 0
+    project.close()
+
+
+def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    """The one-phase path (a store without pending vectors): chunks are written with their vectors."""
+    functions, batch = 200, 40
+    tree = many_functions(functions, per_file=10)
+    root = write_tree(tmp_path / "project", tree)
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 20})
+    # batch 1 is two requests of 20; the third request starts batch 2 and stalls until the kill;
+    # batch 1 is written while it stalls (batches are embedded ahead of the one being written)
+    ollama_server.stall_next(2, seconds=0)
+    ollama_server.stall_next(1, seconds=3)
+    deadline = _kill_at_third_request(root, batch, "one-phase", ollama_server)
     assert ollama_server.requests in (3, 4)  # batch 2's two requests (sent together), no later one
     while ollama_server.inputs_embedded < ollama_server.requests * 20 and time.monotonic() < deadline:
         time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
@@ -526,7 +646,9 @@ def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
 POOLED_CLI_RUN = """
 import sys
 import sai.indexing.indexer
+import sai.store
 from sai.cli import commands as cli
+sai.store.DuckDBStore.pending_vectors = sys.argv[1] == "two-phase"
 sai.indexing.indexer.POOL_MIN_FILES = 1
 sai.indexing.indexer.FLUSH_CHUNKS = 1
 sai.indexing.indexer.IN_FLIGHT = sai.indexing.indexer.IN_FLIGHT_LARGE = 0
@@ -560,9 +682,10 @@ def _alive(pids: set[int]) -> set[int]:
 
 
 def _pooled_run_in_embedding(root: Path, server: OllamaStandIn) -> tuple[subprocess.Popen[str], set[int]]:
-    """A pooled CLI run, stalled in its first embed request; and its worker processes."""
+    """A pooled CLI run embedding as it reads (one phase), stalled in its first embed request;
+    and its worker processes."""
     server.stall_next(1, seconds=5)
-    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN], cwd=root, start_new_session=True,
+    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN, "one-phase"], cwd=root, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
@@ -589,6 +712,30 @@ def test_ctrl_c_of_a_pooled_run_exits_130_with_one_line_and_stops_its_workers(
     assert proc.returncode == 130
     assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
     assert not _gone_within(workers, 10)
+
+
+def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishes(
+    root: Path, ollama_server: OllamaStandIn
+) -> None:
+    ollama_server.stall_next(1, seconds=5)
+    proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN, "two-phase"], cwd=root, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
+    project = open_project(root)
+    try:
+        assert search.status(project).pending_vectors == TREE_CHUNKS  # stored, none embedded
+        assert search.search(project, "parseDate", mode="lexical")[0].path == "web/dates.js"
+        ollama_server.reset_counts()
+        assert indexer.index(project).embedded == ollama_server.inputs_embedded > 0
+        assert search.status(project).pending_vectors == 0
+    finally:
+        project.close()
 
 
 def test_a_killed_pooled_run_leaves_no_worker_behind(root: Path, ollama_server: OllamaStandIn) -> None:
@@ -637,6 +784,7 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
         insert(self, *args)
 
     monkeypatch.setattr(Connection, "insert_chunks", first_insert_waits_for_the_second_embedding)
+    monkeypatch.setattr(DuckDBStore, "pending_vectors", False)  # the pipeline that embeds as it reads
     project = Project(load(root), embedder=embedder)
     try:
         report = indexer.index(project)
@@ -644,3 +792,45 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
         project.close()
     assert overlapped == [True]
     assert (report.chunks, embedder.calls) == (40, 4)
+
+
+def _sai(root: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.Popen([sys.executable, "-m", "sai"], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_second_sai_during_an_index_run_waits_before_reading_or_embedding_anything(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(300, per_file=20))
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 16, "parallel": 1})
+    ollama_server.stall_next(1000, seconds=0.15)  # ~3 s of embedding
+    first = _sai(root)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests < 2 and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    second = _sai(root)
+    _, first_err = first.communicate(timeout=120)
+    _, second_err = second.communicate(timeout=120)
+    assert (first.returncode, second.returncode) == (0, 0), (first_err, second_err)
+    assert "waiting for it to finish" in second_err
+    assert ollama_server.inputs_embedded == 300  # every text once: the second run found it all done
+    second_lines = [line for line in second_err.splitlines() if "chunks embedded" in line]
+    assert not second_lines, second_err
+
+
+def test_two_index_runs_started_at_once_embed_everything_once(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
+    root = write_tree(tmp_path / "project", many_functions(200, per_file=20))
+    write_config(root, ollama_server.url)
+    runs = [_sai(root), _sai(root)]
+    errors = [run.communicate(timeout=120)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], errors
+    assert ollama_server.inputs_embedded == 200
+    assert sum("waiting for it to finish" in err for err in errors) == 1, errors
+    project = open_project(root)
+    try:
+        status = search.status(project)
+        assert (status.chunk_count, status.pending_vectors) == (200, 0)
+    finally:
+        project.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ import httpx
 import jsonschema
 import pytest
 from anyio.from_thread import BlockingPortal
+from fixtures_tree import many_functions, write_config, write_tree
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -484,6 +486,20 @@ def test_nul_bytes_in_paths_are_invalid_params_and_messages_escape_control_chara
     assert missing.message == "no indexed chunk at src/two\\nlines.py:1"
 
 
+def test_a_path_too_long_for_the_file_system_is_invalid_params_quoted_short(session: Session) -> None:
+    long = "a" * 5000
+    for tool, arguments in (("sai_find_similar", {"path": long, "line": 1}),
+                            ("sai_read_chunk", {"path": long, "start_line": 1})):
+        error = session.error(tool, **arguments)
+        assert error.code == -32602 and "File name too long" in error.message, (tool, error.message)
+        assert "(5,000 characters)" in error.message and len(error.message) < 400
+    for tool, arguments in (("sai_read_chunk", {"chunk_id": long}),
+                            ("sai_search_code", {"query": "x", "language": long})):
+        error = session.error(tool, **arguments)
+        assert error.code == -32602 and "(5,002 characters)" in error.message, (tool, error.message)
+    assert long not in session.stderr.read_text(encoding="utf-8")
+
+
 def test_write_tools_are_refused_by_a_read_only_server(session: Session) -> None:
     refresh = session.error("sai_refresh", paths=["src/auth.py"])
     assert (refresh.code, refresh.message) == (
@@ -501,7 +517,7 @@ def test_prepare_setup_without_allow_setup_reports_execution_blocked(
     assert result["recommended_command"].endswith(
         f'--embedder ollama --target-dir "{tmp_path}" --features "mcp,duckdb,ollama"')
     server = result["mcp_server_config_example"]["mcpServers"]["sai"]
-    assert server["args"] == ["mcp", "--config", "sai-cfg.yml"] and server["cwd"] == str(tmp_path)
+    assert server["args"] == ["mcp", "--config", str(tmp_path / "sai-cfg.yml")] and server["cwd"] == str(tmp_path)
     assert len(result["next_steps"]) == 5 and server["command"] in result["next_steps"][1]
     assert result["execution_blocked"] is True and "--allow-setup" in result["execution_blocked_reason"]
     assert "executed" not in result and list(tmp_path.iterdir()) == []
@@ -599,23 +615,128 @@ def test_sync_git_failures_are_internal_errors_naming_the_fix(
     assert (cli.returncode, cli.stdout, cli.stderr) == (1, "", f"error: {error.message}\n")
 
 
-def test_prepare_setup_runs_the_script_with_allow_setup(writer: Session, tmp_path: Path) -> None:
-    result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+def test_prepare_setup_runs_the_script_with_allow_setup(writer: Session, writable_dir: Path) -> None:
+    target = writable_dir / "setup-ran"
+    target.mkdir()
+    result = writer.call("sai_prepare_mcp_setup", target_directory="setup-ran", execute=True)
+    assert result["target_directory"] == str(target)  # relative to the project root
     assert result["executed"] is True and result["exit_code"] == 0, result["stderr_tail"]
-    assert (tmp_path / "sai-cfg.yml").is_file() and (tmp_path / ".mcp.json.example").is_file()
+    assert (target / "sai-cfg.yml").is_file() and (target / ".mcp.json.example").is_file()
     assert "execution_blocked" not in result
     assert (result["execution_attempted"], result["success"], result["error"]) == (True, True, None)
     assert result["stdout"] == result["stdout_tail"] and "sai-cfg.yml" in result["stdout"]
     assert result["stderr"] == result["stderr_tail"]
 
 
-def test_prepare_setup_reports_a_failed_script_run(writer: Session, tmp_path: Path) -> None:
-    (tmp_path / ".mcp.json.example.sai-tmp").mkdir()  # the script cannot write its example
-    result = writer.call("sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
+def test_prepare_setup_reports_a_failed_script_run(writer: Session, writable_dir: Path) -> None:
+    target = writable_dir / "setup-fails"
+    (target / ".mcp.json.example.sai-tmp").mkdir(parents=True)  # the script cannot write its example
+    result = writer.call("sai_prepare_mcp_setup", target_directory=str(target), execute=True)
     assert (result["execution_attempted"], result["success"]) == (True, False)
     assert result["exit_code"] != 0 and result["stderr"] == result["stderr_tail"]
     assert result["error"].startswith(f"setup.sh exited with code {result['exit_code']}: ")
     assert result["error"].endswith("Is a directory") and "\n" not in result["error"]
+
+
+@pytest.mark.parametrize("outside", ["..", "/tmp", "../.."])
+def test_prepare_setup_never_runs_the_script_outside_the_project_root(
+    writer: Session, writable_dir: Path, outside: str
+) -> None:
+    before = sorted(p.name for p in writable_dir.parent.iterdir())
+    error = writer.error("sai_prepare_mcp_setup", target_directory=outside, execute=True)
+    assert error.code == -32602 and "is outside the project root" in error.message, error.message
+    assert sorted(p.name for p in writable_dir.parent.iterdir()) == before
+    assert not (writable_dir.parent / "sai-cfg.yml").exists()
+    described = writer.call("sai_prepare_mcp_setup", target_directory=outside)  # describing writes nothing
+    assert described["target_directory"] == str((writable_dir / outside).resolve())
+
+
+def test_prepare_setup_refuses_a_global_install_and_defaults_to_the_root(
+    writer: Session, writable_dir: Path
+) -> None:
+    error = writer.error("sai_prepare_mcp_setup", install_globally=True, execute=True)
+    assert error.code == -32602 and "~/.local/bin, outside the project root" in error.message
+    assert writer.call("sai_prepare_mcp_setup")["target_directory"] == str(writable_dir)
+
+
+# ---------------------------------------------------------------- raw frames over stdio
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+SEARCH = '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+HOSTILE = [  # (frame, the id the answer carries, its error code)
+    *[(SEARCH % (n, tool, args), n, -32602) for n, (tool, args) in enumerate([
+        ("sai_search_code", '{"query":"\\ud800"}'), ("sai_find_similar", '{"code":"x\\udfff"}'),
+        ("sai_read_chunk", '{"chunk_id":"\\ud83d"}'), ("sai_find_symbol", '{"name":"\\ud800\\ud800"}'),
+        ("sai_index_status", '{"\\ud800":1}'), ("sai_find_duplicates", '{"path_glob":"\\udc00"}'),
+    ], start=1)],
+    ('{"jsonrpc":"2.0","id":20,"method":', None, -32700),
+    ("not json at all", None, -32700),
+    ('[{"jsonrpc":"2.0","id":21,"method":"tools/list"}]', None, -32600),
+    ("[]", None, -32600),
+    ('{"jsonrpc":"2.0","id":22,"method":"tools/list","params":[1]}', 22, -32602),
+    ('{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', None, -32600),
+    ('{"jsonrpc":"2.0","id":[1],"method":"tools/list"}', None, -32600),
+    ('{"jsonrpc":"2.0","id":null,"method":"tools/list"}', None, -32600),
+    ('{"id":23,"method":"tools/list"}', 23, -32600),
+    ('"hello"', None, -32600),
+    ("{}", None, -32600),
+]
+
+
+class RawServer:
+    """`sai mcp` over raw pipes: lines in, one answer out within a timeout (never a hang)."""
+
+    def __init__(self, root: Path, env: dict[str, str], stderr: Path) -> None:
+        self.errlog = stderr.open("wb")
+        self.proc = subprocess.Popen(_sai_mcp(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.errlog, env={**os.environ, **env})
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, frame: str | dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        text = frame if isinstance(frame, str) else json.dumps(frame)
+        self.proc.stdin.write(text.encode("utf-8", "surrogatepass") + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, timeout: float = 20.0) -> dict[str, Any]:
+        try:
+            return json.loads(self.lines.get(timeout=timeout))
+        except queue.Empty:
+            raise AssertionError(f"no answer within {timeout}s") from None
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=20)
+        self.errlog.close()
+
+
+def test_every_hostile_stdio_frame_gets_an_answer_and_the_server_keeps_serving(
+    project_dir: Path, standin: OllamaStandIn, tmp_path: Path
+) -> None:
+    server = RawServer(project_dir, _env(standin), tmp_path / "stderr.log")
+    try:
+        server.send(INITIALIZE)
+        assert server.answer(60)["id"] == 0
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for frame, request_id, code in HOSTILE:
+            server.send(frame)
+            answer = server.answer(timeout=10)
+            assert answer["id"] == request_id and answer["error"]["code"] == code, (frame, answer)
+        server.send('{"jsonrpc":"2.0","method":"notifications/x","params":[1]}')  # cannot be answered
+        server.send({"jsonrpc": "2.0", "id": 99, "method": "tools/list"})
+        assert len(server.answer(timeout=10)["result"]["tools"]) == len(TOOLS)  # still serving
+    finally:
+        server.close()
+    log = (tmp_path / "stderr.log").read_text(encoding="utf-8")
+    assert log.count("sai mcp: stdio: answered ") == len(HOSTILE)
+    assert "sai mcp: stdio: dropped the notification" in log
 
 
 # ---------------------------------------------------------------- HTTP
@@ -786,3 +907,33 @@ def test_concurrent_mixed_calls_over_http_while_the_cli_refreshes_all_answer(
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def test_allow_write_without_an_index_builds_it_in_the_background_and_answers_meanwhile(
+    portal: BlockingPortal, tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "fresh", many_functions(400, per_file=20))
+    write_config(root, ollama_server.url,
+                 ollama={"url": ollama_server.url, "batch_size": 16, "parallel": 1, "backoff_s": 0.01})
+    ollama_server.stall_next(1000, seconds=0.2)  # ~5 s of embedding: the tools answer meanwhile
+    with mcp_session(portal, root, _env(ollama_server), "--allow-write") as opened:
+        deadline = time.monotonic() + 60
+        status = opened.call("sai_index_status")
+        while status["chunk_count"] < 400 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            status = opened.call("sai_index_status")
+        assert status["indexing"] and status["pending_vectors"] > 0, status
+        hits = opened.call("sai_search_code", query="gen_399", explain=True)["hits"]
+        assert hits[0]["path"] == "gen/mod_019.py" and hits[0]["symbol"] == "gen_399"
+        assert hits[0]["explain"]["pending_vector"] is True  # embedded last: found by its name alone
+        symbols = opened.call("sai_find_symbol", name="gen_399")
+        assert [d["path"] for d in symbols["definitions"]] == ["gen/mod_019.py"]
+        read = opened.call("sai_read_chunk", chunk_id=hits[0]["chunk_id"])
+        assert "gen_399" in read["chunk"]["text"]
+        while (status["indexing"] or status["pending_vectors"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            status = opened.call("sai_index_status")
+        assert (status["indexing"], status["pending_vectors"], status["vector_dim"]) == (False, 0, 768)
+        hits = opened.call("sai_search_code", query="gen_399", explain=True)["hits"]
+        assert hits[0]["explain"]["pending_vector"] is False and hits[0]["explain"]["cosine"] is not None
+    assert ollama_server.inputs_embedded == 400 + 1  # each text once; the query only once vectors existed

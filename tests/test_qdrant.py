@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,10 +24,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sai.errors import StoreError
+from sai.errors import StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk, chunk_id, sha256_hex
 from sai.store.base import Scope, Store
 from sai.store.qdrant import QdrantStore
+from sai.store.qdrant_conn import Client
+from sai.store.qdrant_lock import ServerLease, this_process
 from sai.text.lexical import lexemes, query_lexemes
 
 DIM = 8
@@ -288,8 +293,6 @@ def test_a_closed_port_is_one_line_naming_the_url_and_never_the_key() -> None:
 
 
 def test_local_mode_is_single_process(tmp_path: Path) -> None:
-    import subprocess
-    import sys
 
     store = QdrantStore("code", path=tmp_path / "q")
     with store.write() as writer:
@@ -304,23 +307,92 @@ def test_local_mode_is_single_process(tmp_path: Path) -> None:
     store.close()
 
 
-def test_a_live_writer_lock_shuts_out_a_second_writer_until_its_lease_runs_out(filled: Store) -> None:
-    import time
-
-    from sai.errors import StoreLockedError
-    from sai.store.qdrant import LOCK_ID, _lock_point
+def test_a_lease_left_in_local_mode_blocks_no_writer(filled: Store) -> None:
+    from sai.store.qdrant_lock import _lock_point
 
     assert isinstance(filled, QdrantStore)
     filled.lock_timeout_s = 0.5
-    filled.client.call("upsert", filled.meta_name, [_lock_point("other-writer", time.time() + 60)])
-    with pytest.raises(StoreLockedError, match="being written by another process"):
-        with filled.write() as writer:
+    # what a writer of an older SAI, killed, left: a lease with two minutes to run
+    filled.client.call("upsert", filled.meta_name, [_lock_point("killed-writer", time.time() + 120)])
+    started = time.monotonic()
+    with filled.write() as writer:  # local mode: the OS lock, free, says nobody writes
+        writer.set_meta({"after": "kill"})
+    assert time.monotonic() - started < 0.5 and filled._meta()["after"] == "kill"
+
+
+HOLD_WRITER_LOCK = """
+import fcntl, json, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, json.dumps({"holder": "testhost pid %d" % os.getpid(), "since": "10:00:00 UTC"}).encode())
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_live_local_writer_is_named_and_a_killed_one_frees_the_index_at_once(filled: Store) -> None:
+    from sai.errors import StoreLockedError
+    from sai.store.qdrant_lock import WRITER_FILE
+
+    assert isinstance(filled, QdrantStore) and filled.path is not None
+    filled.lock_timeout_s = 0.5
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITER_LOCK, str(filled.path / WRITER_FILE)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(StoreLockedError) as caught, filled.write() as writer:
             writer.set_meta({"never": "written"})
-    filled.client.call("upsert", filled.meta_name, [_lock_point("other-writer", time.time() - 1)])
-    with filled.write() as writer:  # the killed writer's lease has run out
-        writer.set_meta({"after": "expiry"})
-    held = filled.client.call("retrieve", filled.meta_name, [LOCK_ID], with_payload=True)[0].payload
-    assert held["owner"] == "" and "never" not in filled._meta() and filled._meta()["after"] == "expiry"
+        message = str(caught.value)
+        assert f"being written by testhost pid {holder.pid} (writing since 10:00:00 UTC)" in message
+        assert str(filled.path) in message and "raise lock_timeout_s" in message and "duckdb" not in message
+    finally:
+        holder.kill()
+        holder.wait()
+    started = time.monotonic()
+    with filled.write() as writer:
+        writer.set_meta({"after": "kill"})
+    assert time.monotonic() - started < 0.5
+    assert "never" not in filled._meta() and filled._meta()["after"] == "kill"
+
+
+@pytest.fixture
+def lease_client(tmp_path: Path) -> Iterator[Client]:
+    """The client a server lease talks to: local mode's, which answers the same conditional upserts."""
+    client = Client(url=None, api_key=None, path=tmp_path / "lease", timeout_s=5, prefer_grpc=False)
+    yield client
+    client.close()
+
+
+def _lease(client: Client, *, timeout_s: float) -> ServerLease:
+    def locked(holder: str) -> StoreLockedError:
+        return StoreLockedError(f"held by {holder}")
+
+    return ServerLease(client, "code__meta", timeout_s=timeout_s, locked=locked, lease_s=1.0, renew_s=0.2)
+
+
+def test_a_server_lease_is_renewed_while_its_writer_lives_and_a_waiting_writer_names_it(
+    lease_client: Client,
+) -> None:
+    first = _lease(lease_client, timeout_s=1)
+    with first.held():
+        with pytest.raises(StoreLockedError) as caught, _lease(lease_client, timeout_s=2.5).held():
+            pass  # 2.5 s: more than two leases; the heartbeat kept it
+        assert f"held by {this_process()} (its lease runs until " in str(caught.value)
+        first.check()  # still its own
+    with _lease(lease_client, timeout_s=0).held():  # released at the end: free at once
+        pass
+
+
+def test_a_killed_server_writer_blocks_the_next_for_one_lease_at_most(lease_client: Client) -> None:
+    killed = _lease(lease_client, timeout_s=1)
+    lease_client.call("create_collection", "code__meta", vectors_config={})
+    assert killed.renew() is None  # its last renewal, then no heartbeat: the process is gone
+    started = time.monotonic()
+    with _lease(lease_client, timeout_s=5).held():
+        waited = time.monotonic() - started
+        assert 0.5 < waited < 2.0, waited
+        with pytest.raises(StoreLockedError, match="lost the writer lease of code__meta to .* pid"):
+            killed.check()  # had it only stalled, it must not write now
 
 
 def test_a_write_killed_mid_file_leaves_the_old_chunks_and_a_file_the_next_run_redoes(

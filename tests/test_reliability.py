@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -134,7 +135,8 @@ def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
     project.close()
     ollama_server.reset_counts()
     report = _index(root)
-    assert report.embedded == 0 and report.chunks == 21
+    # the last step comes before the vectors: the new text, stored then, is embedded now, once
+    assert report.embedded == ollama_server.inputs_embedded == 1 and report.chunks == 21
     project = open_project(root)
     hits = search.search(project, "freshly_written_helper", mode="lexical")
     with project.store.read() as reader:
@@ -175,10 +177,34 @@ def test_many_small_writes_keep_the_index_file_near_its_fresh_size(
             indexer.refresh(project, [target.relative_to(root).as_posix()])
         project.close()
         sizes.append(size())
-    # The first rewrite of a table's row groups takes new 256 KB blocks before the old ones are
-    # free (a 1.8 MB file becomes ~3.7 MB); later writes reuse the freed blocks: no growth.
-    assert max(sizes) <= 2.5 * fresh, (sizes, fresh)
-    assert max(sizes[4:]) <= 1.2 * max(sizes[:4]), (sizes, fresh)
+    # A rewrite of a table's row groups takes new 256 KB blocks before the old ones are free (a
+    # 1.8 MB file became ~3.7 MB); a run's end copies such a file into a compact one.
+    assert max(sizes) <= 1.5 * fresh, (sizes, fresh)
+
+
+def test_400_refreshes_keep_the_index_within_one_and_a_half_times_its_fresh_size(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "p", many_functions(6, per_file=3))
+    write_config(root, ollama_server.url)
+    project = open_project(root)
+    indexer.index(project)
+    db = project.config.db_path
+    fresh = db.stat().st_size
+    target = root / "gen" / "mod_000.py"
+    original = target.read_text()
+    sizes = []
+    try:
+        for n in range(400):
+            target.write_text(original + f"\n\ndef extra_{n % 5}(x):\n    return x - {n}\n")
+            indexer.refresh(project, ["gen/mod_000.py"])
+            sizes.append(db.stat().st_size)
+            assert not Path(f"{db}.wal").exists() and not Path(f"{db}.compact").exists()
+        hits = search.search(project, "extra_4", mode="lexical", limit=1)
+    finally:
+        project.close()
+    assert max(sizes) <= 1.5 * fresh, (max(sizes), fresh)
+    assert hits and hits[0].path == "gen/mod_000.py"
 
 
 def test_a_reader_does_not_wait_for_a_dead_writer(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
@@ -195,3 +221,112 @@ def test_a_reader_does_not_wait_for_a_dead_writer(tmp_path: Path, ollama_server:
     finally:
         holder.kill()
         project.close()
+
+
+# Searches the index of argv[1] until the file argv[2] exists; prints "ready" after the first
+# answer, then a JSON summary: calls, errors (their first lines), answers without hits, and
+# whether a function only the rebuilt index holds was ever found.
+HAMMER = """
+import json, sys
+from pathlib import Path
+from sai.config import load_config
+from sai.errors import SaiError
+from sai.project import Project
+from sai.query import search
+root, stop = Path(sys.argv[1]), Path(sys.argv[2])
+project = Project(load_config(cwd=root, env={}))
+calls, errors, empty, rebuilt = 0, [], 0, False
+while not stop.exists():
+    try:
+        hits = search.search(project, "rebuilt_only_helper gen value", limit=5)
+        empty += not hits
+        rebuilt = rebuilt or any(hit.symbol == "rebuilt_only_helper" for hit in hits)
+    except SaiError as exc:
+        errors.append(str(exc))
+    calls += 1
+    if calls == 1:
+        print("ready", flush=True)
+print(json.dumps({"calls": calls, "errors": errors[:5], "error_count": len(errors), "empty": empty,
+                  "rebuilt": rebuilt}), flush=True)
+"""
+
+
+def test_a_reader_searching_through_a_recreate_gets_the_old_answers_then_the_new_ones(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "p", many_functions(700, per_file=25))
+    write_config(root, ollama_server.url)
+    _index(root)
+    write_tree(root, {"gen/rebuilt.py": "def rebuilt_only_helper(value):\n    return value\n"})
+    stop = tmp_path / "stop"
+    reader = subprocess.Popen([sys.executable, "-c", HAMMER, str(root), str(stop)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "ready", reader.stderr
+        ollama_server.stall_next(6, seconds=0.4)  # each batch's embedding: the build takes seconds
+        project = open_project(root)
+        try:
+            report = indexer.index(project, recreate=True)
+        finally:
+            project.close()
+        assert report.embedded == 701
+        time.sleep(1.5)  # the reader's next searches see the rebuilt index
+    finally:
+        stop.touch()
+        out, err = reader.communicate(timeout=60)
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["error_count"] == 0, (summary, err)
+    assert summary["empty"] == 0 and summary["calls"] >= 10, summary
+    assert summary["rebuilt"], summary
+
+
+# Refreshes argv[2] in the project argv[1] with the compaction of its end stopped at argv[3]
+# ("copied": the copy is whole, the index still open; "renaming": the index closed, the copy
+# about to replace it), where it says so and sleeps to be killed.
+PAUSE_IN_COMPACTION = """
+import os, sys, time
+from sai.store import compaction
+moment = sys.argv[3]
+def pause(real):
+    def paused(*args):
+        print(moment, flush=True)
+        time.sleep(30)
+        return real(*args)
+    return paused
+if moment == "copied":
+    compaction._sync = pause(compaction._sync)
+else:
+    compaction.os.replace = pause(os.replace)
+from sai.cli import commands as cli
+sys.exit(cli.main(["--config", sys.argv[1] + "/sai-cfg.yml", "refresh", sys.argv[2]]))
+"""
+
+
+@pytest.mark.parametrize("moment", ["copied", "renaming"])
+def test_a_run_killed_while_compacting_leaves_a_whole_index(
+    tmp_path: Path, ollama_server: OllamaStandIn, moment: str
+) -> None:
+    root = write_tree(tmp_path / "p", many_functions(6, per_file=3))
+    write_config(root, ollama_server.url)
+    _index(root)
+    target = root / "gen" / "mod_000.py"
+    target.write_text(target.read_text() + "\n\ndef added_before_the_kill(x):\n    return x\n")
+    proc = subprocess.Popen([sys.executable, "-c", PAUSE_IN_COMPACTION, str(root), str(target), moment],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == moment, proc.stderr
+    proc.kill()
+    proc.wait(timeout=30)
+    db = root / ".index" / "code.duckdb"
+    assert Path(f"{db}.compact").exists()  # the copy the kill left: never read, replaced next time
+    project = open_project(root)
+    try:
+        hits = search.search(project, "added_before_the_kill", mode="lexical", limit=1)
+        assert hits and hits[0].symbol == "added_before_the_kill"  # the refresh was committed
+        with project.store.read() as reader:
+            assert reader.chunk_count() == 7
+        target.write_text(target.read_text() + "\n\ndef added_after(x):\n    return x\n")
+        indexer.refresh(project, ["gen/mod_000.py"])
+        assert search.search(project, "added_after", mode="lexical", limit=1)[0].symbol == "added_after"
+    finally:
+        project.close()
+    assert not Path(f"{db}.compact").exists()

@@ -303,6 +303,18 @@ def test_a_damaged_index_file_is_one_line_naming_recreate(db: Path) -> None:
     assert not db.exists() and Path(f"{db}.damaged").exists()
 
 
+@pytest.mark.parametrize("size", [100, 5000, 12288])
+def test_a_truncated_index_file_is_damaged_naming_recreate_and_the_kept_copy(db: Path, size: int) -> None:
+    _build(db, _vectors(4)).close()
+    os.truncate(db, size)
+    store = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=1)
+    with pytest.raises(StoreCorruptError) as caught, store.read() as reader:
+        reader.chunk_count()
+    message = str(caught.value)
+    assert "is damaged" in message and "permissions" not in message and "\n" not in message
+    assert message.endswith(f"rebuild it with `sai --recreate`, which keeps the damaged file as {db}.damaged")
+
+
 def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
     error = describe(duckdb.IOException("IO Error: Could not write file: No space left on device"), tmp_path)
     assert isinstance(error, StoreError) and "free some space" in str(error)

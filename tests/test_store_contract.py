@@ -365,3 +365,60 @@ def test_a_failed_write_leaves_nothing_behind(filled, request) -> None:
         raise RuntimeError("stop")
     with store.read() as reader:
         assert reader.chunk_count() == len(CHUNKS) and "src/cart.py" in reader.files()
+
+
+# ---------------------------------------------------------------- pending vectors
+
+
+def test_a_store_without_pending_vectors_answers_as_an_index_with_nothing_waiting(filled) -> None:
+    store, chunks, _ = filled
+    if store.pending_vectors:
+        pytest.skip("this backend holds chunks without a vector (the next tests)")
+    with store.read() as reader:
+        assert (reader.pending_count(), reader.pending_hashes()) == (0, [])
+    with store.write() as writer, pytest.raises(NotImplementedError):
+        writer.set_vectors([chunks[0].content_hash], _vectors(1))
+
+
+def _pending_store(store: Store, *, dim: int) -> tuple[list[NewChunk], np.ndarray]:
+    """CHUNKS written in a new index of dimension `dim` (0: not known yet), the first three with
+    their vectors (none when dim is 0), the rest waiting."""
+    if not store.pending_vectors:
+        pytest.skip("this backend stores every chunk with its vector")
+    chunks = [_chunk(*row) for row in CHUNKS]
+    vectors = _vectors(len(chunks))
+    given = vectors.copy()
+    given[0 if dim == 0 else 3:] = np.nan
+    store.prepare()
+    with store.write() as writer:
+        writer.create(IndexMeta(**{**META.__dict__, "vector_dim": dim}))
+        writer.replace_files(_file_rows(chunks), chunks, given if dim else np.zeros((len(chunks), 0), np.float32))
+        writer.finish_run()
+    return chunks, vectors
+
+
+@pytest.mark.parametrize("dim", [0, DIM])
+def test_chunks_without_a_vector_are_searchable_lexically_and_get_it_later(store: Store, dim: int) -> None:
+    chunks, vectors = _pending_store(store, dim=dim)
+    waiting = chunks if dim == 0 else chunks[3:]
+    with store.read() as reader:
+        assert reader.pending_count() == len(waiting)
+        assert reader.pending_hashes() == [c.content_hash for c in waiting]  # in the order stored
+        assert reader.texts_by_hash([waiting[0].content_hash]) == {waiting[0].content_hash: waiting[0].text}
+        assert reader.known_hashes() == ({c.content_hash for c in chunks[:3]} if dim else set())
+        assert {i for i, _ in reader.lexical("render", 10)}  # every stored chunk is in the postings
+        near = reader.nearest(vectors[4], 10)
+        assert len(near) == (0 if dim == 0 else 3)  # only chunks with a vector are scanned
+        rows, matrix, shapes = reader.all_chunks()
+        assert len(rows) == len(matrix) == len(shapes) == (0 if dim == 0 else 3)
+        ids = {r.path + str(r.start_line): r.id for r in reader.chunks_of_file("web/view.js")}
+        assert reader.vector_of(ids["web/view.js1"]) is None
+        scoped = reader.lexical("render", 10, scope=Scope(language="javascript"))
+        assert {i for i, _ in scoped} == set(ids.values())  # a scope masks chunks without a vector too
+    with store.write() as writer:
+        assert writer.set_vectors([c.content_hash for c in waiting], vectors[len(chunks) - len(waiting):]) == \
+            len(waiting)
+    with store.read() as reader:
+        assert reader.pending_count() == 0 and reader.meta()["vector_dim"] == str(DIM)
+        assert reader.nearest(vectors[4], 1)[0][0] == ids["web/view.js1"]
+        assert len(reader.all_chunks()[0]) == len(chunks)

@@ -332,7 +332,7 @@ def test_the_two_pass_scan_searches_only_live_rows_of_the_filtered_subset(
     """Recall against the exact scan is measured by benchmarks/scale.py on realistic vectors;
     here: what the first pass may hand on, and exactness once it hands on the whole subset."""
     monkeypatch.setattr(vectors_module, "FIRST_PASS_ROWS", 50)
-    monkeypatch.setattr(vectors_module, "RESCORE", 60)
+    monkeypatch.setattr(vectors_module, "RESCORE_MIN", 60)
     store = _build(db, files=40, per_file=10)
     try:
         with store.read() as reader:

@@ -1,10 +1,8 @@
-"""Tree-sitter grammars and parsers, from whichever of the two grammar sets is installed.
+"""Tree-sitter grammars and parsers: one pinned wheel per grammar, the same set on every Python.
 
-Below Python 3.13, tree-sitter-languages bundles every grammar (with py-tree-sitter 0.21); it has
-no wheels past 3.12, so from 3.13 on each grammar is its own wheel (tree-sitter-python, ...) with
-py-tree-sitter >= 0.25. pyproject.toml's environment markers pick the set; both ship compiled
-grammars, so nothing is fetched at run time. The chunker's node tables hold for both
-(sai/chunking/grammars.py).
+Each grammar is its own wheel (tree-sitter-python, tree-sitter-swift, ...), compiled, abi3, with
+py-tree-sitter 0.26 (pyproject.toml pins them all): nothing is fetched or built at run time.
+The chunker's node tables (sai/chunking/grammars.py) name these grammars' node types.
 """
 
 from __future__ import annotations
@@ -15,14 +13,9 @@ from functools import cache
 
 from tree_sitter import Language, Parser
 
-try:
-    import tree_sitter_languages as _bundled
-except ImportError:  # Python >= 3.13: the per-grammar wheels
-    _bundled = None
+GRAMMAR_SET = "per-grammar wheels"
 
-GRAMMAR_SET = "tree-sitter-languages" if _bundled is not None else "per-grammar wheels"
-
-# Language -> (module, function returning the grammar's TSLanguage pointer) in the per-grammar wheels.
+# Language -> (module, function returning the grammar's TSLanguage pointer).
 _WHEELS: dict[str, tuple[str, str]] = {
     "python": ("tree_sitter_python", "language"),
     "javascript": ("tree_sitter_javascript", "language"),
@@ -37,6 +30,25 @@ _WHEELS: dict[str, tuple[str, str]] = {
     "ruby": ("tree_sitter_ruby", "language"),
     "php": ("tree_sitter_php", "language_php"),
     "kotlin": ("tree_sitter_kotlin", "language"),
+    "swift": ("tree_sitter_swift", "language"),
+    "scala": ("tree_sitter_scala", "language"),
+    "elixir": ("tree_sitter_elixir", "language"),
+    "lua": ("tree_sitter_lua", "language"),
+    "haskell": ("tree_sitter_haskell", "language"),
+    "zig": ("tree_sitter_zig", "language"),
+    "bash": ("tree_sitter_bash", "language"),
+    "dart": ("tree_sitter_dart", "language"),
+    "objc": ("tree_sitter_objc", "language"),
+    "julia": ("tree_sitter_julia", "language"),
+    "ocaml": ("tree_sitter_ocaml", "language_ocaml"),
+    "perl": ("tree_sitter_perl", "language"),
+    "sql": ("tree_sitter_sql", "language"),
+    "hcl": ("tree_sitter_hcl", "language"),
+    "fsharp": ("tree_sitter_fsharp", "language"),
+    "groovy": ("tree_sitter_groovy", "language"),
+    "solidity": ("tree_sitter_solidity", "language"),
+    "powershell": ("tree_sitter_powershell", "language"),
+    "commonlisp": ("tree_sitter_commonlisp", "language"),
 }
 LANGUAGES = frozenset(_WHEELS)
 
@@ -44,23 +56,15 @@ LANGUAGES = frozenset(_WHEELS)
 @cache
 def language_for(language: str) -> Language:
     """The compiled grammar of one of `LANGUAGES` (KeyError for any other name)."""
-    if language not in _WHEELS:
-        raise KeyError(language)
-    if _bundled is not None:
-        with warnings.catch_warnings():
-            # tree_sitter_languages still calls the deprecated Language(path, name).
-            warnings.simplefilter("ignore", FutureWarning)
-            return _bundled.get_language(language)
     module, function = _WHEELS[language]
-    return Language(getattr(importlib.import_module(module), function)())
+    pointer = getattr(importlib.import_module(module), function)()
+    with warnings.catch_warnings():
+        # a few older wheels (Perl, Solidity, Common Lisp) hand the pointer over as an int
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return Language(pointer)
 
 
 @cache
 def parser_for(language: str) -> Parser:
     """One parser per language for the life of the process (building one loads a grammar)."""
-    grammar = language_for(language)
-    if _bundled is not None:
-        parser = Parser()
-        parser.set_language(grammar)  # py-tree-sitter 0.21 has no Parser(language)
-        return parser
-    return Parser(grammar)
+    return Parser(language_for(language))

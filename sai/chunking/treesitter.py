@@ -15,13 +15,16 @@ from dataclasses import dataclass, replace
 from tree_sitter import Node
 
 from sai.chunking.base import split_lines
-from sai.chunking.grammars import CLASS_LIKE, GO_TYPE_KINDS, GRAMMARS, KINDS, Grammar, UnitRule
+from sai.chunking.grammars import CLASS_LIKE, GRAMMARS, KINDS, Grammar, UnitRule
 from sai.chunking.lines import LineChunker, Numbered, window_chunks
 from sai.chunking.parsers import parser_for
+from sai.chunking.sections import COMPONENTS, DOCUMENTS, script_view, sections
 from sai.models import Chunk
 
 _TYPE_ARGS = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
-_SCOPE = re.compile(r"\s*(?:::|\\)\s*")  # C++/Rust/Ruby `::` and PHP `\` separate scopes
+# C++/Rust/Ruby `::`, PHP `\` and Lua's method colon (`M:load`) separate scopes
+_SCOPE = re.compile(r"\s*(?:::|\\)\s*|(?<=\w):(?=\w)")
+_METHOD_NAME = re.compile(r"::|(?<=\w):(?=\w)")  # `Shape::scale`, `M:load`: defined as a method
 _MODULE = -1  # owner index of lines outside every unit
 
 
@@ -46,12 +49,21 @@ class TreeSitterChunker:
 
     def chunk(self, key: str, text: str, language: str | None) -> list[Chunk]:
         """Unit and gap chunks sorted by (start_line, end_line); line windows when unparseable."""
-        grammar = GRAMMARS.get(language) if language else None
-        if grammar is None or language is None:
+        if language in DOCUMENTS:
+            lines = split_lines(text)
+            units = [Unit(start, end, symbol, container=True, owns_lines=True, kind="section")
+                     for start, end, symbol in sections(lines, language)]
+            return self._owned_chunks(key, lines, units, language)
+        source, grammar_name = text, language
+        if language in COMPONENTS:
+            view = script_view(text)
+            source, grammar_name = view if view is not None else (text, None)
+        grammar = GRAMMARS.get(grammar_name) if grammar_name else None
+        if grammar is None or grammar_name is None or language is None:
             return self._lines.chunk(key, text, language)
         lines = split_lines(text)
         try:
-            tree = parser_for(language).parse(text.encode("utf-8"))
+            tree = parser_for(grammar_name).parse(source.encode("utf-8"))
         except ValueError:  # a parser failure costs the file its units, not its chunks
             return self._lines.chunk(key, text, language)
         units = find_units(tree.root_node, grammar, last_line=len(lines))
@@ -92,7 +104,8 @@ def owner_by_line(units: list[Unit], line_count: int) -> list[int]:
 def find_units(root: Node, grammar: Grammar, *, last_line: int) -> list[Unit]:
     """The units of a tree in pre-order: an enclosing unit comes before the units inside it."""
     units: list[Unit] = []
-    enclosing: list[tuple[int, Unit]] = []  # (depth, unit) of the units around the cursor
+    # (depth, unit, whether it covers its following siblings) of the units around the cursor
+    enclosing: list[tuple[int, Unit, bool]] = []
     cursor = root.walk()
     depth = 0
     while True:
@@ -102,11 +115,15 @@ def find_units(root: Node, grammar: Grammar, *, last_line: int) -> list[Unit]:
         # Named only: Ruby's `class` keyword token has the same type as its class node.
         rule = grammar.units.get(node.type) if node.is_named else None
         if rule is not None:
-            unit = make_unit(node, rule, grammar, [u for _, u in enclosing], last_line)
+            if rule.covers_following:  # a second `package X;` ends the first one's reach
+                while enclosing and enclosing[-1][2] and enclosing[-1][0] == depth - 1:
+                    enclosing.pop()
+            unit = make_unit(node, rule, grammar, [u for _, u, _ in enclosing], last_line)
             if unit is not None:
                 units.append(unit)
                 # At its parent's depth, a unit stays enclosing until the walk leaves the parent.
-                enclosing.append((depth - 1 if rule.covers_following else depth, unit))
+                at = depth - 1 if rule.covers_following else depth
+                enclosing.append((at, unit, rule.covers_following))
         if cursor.goto_first_child():
             depth += 1
             continue
@@ -123,6 +140,8 @@ def make_unit(
     if rule.needs:
         needed = resolve(node, rule.needs)
         if needed is None or (rule.needs_types and needed.type not in rule.needs_types):
+            return None
+        if rule.needs_text and needed.text.decode("utf-8", "replace") not in rule.needs_text:
             return None
     if rule.top_level and not all(u.container for u in enclosing):
         return None
@@ -141,18 +160,19 @@ def make_unit(
 
 
 def unit_kind(node: Node, rule: UnitRule, enclosing: list[Unit]) -> str | None:
-    """What a unit is (grammars.KINDS): a function directly inside a class-like unit, or defined
-    outside it under a qualified name (C++ `Shape::scale`), is a method."""
-    kind = KINDS.get(node.type)
-    if node.type == "type_spec":
-        value = node.child_by_field_name("type")
-        kind = GO_TYPE_KINDS.get(value.type) if value is not None else None
+    """What a unit is (the rule's kind, else grammars.KINDS): a function directly inside a
+    class-like unit, or defined outside it under a qualified name (C++ `Shape::scale`, Lua
+    `M:load`), is a method."""
+    kind = rule.kind or KINDS.get(node.type)
+    if rule.kinds is not None:
+        by = resolve(node, rule.kind_from)
+        kind = None if by is None else rule.kinds.get(by.type) or rule.kinds.get(by.text.decode("utf-8", "replace"))
     if kind != "function":
         return kind
     if enclosing and enclosing[-1].kind in CLASS_LIKE:
         return "method"
     name = resolve(node, rule.name)
-    return "method" if name is not None and b"::" in name.text else kind
+    return "method" if name is not None and _METHOD_NAME.search(name.text.decode("utf-8", "replace")) else kind
 
 
 def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:
@@ -162,28 +182,55 @@ def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:
         top = top.parent
     first = top
     previous = top.prev_named_sibling
-    while previous is not None and previous.type in grammar.leading:
+    absorbed = 0
+    # each touches what it belongs to: a blank line ends the run
+    while previous is not None and previous.type in grammar.leading and _touches(previous, first):
         first, previous = previous, previous.prev_named_sibling
+        absorbed += 1
+        if absorbed == grammar.leading_limit:
+            break
     end_row, end_column = top.end_point
     if end_column == 0 and end_row > top.start_point[0]:
         end_row -= 1  # a node ending at column 0 ends with the previous line's newline
     return first.start_point[0] + 1, min(end_row + 1, last_line)
 
 
+def _touches(previous: Node, node: Node) -> bool:
+    return previous.end_point[0] >= node.start_point[0] - 1
+
+
 def unit_symbol(node: Node, rule: UnitRule, parent_symbol: str | None) -> str | None:
     """`parent.owner.name`; an anonymous unit takes its parent's symbol."""
-    name = clean_name(resolve(node, rule.name)) or rule.fixed_name
+    name = unit_name(node, rule.name, symbolic=rule.symbolic) or rule.fixed_name
     if not name:
         return parent_symbol
     owner = clean_name(resolve(node, rule.qualifier))
     return ".".join(part for part in (parent_symbol, owner, name) if part)
 
 
-def clean_name(node: Node | None) -> str | None:
+def unit_name(node: Node, path: str, *, symbolic: bool = False) -> str | None:
+    """The name a path leads to; a last step `@type+` joins every such child with '.'."""
+    for alternative in path.split("|") if path else ():
+        head, _, last = alternative.rpartition("/")
+        if not last.endswith("+"):
+            name = clean_name(resolve(node, alternative), symbolic=symbolic)
+        else:
+            parent = resolve(node, head) if head else node
+            parts = [clean_name(c) for c in parent.named_children if c.type == last[1:-1]] if parent else []
+            name = ".".join(p for p in parts if p)
+        if name:
+            return name
+    return None
+
+
+def clean_name(node: Node | None, *, symbolic: bool = False) -> str | None:
     """A name as a symbol segment: no type arguments, pointers or quotes; `::` and `\\` as '.'."""
     if node is None:
         return None
-    text = _SCOPE.sub(".", " ".join(node.text.decode("utf-8", "replace").split()))
+    raw = " ".join(node.text.decode("utf-8", "replace").split())
+    if symbolic and raw.strip("()") and not any(ch.isalnum() or ch == "_" for ch in raw):
+        return raw.strip("() ")  # an operator defined as a name: Haskell `(.:)`, Scala `+`
+    text = _SCOPE.sub(".", raw)
     if "operator" not in text:  # `operator<` and `operator bool` are names as they stand
         previous = None
         while previous != text:
@@ -210,6 +257,9 @@ def _step(node: Node, step: str) -> Node | None:
         return node.parent
     if step.startswith("@"):
         return next((c for c in node.named_children if c.type == step[1:]), None)
+    if step.startswith(">"):
+        first = node.named_children[0] if node.named_children else None
+        return first if first is not None and first.type == step[1:] else None
     if step.startswith("<"):
         previous = node.prev_named_sibling
         return previous if previous is not None and previous.type == step[1:] else None

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sai.cli.exits import interrupted, log_to_stderr, reader_gone
+from sai.cli.options import check_options, count
 from sai.config import load_config
-from sai.errors import SaiError, UsageError
+from sai.errors import SaiError, UsageError, keep_secret, redact
 from sai.indexing import indexer
 from sai.models import CHUNKERS, EMBEDDERS, METRICS, MODES
 from sai.output import render
@@ -21,15 +22,17 @@ from sai.output.payloads import (
     definitions_json,
     duplicates_json,
     hits_json,
+    index_json,
     refresh_json,
     status_json,
 )
 from sai.output.progress import ProgressReporter
 from sai.output.render import printable
-from sai.project import Project
+from sai.project import Project, built_with
 from sai.query import lookup, search
 from sai.source.files import key_for
 from sai.source.globs import check_glob
+from sai.store import open_store
 
 S = argparse.SUPPRESS
 
@@ -58,10 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Semantic code search: index a tree, then search, find similar code and duplicates.",
     )
     parser.add_argument("--dry-run", action="store_true", help="report what would be indexed")
-    parser.add_argument("--recreate", action="store_true", help="drop the collection first")
+    parser.add_argument("--recreate", action="store_true", help="index anew (searches keep the old one meanwhile)")
     parser.add_argument("--query", metavar="Q", help="search after indexing")
     parser.add_argument("--query-only", action="store_true", help="skip the index step")
-    parser.add_argument("--limit", type=int, default=5, metavar="N", help="hits to show (5)")
+    parser.add_argument("--limit", type=count, default=5, metavar="N", help="hits to show (5)")
     parser.add_argument("--mode", choices=MODES, default="hybrid",
                         help="ranking: hybrid (default), semantic or lexical (no embedder needed)")
     parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
@@ -88,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--allow-write", action="store_true", help="enable sai_refresh and sai_sync")
     mcp.add_argument("--allow-setup", action="store_true", help="let sai_prepare_mcp_setup run")
     mcp.add_argument("--http", metavar="HOST:PORT", help="Streamable HTTP at /mcp instead of stdio")
+    mcp.add_argument("--token-file", metavar="PATH",
+                     help="--http: require this file's bearer token (default: $SAI_MCP_TOKEN)")
+    mcp.add_argument("--allow-unauthenticated", action="store_true",
+                     help="--http: serve a non-loopback address without a token (warns)")
     _add_watch(sub, common, mcp)
     return parser
 
@@ -107,9 +114,9 @@ def _add_seed(p: argparse.ArgumentParser) -> None:
 
 def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-score", type=float, metavar="F")
-    p.add_argument("--min-cluster-size", type=int, metavar="N")
-    p.add_argument("--top-k", type=int, metavar="N")
-    p.add_argument("--max-clusters", type=int, default=50, metavar="N")
+    p.add_argument("--min-cluster-size", type=count, metavar="N")
+    p.add_argument("--top-k", type=count, metavar="N")
+    p.add_argument("--max-clusters", type=count, default=50, metavar="N")
     p.add_argument("--path-glob", metavar="G")
     p.add_argument("--metric", choices=METRICS,
                    help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
@@ -130,62 +137,43 @@ def _add_lookups(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     symbol.add_argument("name", metavar="NAME", help="computeTotal, Cart.computeTotal, or the start of a name")
     symbol.add_argument("--language", metavar="L", help="only this language (name or extension)")
     symbol.add_argument("--path-glob", metavar="G", help="only files whose key matches this glob")
-    symbol.add_argument("--limit", type=int, default=20, metavar="N", help="definitions to show (20)")
+    symbol.add_argument("--limit", type=count, default=20, metavar="N", help="definitions to show (20)")
 
 
 def _add_similar(p: argparse.ArgumentParser) -> None:
     p.add_argument("--code", metavar="TEXT", help="snippet to compare")
     p.add_argument("--path", metavar="P", help="file of an indexed chunk")
     p.add_argument("--line", type=int, metavar="N", help="any line inside that chunk")
-    p.add_argument("--limit", type=int, default=8, metavar="N")
+    p.add_argument("--limit", type=count, default=8, metavar="N")
     p.add_argument("--min-score", type=float, metavar="F")
 
 
 def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None = None) -> int:
     """Run one `sai` command; `serve_mcp` is what `sai mcp` runs (sai/app.py passes the MCP
     server in: the command line never imports it)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.serve_mcp = serve_mcp
-    opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_PrintableFormatter("sai: %(message)s"))
-    logging.basicConfig(handlers=[handler],
-                        level=logging.DEBUG if opts["verbose"] else logging.WARNING)
-    for noisy in ("httpx", "httpcore", "urllib3", "sentence_transformers", "mcp"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    args: argparse.Namespace | None = None
     try:
+        parser = build_parser()
+        check_options(parser, sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
+        args.serve_mcp = serve_mcp
+        opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
+        log_to_stderr(verbose=bool(opts["verbose"]))
         return _dispatch(args, opts)
     except SaiError as exc:
-        print(f"error: {printable(exc)}", file=sys.stderr)
+        print(f"error: {printable(redact(str(exc)))}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
-        return _reader_gone()
+        return reader_gone()
     except KeyboardInterrupt:
-        print("error: interrupted; finished batches are kept — run `sai` again to complete the index",
-              file=sys.stderr)
-        return 130
+        return interrupted(writes_batches=args is not None and _writes_batches(args))
 
 
-class _PrintableFormatter(logging.Formatter):
-    """Log lines name files: their control characters are shown escaped, as in every output."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
-        return printable(super().formatMessage(record))
-
-
-def _reader_gone() -> int:
-    """stdout's reader went away (`sai --json | head -c 10`): stop quietly, as `cat` does.
-
-    stdout is pointed at /dev/null so that the flush at exit cannot fail again (the recipe of
-    the Python docs, "Note on SIGPIPE"); 141 is what a shell reports for a tool ended by SIGPIPE.
-    """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
-        pass
-    return 141
+def _writes_batches(args: argparse.Namespace) -> bool:
+    """Whether the command was an index run, which commits in batches (`sai`, sync, refresh)."""
+    if args.command is None:
+        return not (args.query_only or args.dry_run)
+    return args.command in ("sync", "refresh")
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -222,12 +210,18 @@ def _load(args: argparse.Namespace) -> Project:
         "model": getattr(args, "model", None), "collection": getattr(args, "collection", None),
         "backend": getattr(args, "backend", None),
     }
-    config = load_config(config_file=getattr(args, "config", None), flags=flags,
-                         env=os.environ, cwd=Path.cwd())
+    config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ, cwd=Path.cwd())
+    keep_secret(config.qdrant_api_key)
     if config.config_path is None and not getattr(args, "silent", False):
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)
-    return Project(config)
+    store = open_store(config)
+    # --recreate builds with the config's; --dry-run reads no index
+    built = {} if getattr(args, "recreate", False) or getattr(args, "dry_run", False) else built_with(store)
+    if built and (built.get("embedder"), built.get("model")) != (config.embedder, config.model):
+        config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ,
+                             cwd=Path.cwd(), index=built)
+    return Project(config, store=store)
 
 
 def _dispatch(args: argparse.Namespace, opts: dict[str, Any]) -> int:
@@ -268,14 +262,33 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         return _emit(as_json, payload, render.dry_run(walked, project.config))
     if not args.query_only:
         silent = bool(getattr(args, "silent", False))
+        answered = []
         with ProgressReporter(sys.stderr, enabled=not silent) as progress:
-            report = indexer.index(project, recreate=args.recreate, progress=progress.update)
+            def answer_early(pending: int) -> None:
+                # many texts to embed: answer from lexical and symbol evidence now, vectors after
+                if args.query and args.mode != "semantic" and pending >= EARLY_ANSWER_PENDING:
+                    progress.finish()
+                    answered.append(_answer(project, args, as_json))
+                    if not silent:
+                        sys.stderr.write(f"answered while {pending} chunk(s) wait for a vector; embedding them now\n")
+
+            report = indexer.index(project, recreate=args.recreate, progress=progress.update,
+                                   on_searchable=answer_early)
         if not args.query:
-            payload = {"indexed": report.__dict__, "collection": project.config.collection}
+            payload = {"indexed": index_json(report), "collection": project.config.collection}
             return _emit(as_json, payload, render.index_summary(report, project.config))
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
-    hits = search.search(project, args.query, limit=max(1, args.limit), mode=args.mode,
+        if answered:
+            return answered[0]
+    return _answer(project, args, as_json)
+
+
+EARLY_ANSWER_PENDING = 256  # `sai --query` answers before embedding when this many chunks wait (~10 s on a CPU)
+
+
+def _answer(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    hits = search.search(project, args.query, limit=args.limit, mode=args.mode,
                          language=args.language, path_glob=args.path_glob, explain=args.explain,
                          group_by="file" if args.files else "chunk")
     text = render.query_results(args.query, hits, explain=args.explain)
@@ -318,13 +331,13 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if path is not None:
         path = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
     hits = search.find_similar(project, code=args.code, path=path, line=args.line,
-                               limit=max(1, args.limit), min_score=min_score)
+                               limit=args.limit, min_score=min_score)
     return _emit(as_json, hits_json(hits), render.similar_results(hits, min_score=min_score))
 
 
 def _status(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     payload = status_json(search.status(project))
-    return _emit(as_json, payload, render.status_lines(payload))
+    return _emit(as_json, payload, render.status_lines(payload, location=project.config.index_location))
 
 
 def _sync(project: Project, args: argparse.Namespace, as_json: bool) -> int:
@@ -380,7 +393,7 @@ def _read(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _symbol(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     found = lookup.find_symbol(project, args.name, language=args.language, path_glob=args.path_glob,
-                               limit=max(1, args.limit))
+                               limit=args.limit)
     return _emit(as_json, definitions_json(found), render.definitions(args.name, found))
 
 
@@ -393,16 +406,14 @@ def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     from sai.indexing.copy import copy_index
-    from sai.store import open_store
 
     config = project.config
     if args.to == config.backend:
         raise UsageError(f"the index already lives on backend {args.to}; give --to with the other backend")
-    source, target = open_store(config), open_store(config, backend=args.to)
+    source, target = project.store, open_store(config, backend=args.to)  # a local Qdrant opens once
     try:
         report = copy_index(source, target, collection=config.collection)
     finally:
-        source.close()
         target.close()
     payload = {"collection": config.collection, "from": config.backend, "to": args.to,
                "location": target.location, "files": report.files, "chunks": report.chunks}
@@ -412,17 +423,19 @@ def _copy(project: Project, args: argparse.Namespace, as_json: bool) -> int:
 
 
 def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    if args.http is None and (args.token_file or args.allow_unauthenticated):
+        raise UsageError("--token-file and --allow-unauthenticated apply to --http only; add --http HOST:PORT")
     if args.watch and not args.allow_write:
         raise UsageError("--watch re-indexes changed files, which needs --allow-write; add --allow-write")
     if not project.store.exists and not args.allow_write:
         raise SaiError(
-            f"no index at {project.config.db_path}; run `sai` in the project first "
+            f"no index at {project.config.index_location}; run `sai` in the project first "
             "or start the server with --allow-write"
         )
     if args.serve_mcp is None:
         raise SaiError("this entry point has no MCP server; run `sai mcp` or `python -m sai mcp`")
     args.serve_mcp(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http,
-                   watch=args.watch)
+                   watch=args.watch, token_file=args.token_file, allow_unauthenticated=args.allow_unauthenticated)
     return 0
 
 

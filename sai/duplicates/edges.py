@@ -1,16 +1,22 @@
 """Near-duplicate clusters: candidate pairs, duplicate scores, top-k, threshold, union-find.
 
-A pair's duplicate score is the mean of its embedding cosine and its shape similarity (the
-Jaccard similarity of the two chunks' token shapes, sai/text/shape.py): the model says the two do the
-same thing, the shape says one is a copy of the other. Either alone misleads: a small model scores
-a renamed copy anywhere from 0.6 to 0.95 and unrelated code up to 0.8, while boilerplate shares
-its shape with code that does something else. A chunk without a shape (too few tokens) never
-pairs.
+A pair's duplicate score is a weighted mean of its embedding cosine and its shape similarity
+(the Jaccard similarity of the two chunks' token shapes, sai/text/shape.py): the model says the
+two do the same thing, the shape says one is a copy of the other. Either alone misleads: a
+small model reads names, so a copy renamed by someone else scores anywhere from 0.3 to 0.95
+against its original and unrelated code up to 0.8, while boilerplate shares its shape with code
+that does something else. How much a shared shape means depends on its size: two getters share
+a dozen 3-grams by chance, no two unrelated functions share sixty. So the shape's weight is half
+for a shape of SMALL_SHAPE elements or fewer and grows with the logarithm of the smaller shape's
+size to SHAPE_WEIGHT_MAX at LARGE_SHAPE: a function whose whole shape is its original's pairs
+with it whatever the cosine, and small look-alikes pair only when the model agrees. A chunk
+without a shape (too few tokens) never pairs.
 
 Candidates come from two sides. Pairs whose signatures share a locality-sensitive hash band
-(shape.band_pairs) cover every pair with shape similarity >= FOUND_FROM but a few percent; a pair
-below that reaches min_score only if its cosine reaches 2 * min_score - FOUND_FROM, and those
-pairs are found exactly by cosine (neighbour_edges), so the cosine pass runs at that floor.
+(shape.band_pairs) cover every pair with shape similarity >= FOUND_FROM but a few percent (at
+0.9, all but 4 in 10^8), whatever their cosine; a pair below that reaches min_score only if its
+cosine reaches 2 * min_score - FOUND_FROM (the shape weighs at least half), and those pairs are
+found exactly by cosine (neighbour_edges), so the cosine pass runs at that floor.
 
 The cosine pass is exact. Pairs are visited tile by tile (each pair once; an off-diagonal tile
 serves both directions), every pair scoring >= the floor becomes a candidate edge, pairs that may
@@ -45,6 +51,9 @@ GATHER = 2048  # candidate pairs verified per gathered slice (it stays in cache:
 MARGIN = 1e-4  # allowance for float32 rounding in the screen's bound
 COMPACT_AT = 4_000_000  # candidate edges held before they are cut to each row's top k
 CUT_AT = 4  # a computed tile keeps only rows' best when over CUT_AT * k * (rows + cols) pass
+SMALL_SHAPE = 10  # shape elements up to which cosine and shape weigh the same in a score
+LARGE_SHAPE = 60  # shape elements from which the shape weighs SHAPE_WEIGHT_MAX
+SHAPE_WEIGHT_MAX = 0.9
 
 Index = slice | np.ndarray  # rows of a tile: a contiguous range, or chosen rows (seeded search)
 
@@ -104,14 +113,19 @@ class Nesting:
 
 @dataclass(frozen=True)
 class Shapes:
-    """Rows' shape signatures (sai/text/shape.py) and the mask of rows that have one."""
+    """Rows' shape signatures (sai/text/shape.py), their element counts and the mask of rows
+    that have one."""
 
     sigs: np.ndarray
+    sizes: np.ndarray
     known: np.ndarray
 
     @staticmethod
     def of(blobs: Sequence[bytes | None]) -> Shapes:
         return Shapes(*shape.signatures(list(blobs)))
+
+    def take(self, rows: np.ndarray | Sequence[int]) -> Shapes:
+        return Shapes(self.sigs[rows], self.sizes[rows], self.known[rows])
 
 
 def duplicate_edges(
@@ -138,9 +152,24 @@ def duplicate_edges(
     i, j = _unique_pairs(n, [by_cosine, _shape_candidates(shapes, queries, nesting, window=2 * top_k)])
     both = shapes.known[i] & shapes.known[j]
     i, j = i[both], j[both]
-    score = (_dots(matrix, i, j) + shape.similarity(shapes.sigs, i, j)) / 2
+    score = duplicate_score(_dots(matrix, i, j), shape.similarity(shapes.sigs, i, j),
+                            np.minimum(shapes.sizes[i], shapes.sizes[j]))
     keep = score >= min_score
     return _keep_top_k(Edges(i[keep], j[keep], score[keep].astype(np.float32)), top_k)
+
+
+def shape_weight(sizes: np.ndarray) -> np.ndarray:
+    """The shape similarity's weight in a pair's score, by the smaller shape's element count:
+    half for a small shape, which boilerplate shares by chance, rising to SHAPE_WEIGHT_MAX for a
+    shape of LARGE_SHAPE elements or more, which only a copy shares."""
+    grown = np.log(np.maximum(sizes, SMALL_SHAPE) / SMALL_SHAPE) / np.log(LARGE_SHAPE / SMALL_SHAPE)
+    return 0.5 + (SHAPE_WEIGHT_MAX - 0.5) * np.clip(grown, 0.0, 1.0)
+
+
+def duplicate_score(cosine: np.ndarray, similarity: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The duplicate score of pairs: their shape similarity and cosine, weighted by shape_weight."""
+    weight = shape_weight(np.asarray(sizes, dtype=np.float64))
+    return (weight * similarity + (1.0 - weight) * cosine).astype(np.float32)
 
 
 def _shape_candidates(shapes: Shapes, queries: np.ndarray | None, nesting: Nesting | None, *, window: int) -> Edges:

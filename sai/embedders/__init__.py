@@ -1,7 +1,7 @@
 """Embedding models behind one seam: `embed_documents` and `embed_query`.
 
 This module owns the name -> implementation mapping, one entry per name in models.EMBEDDERS;
-an implementation is imported only when a config chooses it (the local one loads torch).
+an implementation is imported only when a config chooses it (the local one loads ONNX Runtime).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _ollama(config: Config) -> Embedder:
 def _local(config: Config) -> Embedder:
     from sai.embedders.local import LocalEmbedder
 
-    return LocalEmbedder(model=config.model, prefix_style=config.prefix_style)
+    return LocalEmbedder(model=config.model, prefix_style=config.prefix_style, cache_dir=config.local_cache_dir)
 
 
 EMBEDDER_FACTORIES: dict[EmbedderName, Callable[[Config], Embedder]] = {"ollama": _ollama, "local": _local}

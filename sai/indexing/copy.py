@@ -31,6 +31,10 @@ def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
     with source.read() as reader:
         if not reader.has_index():
             raise StoreError(f"no index '{collection}' at {source.location} to copy; run `sai` to build it first")
+        pending = reader.pending_count()
+        if pending:  # all_chunks() holds only chunks with a vector: the copy would lose the rest
+            raise StoreError(f"{pending} chunk(s) of the index at {source.location} still wait for a vector; "
+                             "run `sai` to finish them, then copy")
         meta = reader.meta()
         files = reader.files()
         rows, matrix, shapes = reader.all_chunks()

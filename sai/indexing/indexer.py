@@ -1,10 +1,13 @@
-"""Bring the index up to date: walk -> diff by size/mtime then hash -> chunk -> embed -> write.
+"""Bring the index up to date: walk -> diff by size/mtime then hash -> chunk -> write -> embed.
 
 Unchanged files are not read; chunks whose text is already stored (anywhere in the collection)
-reuse their vector; only new text reaches the embedder. The stages overlap (docs/design.md,
-"Incremental indexing"): files are prepared (in worker processes for large runs) while earlier
-batches are embedded on a background thread, and batches are committed in order, each in its
-own short write transaction, so an interrupted run keeps what it finished.
+reuse their vector; only new text reaches the embedder. On a store that may hold chunks without
+a vector (`pending_vectors`, the DuckDB file) an index run writes every changed file's chunks,
+postings and symbols first, with no model, so search works within seconds, and then embeds the
+waiting texts (indexing/backfill.py). Elsewhere, and for refresh, the stages overlap
+(docs/design.md, "Incremental indexing"): files are prepared (in worker processes for large
+runs) while earlier batches are embedded on a background thread, and batches are committed in
+order, each in its own short write transaction, so an interrupted run keeps what it finished.
 """
 
 from __future__ import annotations
@@ -12,20 +15,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import queue
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
+from pathlib import PurePosixPath
 
 import numpy as np
 
-from sai.embedders.base import Embedder
-from sai.errors import EmbedderError, StoreCorruptError
+from sai.errors import EmbedderError, UsageError
+from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread
 from sai.indexing.prepare import Prepared, PreparePool, prepare
-from sai.models import FileRow, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
+from sai.models import FileRow, IndexProgress, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
 from sai.project import Project
 from sai.source import files
 from sai.source.git import changed_files
@@ -41,7 +43,7 @@ WRITE_CHUNKS = 4096
 IN_FLIGHT_LARGE = 16
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
 
-Progress = Callable[[int, int, int], None]  # (files done, files to do, chunks embedded)
+Progress = Callable[[IndexProgress], None]
 log = logging.getLogger(__name__)
 
 
@@ -95,34 +97,6 @@ class _Batch:
     vectors: Future[np.ndarray] | None = None
 
 
-class _Embedding:
-    """A daemon thread embedding batches in submission order (daemon: Ctrl-C never waits)."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self.queue: queue.Queue[tuple[list[str], Future[np.ndarray]] | None] = queue.Queue()
-        self.thread = threading.Thread(target=self._serve, name="sai-embed", daemon=True)
-        self.thread.start()
-
-    def submit(self, texts: list[str]) -> Future[np.ndarray]:
-        future: Future[np.ndarray] = Future()
-        self.queue.put((texts, future))
-        return future
-
-    def _serve(self) -> None:
-        while (item := self.queue.get()) is not None:
-            texts, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(self.embedder.embed_documents(texts))
-            except BaseException as exc:  # handed to the writing thread, which raises it
-                future.set_exception(exc)
-
-    def close(self) -> None:
-        self.queue.put(None)
-
-
 class _Run:
     """One pass of writes against the store: prepares files, embeds new text, writes batches.
 
@@ -132,8 +106,9 @@ class _Run:
     interrupted run keeps a prefix of its work and the next run finishes it.
     """
 
-    def __init__(self, project: Project, *, progress: Progress | None = None) -> None:
+    def __init__(self, project: Project, *, progress: Progress | None = None, deferred: bool = False) -> None:
         self.project = project
+        self.deferred = deferred  # write chunks now, their vectors later (Backfill)
         self.config = project.config
         self.progress = progress
         self.counts = _Counts()
@@ -161,7 +136,13 @@ class _Run:
                 self.stored = reader.files()
                 self.had_rows = set(self.stored)
                 self.known = reader.known_hashes()
-                self.dim = int(self.meta["vector_dim"])
+                self.dim = int(self.meta["vector_dim"]) or None  # 0: no vector stored yet
+
+    def probe_dim(self) -> None:
+        """A deferred first build writes chunks before any vector: with `vector_dim` in the config,
+        one embedding first, so a model of another length is refused before anything is written."""
+        if self.deferred and self.dim is None and self.config.vector_dim:
+            self.check_vectors(["probe"], self.project.embedder.embed_documents(["vector_dim probe"]))
 
     def _stored_hash(self, source: SourceFile) -> str | None:
         old = self.stored.get(source.key)
@@ -177,13 +158,20 @@ class _Run:
             self.counts.unchanged += count
             return
         for chunk, digest in zip(item.chunks, item.hashes, strict=True):
-            if digest not in self.known and digest not in self.requested:
+            if not self.deferred and digest not in self.known and digest not in self.requested:
                 batch.texts[digest] = chunk.text
                 self.requested.add(digest)
         batch.files.append(item)
         batch.chunks += len(item.chunks)
 
     def _take_vectors(self, hashes: list[str], vectors: np.ndarray) -> None:
+        self.check_vectors(hashes, vectors)
+        self.fresh.update(zip(hashes, vectors, strict=True))
+        self.embedded.update(hashes)
+        self.counts.embedded += len(hashes)
+
+    def check_vectors(self, hashes: list[str], vectors: np.ndarray) -> None:
+        """Raise unless these vectors fit the index (one per text, the index's dimension)."""
         if vectors.ndim != 2 or vectors.shape[0] != len(hashes):
             raise EmbedderError("the embedder returned a wrong number of vectors; check the model")
         if self.dim is None:
@@ -191,9 +179,6 @@ class _Run:
             self.project.check_meta(self.meta, vector_dim=self.dim)
         elif vectors.shape[1] != self.dim:
             self.project.check_meta(self.meta or {"vector_dim": str(self.dim)}, vector_dim=int(vectors.shape[1]))
-        self.fresh.update(zip(hashes, vectors, strict=True))
-        self.embedded.update(hashes)
-        self.counts.embedded += len(hashes)
 
     def _embed_now(self, texts: dict[str, str]) -> None:
         hashes = list(texts)
@@ -225,7 +210,9 @@ class _Run:
 
     def _ensure_index(self, writer: IndexWriter) -> None:
         if not writer.has_index():
-            writer.create(self.project.expected_meta(self.dim or self.config.vector_dim or 0))
+            # a deferred run learns the dimension from its first vectors (set_vectors records it)
+            dim = self.dim or (0 if self.deferred else self.config.vector_dim or 0)
+            writer.create(self.project.expected_meta(dim))
 
     def _write_files(self, writer: IndexWriter, batch: list[Prepared]) -> None:
         keys = [item.source.key for item in batch]
@@ -238,13 +225,21 @@ class _Run:
             old = old_hashes.get(item.source.key, [])
             kept = _count_kept(old, item.hashes)
             self.counts.removed += len(old) - kept
-            self.counts.unchanged += sum(1 for digest in item.hashes if digest not in self.embedded)
+            self.counts.unchanged += sum(1 for digest in item.hashes
+                                         if digest in vectors and digest not in self.embedded)
             chunks.extend(item.rows)
             source = item.source
             file_rows.append(FileRow(source.key, source.size, source.mtime_ns, item.file_hash, len(item.chunks)))
-        matrix = (np.vstack([vectors[c.content_hash] for c in chunks]) if chunks
-                  else np.zeros((0, self.dim or 0), dtype=np.float32))
-        writer.replace_files(file_rows, chunks, matrix)
+        writer.replace_files(file_rows, chunks, self._matrix(chunks, vectors))
+
+    def _matrix(self, chunks: list[NewChunk], vectors: dict[str, np.ndarray]) -> np.ndarray:
+        """The chunks' vectors, row-aligned; a deferred run's chunks without one get a row of NaN
+        (no columns when the index has no vector at all yet)."""
+        dim = self.dim or next((len(v) for v in vectors.values()), 0)
+        if not chunks or not dim:
+            return np.zeros((len(chunks), dim), dtype=np.float32)
+        missing = np.full(dim, np.nan, dtype=np.float32)
+        return np.vstack([vectors.get(c.content_hash, missing) for c in chunks])
 
     def _vectors(self, writer: IndexWriter, batch: list[Prepared]) -> dict[str, np.ndarray]:
         """A vector for every chunk of the batch: embedded this run, or stored under any path.
@@ -256,7 +251,7 @@ class _Run:
                  if digest not in self.fresh}
         vectors = {**writer.vectors_by_hash(list(texts)), **self.fresh}
         lost = {digest: text for digest, text in texts.items() if digest not in vectors}
-        if lost:
+        if lost and not self.deferred:  # a deferred run embeds every text without a vector next
             log.debug("embedding %d chunk(s) whose stored copy this run replaced", len(lost))
             self._embed_now(lost)
             vectors.update(self.fresh)
@@ -284,22 +279,27 @@ class _Run:
 
     def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
-        embedding = _Embedding(self.project.embedder)
         self.merge = len(sources) >= POOL_MIN_FILES
         in_flight: deque[_Batch] = deque()
-        try:
-            with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
-                skipped = self._pump(prepared, embedding, in_flight, total)
-        finally:
-            embedding.close()
-            for pending in in_flight:
-                if pending.vectors is not None:
-                    pending.vectors.cancel()
+        with embedding_thread(self.project.embedder) as embedding:
+            try:
+                with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
+                    skipped = self._pump(prepared, embedding, in_flight, total)
+            finally:
+                for pending in in_flight:
+                    if pending.vectors is not None:
+                        pending.vectors.cancel()
         if self.progress and total:
-            self.progress(total, total, self.counts.embedded)  # the last batch is in now
+            self.progress(IndexProgress("reading", files_done=total, files_total=total,
+                                        chunks_embedded=self.counts.embedded))  # the last batch is in
         return skipped
 
-    def _pump(self, prepared: Iterator[Prepared], embedding: _Embedding, in_flight: deque[_Batch],
+    def backfill(self) -> None:
+        """Embed the texts stored without a vector (this run's and any a killed run left)."""
+        self.counts.embedded += Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
+                                         progress=self.progress).run()
+
+    def _pump(self, prepared: Iterator[Prepared], embedding: EmbeddingThread, in_flight: deque[_Batch],
               total: int) -> list[tuple[str, str]]:
         skipped: list[tuple[str, str]] = []
         batch, last = _Batch(), time.monotonic()
@@ -312,11 +312,12 @@ class _Run:
                 self._submit(batch, embedding, in_flight)
                 batch, last = _Batch(), time.monotonic()
             if self.progress:
-                self.progress(done, total, self.counts.embedded)
+                self.progress(IndexProgress("reading", files_done=done, files_total=total,
+                                            chunks_embedded=self.counts.embedded))
         self._submit(batch, embedding, in_flight, depth=0)
         return skipped
 
-    def _submit(self, batch: _Batch, embedding: _Embedding, in_flight: deque[_Batch], *,
+    def _submit(self, batch: _Batch, embedding: EmbeddingThread, in_flight: deque[_Batch], *,
                 depth: int | None = None) -> None:
         """Send the batch's new text to the embedder; write the oldest batches beyond `depth`."""
         if depth is None:
@@ -336,38 +337,55 @@ class _Run:
             self.write(group)
 
 
-def index(project: Project, *, recreate: bool = False, progress: Progress | None = None) -> IndexReport:
-    """Bring the collection up to date with the tree; returns what the index now holds."""
-    config = project.config
+def index(project: Project, *, recreate: bool = False, progress: Progress | None = None,
+          on_searchable: Callable[[int], None] | None = None) -> IndexReport:
+    """Bring the collection up to date with the tree; returns what the index now holds.
+
+    On a store with `pending_vectors`, once every changed file's chunks are stored (searchable,
+    lexically and by symbol) and before their texts are embedded, `on_searchable` is called with
+    the number of chunks still waiting for a vector. A second run of the same index waits for
+    the first before it reads or embeds anything (Store.claim).
+    """
     project.store.prepare()  # fail before embedding anything when the index cannot be written
+    with project.store.claim(on_wait=(lambda: progress(IndexProgress("waiting"))) if progress else None):
+        return _index(project, recreate=recreate, progress=progress, on_searchable=on_searchable)
+
+
+def _index(project: Project, *, recreate: bool, progress: Progress | None,
+           on_searchable: Callable[[int], None] | None) -> IndexReport:
+    config = project.config
     started = time.perf_counter()
     walked = files.walk(config)
     walk_s = time.perf_counter() - started
-    with project.store.run():  # one writer connection for the run, checkpointed once at its end
+    rebuild = project.store.rebuild() if recreate else contextlib.nullcontext()  # readers keep the old index
+    with project.store.run(), rebuild:  # one writer connection for the run, checkpointed once at its end
         run, unreadable = _update(project, walked, recreate=recreate, progress=progress)
+        if run.deferred:
+            if on_searchable is not None:
+                on_searchable(_pending(project))
+            run.backfill()
         closing = time.perf_counter()
     run.stats.walk, run.stats.close = walk_s, time.perf_counter() - closing
     log.debug("stage times: %s", run.stats.summary(), extra={"stage_times": run.stats})
     keys = sorted({s.key for s in walked.included} - {key for key, _ in unreadable})
     chunks, nfiles = _held(project, keys)
+    # documentation and text formats out of the default set are named by --dry-run, not counted as skipped
+    skipped = sum(1 for _, reason in walked.excluded if reason not in ("docs", "no-language")) + len(unreadable)
     return IndexReport(
-        chunks=chunks, files=nfiles, skipped=len(walked.excluded) + len(unreadable),
+        chunks=chunks, files=nfiles, skipped=skipped,
         embedded=run.counts.embedded, unchanged=run.counts.unchanged, removed=run.counts.removed,
+        exts=tuple(sorted({suffix[1:].lower() for key in keys if (suffix := PurePosixPath(key).suffix)})),
     )
 
 
 def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progress: Progress | None
             ) -> tuple[_Run, list[tuple[str, str]]]:
     """index()'s writes: returns the run (its counts and times) and the unreadable files."""
-    if recreate:
-        try:
-            flush(project)
-        except StoreCorruptError:
-            project.store.recreate()  # a damaged file cannot be opened to drop anything
-    elif project.upgrade():
+    if not recreate and project.upgrade():
         log.info("upgraded the index to this version's format; every file is chunked again")
-    run = _Run(project, progress=progress)
+    run = _Run(project, progress=progress, deferred=project.store.pending_vectors)
     run.load_state()
+    run.probe_dim()
     wanted = {s.key for s in walked.included}
     changed = [s for s in walked.included if run.rechunk or _changed(run.stored.get(s.key), s)]
     run.counts.unchanged += sum(run.stored[s.key].chunk_count for s in walked.included
@@ -390,6 +408,9 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
 def refresh(project: Project, keys: list[str]) -> RefreshReport:
     """Re-index these files (keys) in place; gone or excluded ones lose their chunks."""
     keys = list(dict.fromkeys(keys))
+    for key in keys:  # a directory is not "removed": it never had chunks (a symlink: excluded)
+        if (project.config.root / key).is_dir() and not (project.config.root / key).is_symlink():
+            raise UsageError(f"path {key} is a directory; give files")
     run = _Run(project)
     run.load_state()
     sources, gone, not_found = [], [], []
@@ -455,6 +476,13 @@ def _finish(project: Project, *, meta: dict[str, str] | None = None) -> None:
         writer.finish_run()
         if meta:
             writer.set_meta(meta)
+
+
+def _pending(project: Project) -> int:
+    if not project.store.exists:
+        return 0
+    with project.store.read() as reader:
+        return reader.pending_count()
 
 
 def _stored_files(project: Project) -> dict[str, FileRow]:

@@ -9,6 +9,7 @@ indexer leaves no orphans.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -95,8 +96,12 @@ def prepare_many(tasks: list[tuple[SourceFile, str | None]], config: Config) -> 
 
 
 def _init_worker(parent: int) -> None:
-    """Ctrl-C reaches the whole process group: the parent alone answers it (exit 130)."""
+    """Ctrl-C reaches the whole process group: the parent alone answers it (exit 130).
+
+    A worker starts with SIGINT blocked (_sigint_blocked): a Ctrl-C while it imports, before
+    this runs, cannot end it with a KeyboardInterrupt traceback of its own."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
@@ -124,14 +129,31 @@ class PreparePool:
         for task in tasks:
             batch.append(task)
             if len(batch) == TASK_FILES:
-                pending.append(self._executor.submit(prepare_many, batch, self.config))
+                pending.append(self._submit(batch))
                 batch = []
                 while len(pending) > 4 * self.workers:
                     yield from pending.popleft().result()
         if batch:
-            pending.append(self._executor.submit(prepare_many, batch, self.config))
+            pending.append(self._submit(batch))
         while pending:
             yield from pending.popleft().result()
 
+    def _submit(self, batch: list[tuple[SourceFile, str | None]]) -> Future[list[Prepared]]:
+        with _sigint_blocked():  # submit() starts the workers
+            return self._executor.submit(prepare_many, batch, self.config)
+
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread for the block: a process started in it inherits the mask.
+
+    Nothing is lost: a Ctrl-C in the meantime goes to another thread of this process, or
+    waits for the block's end (Python handles it in the main thread either way)."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)

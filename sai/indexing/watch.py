@@ -12,6 +12,7 @@ down) is tried again with the next change. Nothing here prints: everything goes 
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ import watchfiles
 
 from sai.errors import SaiError
 from sai.indexing import indexer
-from sai.models import FileRow, IndexReport, PathResult, SourceFile
+from sai.models import FileRow, IndexProgress, IndexReport, PathResult, SourceFile
 from sai.project import Project
 from sai.source import files
 
@@ -31,6 +32,7 @@ QUIET_MS = 300  # a batch starts once the tree has been quiet this long
 MAX_WAIT_MS = 5000  # ... or this long after its first change, when changes keep coming
 IDLE_MS = 500  # how often an idle watch loop wakes (the stop event is checked every quiet_ms)
 BULK_PATHS = 200  # more changed paths than this: one incremental index run
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class BatchFailed:
 
 
 WatchReport = Indexed | Batch | BatchFailed
-Progress = Callable[[int, int, int], None]
+Progress = Callable[[IndexProgress], None]
 
 
 class _Stopped(Exception):
@@ -142,14 +144,24 @@ class Watcher:
 
     def _index_first(self) -> None:
         report = indexer.index(self.project, progress=self._progress)
+        self._warm_up()
         self.last_refresh_at = _now()
         self.report(Indexed(report, self.last_refresh_at))
 
-    def _progress(self, done: int, total: int, embedded: int) -> None:
+    def _warm_up(self) -> None:
+        """Have the embedder ready before watching is reported: an index run that embedded
+        nothing has not loaded the model, and the first edit would wait for it (11 s for the
+        local model on a busy machine; Ollama loads its model on the first request too)."""
+        try:
+            self.project.embedder.embed_query("warm up")
+        except SaiError as exc:  # the embedder is down: the first batch will say so
+            log.debug("warming up the embedder failed: %s", exc)
+
+    def _progress(self, step: IndexProgress) -> None:
         if self.stop.is_set():
             raise _Stopped
         if self.progress is not None:
-            self.progress(done, total, embedded)
+            self.progress(step)
 
     def _handle(self, paths: set[str]) -> None:
         try:

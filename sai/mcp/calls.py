@@ -9,7 +9,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from sai.errors import UsageError
+from sai.errors import UsageError, shown
 from sai.mcp.schemas import MAX_LIMIT
 from sai.project import Project
 from sai.source import files
@@ -37,5 +37,5 @@ def key_of(project: Project, path: str) -> str:
 def no_nul(what: str, path: str) -> str:
     """`path`, refused when it holds a NUL byte, which no file name can (and os calls reject)."""
     if "\0" in path:
-        raise UsageError(f"{what} {path!r} contains a NUL byte; give a file path without one")
+        raise UsageError(f"{what} {shown(repr(path))} contains a NUL byte; give a file path without one")
     return path

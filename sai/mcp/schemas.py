@@ -78,7 +78,7 @@ ChunkPath = Annotated[str | None, _arg("file of an indexed chunk, relative to th
 ChunkLine = Annotated[int | None, _arg("any 1-based line inside that chunk")]
 Score = Annotated[float | None, _arg("cosine threshold (default from config)")]
 DuplicateScore = Annotated[float | None, _arg(
-    "threshold of an edge's duplicate score, the mean of cosine and token-shape similarity "
+    "threshold of an edge's duplicate score, a weighted mean of cosine and token-shape similarity "
     "(default from config)"
 )]
 Size = Annotated[int | None, _arg(
@@ -91,7 +91,7 @@ Paths = Annotated[list[str], _arg(
 )]
 MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
 Revision = Annotated[str, _arg("git revision to compare the working tree with")]
-Directory = Annotated[str | None, _arg("project to set up (default: the server's cwd)")]
+Directory = Annotated[str | None, _arg("directory to set up, inside the project root (default: the root)")]
 Backend = Annotated[str, _arg(f"index backend: {', '.join(BACKENDS)}", enum=list(BACKENDS))]
 Mode = Annotated[str, _arg(
     "ranking: hybrid (default), semantic, or lexical (no embedder needed)",

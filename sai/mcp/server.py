@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnota
 from pydantic import ValidationError
 
 import sai
-from sai.errors import ReadOnlyError, SaiError, UsageError
+from sai.errors import OutsideRootError, ReadOnlyError, SaiError, StoreError, UsageError, keep_secret, redact, shown
 from sai.indexing import indexer
 from sai.indexing.watch import Batch, BatchFailed, Watcher, WatchReport
 from sai.mcp.calls import clamp, key_of, no_nul, tool_result
@@ -72,7 +73,8 @@ from sai.mcp.schemas import (
     TopK,
     UseAst,
 )
-from sai.models import BACKENDS, EMBEDDERS
+from sai.mcp.stdio import checked_stdio
+from sai.models import BACKENDS, EMBEDDERS, IndexProgress
 from sai.output import render
 from sai.output.payloads import duplicates_json, hits_json, refresh_json, server_status_json
 from sai.project import Project
@@ -81,7 +83,7 @@ from sai.source.globs import check_glob
 
 log = logging.getLogger("sai.mcp")
 
-SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads torch
+SETUP_TIMEOUT_S = 1800.0  # a first install with the local extra downloads ONNX Runtime and the model
 TAIL_CHARS = 4000  # how much of the setup script's output a result carries
 QUOTED = str.maketrans({c: "\\" + c for c in '\\"$`'})  # escapes inside a "double-quoted" word
 SETUP_SCRIPT = Path(sai.__file__).resolve().parent.parent / "mcp-setup" / "setup.sh"
@@ -101,6 +103,7 @@ class SaiTools(LookupTools):
         self.allow_write = allow_write
         self.allow_setup = allow_setup
         self.watcher: Watcher | None = None  # set by serve() with --watch
+        self.build: _BackgroundBuild | None = None  # set by serve(): --allow-write and no index yet
 
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
@@ -121,6 +124,8 @@ class SaiTools(LookupTools):
         of its best chunks.
         """
         check_glob(path_glob)
+        if self.build is not None:
+            self.build.check_started()
         hits = search.search(
             self.project, query, limit=clamp(limit), language=language, path_glob=path_glob,
             mode=mode, explain=explain, group_by=group_by,
@@ -156,7 +161,7 @@ class SaiTools(LookupTools):
 
         Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
         and the thresholds used. With metric "duplicate" (default) min_sim/max_sim are duplicate
-        scores (the mean of cosine and token-shape similarity; identical tiny functions score 1);
+        scores (a weighted mean of cosine and token-shape similarity; identical tiny functions score 1);
         metric "cosine" gives the original tool's plain-cosine edges. Needs no embedder (stored
         vectors and shapes only). Use it to find copy-pasted code worth merging, renamed copies
         included.
@@ -181,10 +186,11 @@ class SaiTools(LookupTools):
         and which model built it. watching: whether the server re-indexes files as they change
         (--watch); last_refresh_at: when it last did (ISO time, null before the first time).
         """
-        watcher = self.watcher
+        watcher, build = self.watcher, self.build
         return tool_result(server_status_json(
             search.status(self.project), watching=bool(watcher and watcher.watching),
             last_refresh_at=watcher.last_refresh_at if watcher else None,
+            indexing=bool(build and build.running),
         ))
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
@@ -223,13 +229,14 @@ class SaiTools(LookupTools):
 
         Returns {target_directory, recommended_command, mcp_server_config_example, next_steps,
         notes}. embedder ort is another name for local. execute=true runs mcp-setup/setup.sh
-        only when the server was started with --allow-setup (adding execution_attempted,
+        only when the server was started with --allow-setup and target_directory is inside the
+        project root: it writes sai-cfg.yml and .mcp.json.example there and pip-installs SAI
+        into SAI's own virtual environment (adding execution_attempted,
         success, stdout, stderr, error, executed, exit_code, stdout_tail, stderr_tail);
         otherwise it adds execution_attempted false, success false, error, execution_blocked and
         execution_blocked_reason.
         """
-        target = Path(no_nul("target_directory", target_directory or str(Path.cwd())))
-        target = target.expanduser().resolve()
+        target = self._target(target_directory)
         plan = setup_plan(target, backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
         payload = plan.payload()
@@ -248,9 +255,28 @@ class SaiTools(LookupTools):
             return {"execution_attempted": False, "success": False, "stdout": None,
                     "stderr": None, "error": blocked, "execution_blocked": True,
                     "execution_blocked_reason": blocked}
+        root = self.project.config.root
+        if not plan.target.is_relative_to(root):  # the server never writes outside the root
+            raise OutsideRootError(
+                f"target_directory {shown(str(plan.target))} is outside the project root {root}; "
+                "give a directory inside it, or run the recommended_command yourself")
+        if plan.install_globally:
+            raise UsageError("install_globally links sai into ~/.local/bin, outside the project root; "
+                             "run the recommended_command yourself")
         if not plan.target.is_dir():
             raise UsageError(f"target_directory {plan.target} is not a directory; create it first")
         return run_setup(plan)
+
+    def _target(self, directory: str | None) -> Path:
+        """The directory to set up: the project root by default; a relative one is under the root."""
+        if directory is None:
+            return self.project.config.root
+        given = Path(no_nul("target_directory", directory)).expanduser()
+        try:
+            return (self.project.config.root / given).resolve()  # an absolute `given` wins the join
+        except OSError as exc:
+            raise UsageError(f"target_directory {shown(directory)} cannot be resolved ({exc.strerror}); "
+                             "give an existing directory") from None
 
     def _check_writable(self, what: str) -> None:
         if not self.allow_write:
@@ -287,7 +313,8 @@ class SetupPlan:
 
     def payload(self) -> SetupOut:
         sai_command = _sai_command()
-        server = {"command": sai_command, "args": ["mcp", "--config", "sai-cfg.yml"],
+        # an absolute --config: a client that ignores `cwd` still serves this project
+        server = {"command": sai_command, "args": ["mcp", "--config", str(self.target / "sai-cfg.yml")],
                   "cwd": str(self.target)}
         return SetupOut({
             "target_directory": str(self.target),
@@ -307,8 +334,8 @@ class SetupPlan:
 
 
 SETUP_NOTES = {
-    True: "For fully offline use, prefer embedder=local (much longer first install: it downloads "
-    "torch). The setup script was found next to this package and the recommended_command is "
+    True: "For fully offline use, prefer embedder=local (a longer first install: ONNX Runtime and the "
+    "90 MB model). The setup script was found next to this package and the recommended_command is "
     "ready to run.",
     False: f"mcp-setup/setup.sh was not found at {SETUP_SCRIPT} (SAI installed without a source "
     "checkout?); clone the repository and run the recommended_command from there.",
@@ -397,7 +424,13 @@ def _mode(allow_write: bool) -> str:
 
 
 class SaiMCPServer(MCPServer):
-    """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError results."""
+    """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError
+    results, and whose stdio answers every frame (mcp/stdio.py)."""
+
+    async def run_stdio_async(self) -> None:
+        async with checked_stdio() as (read_stream, write_stream):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         # An explicit null means "the default", as the original tool's clients expect; for a
@@ -431,8 +464,16 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def escaped(message: str) -> str:
-    """The message on one line: control characters (a path's newline, NUL, ...) as escapes."""
-    return CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
+    """The message on one line: control characters (a path's newline, NUL, ...) as escapes, and
+    no secret (sai/errors.py `redact`)."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], redact(message))
+
+
+class _RedactingFormatter(logging.Formatter):
+    """The server's log lines, with no secret whatever a library or a server said."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def _invalid_arguments(tool: str, exc: ValidationError) -> str:
@@ -449,7 +490,7 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 
 def build_server(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
-    watcher: Watcher | None = None,
+    watcher: Watcher | None = None, build: _BackgroundBuild | None = None,
 ) -> SaiMCPServer:
     """The `sai` MCP server with its tools over `project` (`watcher`: its --watch state)."""
     server = SaiMCPServer(
@@ -458,6 +499,7 @@ def build_server(
     )
     tools = SaiTools(project, allow_write=allow_write, allow_setup=allow_setup)
     tools.watcher = watcher
+    tools.build = build
     for name in TOOL_NAMES:
         annotations = READ_ONLY if name in READ_TOOLS else WRITES
         fn = getattr(tools, name)
@@ -467,33 +509,98 @@ def build_server(
 
 def serve(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
-    http: str | None = None, watch: bool = False,
+    http: str | None = None, watch: bool = False, token_file: str | None = None,
+    allow_unauthenticated: bool = False,
 ) -> None:
-    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp;
-    with `watch`, a background thread keeps the index fresh meanwhile."""
+    """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp (with the
+    bearer token of `token_file` or $SAI_MCP_TOKEN, sai/mcp/http.py); with `watch`, a background
+    thread keeps the index fresh meanwhile."""
     if not log.handlers:  # its own prefix, whatever the CLI configured for the root logger
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("sai mcp: %(message)s"))
+        handler.setFormatter(_RedactingFormatter("sai mcp: %(message)s"))
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO)
+    keep_secret(project.config.qdrant_api_key)  # a library caller may serve without the CLI
     watching = _BackgroundWatch(project) if watch else None
+    building = _BackgroundBuild(project) if allow_write and not watch and not _has_index(project) else None
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,
-                          watcher=watching.watcher if watching else None)
+                          watcher=watching.watcher if watching else None, build=building)
     if watching:
         watching.start()
+    if building:
+        building.start()
     try:
         if http is None:
             log.info("serving %s over stdio (%s)", project.config.root, _mode(allow_write))
             server.run("stdio")
         else:
-            from sai.mcp.http import serve_http  # imports uvicorn: HTTP mode only
+            from sai.mcp.http import bearer_token, serve_http  # imports uvicorn: HTTP mode only
 
-            serve_http(server, http, mode=_mode(allow_write))
+            serve_http(server, http, mode=_mode(allow_write), token=bearer_token(os.environ, token_file),
+                       allow_unauthenticated=allow_unauthenticated)
     finally:
         if watching:
             watching.stop()
+        if building:
+            building.stop()
         project.close()
+
+
+def _has_index(project: Project) -> bool:
+    if not project.store.exists:
+        return False
+    with project.store.read() as reader:
+        return reader.has_index()
+
+
+# ---------------------------------------------------------------- no index yet
+class _BuildStopped(Exception):
+    """Raised from the progress callback to end the build when the server stops."""
+
+
+class _BackgroundBuild:
+    """`sai mcp --allow-write` on a project with no index: an index run in a thread. The tools
+    answer meanwhile: lexically and by symbol once the chunks are stored (seconds), with more
+    vectors as they are computed; a stop (or a kill) keeps what was written, for the next run."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.stop_event = threading.Event()
+        self.running = False
+        self.thread = threading.Thread(target=self._run, name="sai-build", daemon=True)
+
+    def start(self) -> None:
+        log.info("no index yet: building it in the background; the tools answer meanwhile")
+        self.running = True
+        self.thread.start()
+
+    def check_started(self) -> None:
+        """Before the first chunks are stored there is nothing to search: say so, not 'no index'."""
+        if self.running and not self.project.store.exists:
+            raise StoreError("the index is being built (this server started it); its first chunks "
+                             "are searchable within seconds: ask again shortly")
+
+    def _run(self) -> None:
+        try:
+            report = indexer.index(self.project, progress=self._progress,
+                                   on_searchable=lambda pending: log.info(
+                                       "index: chunks stored and searchable; %d wait for a vector", pending))
+            log.info("index built: %d chunks from %d files", report.chunks, report.files)
+        except _BuildStopped:
+            log.info("index build stopped; the next run goes on from where it stopped")
+        except SaiError as exc:
+            log.warning("building the index failed: %s", escaped(str(exc)))
+        finally:
+            self.running = False
+
+    def _progress(self, step: IndexProgress) -> None:
+        if self.stop_event.is_set():
+            raise _BuildStopped
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=30.0)
 
 
 # ---------------------------------------------------------------- --watch

@@ -17,6 +17,7 @@ from sai.models import (
     Definition,
     Explain,
     Hit,
+    IndexReport,
     IndexStatus,
     RefreshReport,
     StoredChunk,
@@ -48,6 +49,8 @@ class ExplainOut(TypedDict):
     rrf: float | None
     signals: SignalsOut | None
     fused: float | None
+    pending_vector: bool  # no vector yet: lexical and symbol evidence alone found the hit
+
 
 
 class MemberOut(TypedDict):
@@ -109,11 +112,13 @@ class StatusOut(TypedDict):
     indexed_at: str | None
     stale_files: NotRequired[int]
     languages: dict[str, int]
+    pending_vectors: int  # chunks searchable lexically and by symbol that still wait for a vector
 
 
 class ServerStatusOut(StatusOut):
     watching: bool  # sai mcp --watch: re-indexing files as they change
     last_refresh_at: str | None  # when the watcher last brought the index up to date
+    indexing: bool  # this server is building the index (--allow-write, no index at start)
 
 
 class RefreshedOut(TypedDict):
@@ -236,6 +241,7 @@ def explain_json(explain: Explain) -> ExplainOut:
             kind_factor=signals.kind_factor,
         ),
         "fused": _rounded(explain.fused, 6),
+        "pending_vector": explain.pending_vector,
     })
 
 
@@ -291,12 +297,22 @@ def status_json(status: IndexStatus) -> StatusOut:
     if status.stale_files is not None:
         out["stale_files"] = status.stale_files
     out["languages"] = dict(status.languages)  # the values a language filter takes (or extensions)
+    out["pending_vectors"] = status.pending_vectors
     return StatusOut(**out)
 
 
-def server_status_json(status: IndexStatus, *, watching: bool, last_refresh_at: str | None) -> ServerStatusOut:
-    """sai_index_status: the status and the server's --watch state."""
-    return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at)
+def server_status_json(
+    status: IndexStatus, *, watching: bool, last_refresh_at: str | None, indexing: bool = False
+) -> ServerStatusOut:
+    """sai_index_status: the status, the server's --watch state and its own index build."""
+    return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at,
+                           indexing=indexing)
+
+
+def index_json(report: IndexReport) -> dict[str, int]:
+    """An index run's counts (`sai --json`, docs/output-schemas.md "CLI-only JSON")."""
+    return {"chunks": report.chunks, "files": report.files, "skipped": report.skipped,
+            "embedded": report.embedded, "unchanged": report.unchanged, "removed": report.removed}
 
 
 def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> RefreshOut:

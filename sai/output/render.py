@@ -37,10 +37,15 @@ def number(value: float) -> str:
 
 
 def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
-    """The contract's rows; with `explain`, an indented line after each row says why it ranked."""
+    """The contract's rows (the score the order follows, location, chunk_id for `sai read`,
+    symbol); indented lines after a row: a stale file, the file's chunks, why it ranked."""
     rows = []
     for h in hits:
-        rows.append(f"  {h.score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}")
+        score = h.score if h.fused is None else h.fused
+        rows.append(f"  {score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}  {h.chunk_id}  "
+                    f"{printable(h.symbol or '')}")
+        if h.stale:
+            rows.append(f"      stale: {printable(h.path)} changed since it was indexed; `sai refresh` it")
         if h.chunks is not None:
             rows.append("      lines: " + ", ".join(
                 f"{c.start_line}-{c.end_line}" + (f" {printable(c.symbol)}" if c.symbol else "") for c in h.chunks))
@@ -51,7 +56,7 @@ def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
 
 def explanation(explain: Explain) -> str:
     """`explain: semantic #1 (cosine 0.8421), lexical #3 (bm25 5.1234), rrf ..., fused ...`."""
-    parts = []
+    parts = ["lexical only: no vector yet"] if explain.pending_vector else []
     if explain.semantic_rank is not None:
         parts.append(f"semantic #{explain.semantic_rank}")
     if explain.cosine is not None:
@@ -91,7 +96,12 @@ def duplicate_clusters(
     return "\n".join(lines) + "\n"
 
 
-def status_lines(payload: dict[str, object]) -> str:
+def status_lines(payload: dict[str, object], *, location: str = "") -> str:
+    """`key: value` lines; without an index, a line saying so, then what `sai` would build with."""
+    if payload.get("indexed_at") is None and not payload.get("chunk_count"):
+        known = "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items()
+                        if v not in (None, "", {}) and k not in ("chunk_count", "file_count", "stale_files"))
+        return f"no index yet at {printable(location)}; `sai` builds one with:\n{known}"
     return "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items())
 
 
@@ -104,10 +114,14 @@ def _status_value(value: object) -> str:
 
 
 def index_summary(report: IndexReport, config: Config) -> str:
+    """One line; chunks of identical text share one vector, so embedded + unchanged may be fewer."""
+    shared = report.chunks - report.embedded - report.unchanged
+    same = f", {shared} identical to another chunk (one vector)" if shared > 0 and report.embedded else ""
+    exts = printable("/".join(report.exts)) if report.exts else "no"
     return (
-        f"indexed {report.chunks} chunks from {report.files} {printable('/'.join(config.ext))} file(s) "
-        f"into '{config.collection}' ({report.skipped} file(s) skipped by config)"
-        f" — {report.embedded} chunk(s) embedded, {report.unchanged} unchanged, "
+        f"indexed {report.chunks} {'chunk' if report.chunks == 1 else 'chunks'} from {report.files} {exts} "
+        f"file(s) into '{config.collection}' ({report.skipped} file(s) skipped by config)"
+        f" — {report.embedded} chunk(s) embedded, {report.unchanged} unchanged{same}, "
         f"{report.removed} removed\n"
     )
 
@@ -150,10 +164,12 @@ def dry_run(walk: WalkResult, config: Config) -> str:
         f"WOULD INDEX: {len(walk.included)} file(s)   EXCLUDED: {len(walk.excluded)} file(s)",
     ]
     lines += [f"  excluded by {reason}: {count}" for reason, count in sorted(reasons.items())]
-    lines.append("sample excluded:")
-    lines += [f"  - {printable(key)}  [{reason}]" for key, reason in walk.excluded[:SAMPLE]]
-    lines.append("sample included:")
-    lines += [f"  + {printable(source.key)}" for source in walk.included[:SAMPLE]]
+    if walk.excluded:
+        lines.append("sample excluded:")
+        lines += [f"  - {printable(key)}  [{reason}]" for key, reason in walk.excluded[:SAMPLE]]
+    if walk.included:
+        lines.append("sample included:")
+        lines += [f"  + {printable(source.key)}" for source in walk.included[:SAMPLE]]
     return "\n".join(lines) + "\n"
 
 

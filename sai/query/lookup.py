@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from sai.errors import NotFoundError, StoreError, UsageError
+from sai.errors import NotFoundError, StoreError, UsageError, shown
 from sai.models import ChunkContext, ChunkRow, Definition, StoredChunk
 from sai.project import Project
 from sai.query.freshness import stale_keys
@@ -63,7 +63,7 @@ def _check_target(chunk_id: str | None, path: str | None, start: int | None, end
         if path is not None or start is not None or end is not None:
             raise UsageError("give either chunk_id or path with start_line, not both")
         if not _CHUNK_ID.match(chunk_id.strip().lower()):
-            raise UsageError(f"chunk_id {chunk_id!r} is not a chunk_id; give the 16 hex characters "
+            raise UsageError(f"chunk_id {shown(repr(chunk_id))} is not a chunk_id; give the 16 hex characters "
                              "a search hit's chunk_id holds")
         return
     if path is None or start is None:

@@ -118,8 +118,11 @@ def merge(
     return list(found.values())
 
 
-def fuse(candidates: list[Candidate], query: str) -> list[Candidate]:
+def fuse(candidates: list[Candidate], query: str, *, semantic_weight: float = 1.0) -> list[Candidate]:
     """Candidates ordered by fused score (ties broken by path and line: deterministic).
+
+    `semantic_weight` scales the semantic list's reciprocal rank: the share of the chunks that
+    have a vector while an index run is still embedding (only they can be in that list).
 
     fused = ((rrf + name_match + definition + path_match) x test_penalty x kind_factor
              + file_support) x repeat,
@@ -130,7 +133,7 @@ def fuse(candidates: list[Candidate], query: str) -> list[Candidate]:
     facts = _facts(query)
     boosts = _definition_boosts(candidates, facts)
     paths: dict[str, float] = {}
-    scored = [_scored(c, facts, boosts.get(c.row.id, 0.0), paths) for c in candidates]
+    scored = [_scored(c, facts, boosts.get(c.row.id, 0.0), paths, semantic_weight) for c in candidates]
     if not facts.wants_place:
         return sorted(scored, key=_order_key)
     return _spread(_supported(scored))
@@ -140,8 +143,9 @@ def _order_key(c: Candidate) -> tuple:
     return (-c.fused, c.row.path, c.row.start_line, c.row.id)
 
 
-def _scored(c: Candidate, q: _Query, definition: float, paths: dict[str, float]) -> Candidate:
-    rrf = sum(1.0 / (RRF_K + rank) for rank in (c.semantic_rank, c.lexical_rank) if rank is not None)
+def _scored(c: Candidate, q: _Query, definition: float, paths: dict[str, float], semantic_weight: float) -> Candidate:
+    rrf = (semantic_weight / (RRF_K + c.semantic_rank) if c.semantic_rank is not None else 0.0) \
+        + (1.0 / (RRF_K + c.lexical_rank) if c.lexical_rank is not None else 0.0)
     if c.row.path not in paths:
         paths[c.row.path] = _path_signal(c.row.path, q)
     signals = _signals(c, q, definition, paths[c.row.path])

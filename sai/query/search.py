@@ -9,6 +9,7 @@ import numpy as np
 
 from sai.config import DUPLICATE_METRICS, Config
 from sai.duplicates.edges import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
+from sai.duplicates.units import Units, unit_members, whole_units
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Cluster, ClusterMember, Explain, FileChunk, Hit, IndexStatus
 from sai.project import Project
@@ -65,20 +66,38 @@ def search(
     with project.store.read() as reader:
         meta = _check(project, reader, None)  # before the embedder: a missing index is the error
         scope = _scope(reader, language=language, path_glob=path_glob)
-        vector = None if mode == "lexical" else project.embedder.embed_query(query)
+        embed = mode != "lexical" and _has_vectors(project, meta, mode)
+        vector = project.embedder.embed_query(query) if embed else None
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
         defined = _definitions(reader, query, scope) if mode == "hybrid" else []
-        ordered = _order(mode, semantic, lexical, query, defined)
+        weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
+        ordered = _order(mode, semantic, lexical, query, defined, semantic_weight=weight)
         files = _files(ordered, limit) if by_file else None
-        chosen = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit], vector)
+        chosen, pending = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit],
+                                       vector, mode=mode)
         stored = reader.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
     if files is not None:
         hits = [replace(h, chunks=tuple(_file_chunk(c) for c in group)) for h, group in zip(hits, files, strict=True)]
-    return [replace(h, explain=_explain(c, mode)) for h, c in zip(hits, chosen, strict=True)] if explain else hits
+    if not explain:
+        return hits
+    return [replace(h, explain=_explain(c, mode, pending=c.row.id in pending))
+            for h, c in zip(hits, chosen, strict=True)]
+
+
+def _has_vectors(project: Project, meta: dict[str, str], mode: str) -> bool:
+    """Whether any chunk has its vector yet (the first ones record the dimension); a semantic
+    search of an index with none has nothing to rank and says so."""
+    if meta.get("vector_dim", "0") != "0":
+        return True
+    if mode == "semantic":
+        raise StoreError(f"the index '{project.config.collection}' has no vectors yet (an index run stores "
+                         "chunks first, then embeds them); search in hybrid or lexical mode meanwhile, "
+                         "or run `sai` to finish the vectors")
+    return False
 
 
 def _files(ordered: list[Candidate], limit: int) -> list[list[Candidate]]:
@@ -97,11 +116,13 @@ def _file_chunk(c: Candidate) -> FileChunk:
     return FileChunk(c.row.start_line, c.row.end_line, c.row.symbol, c.row.chunk_id)
 
 
-def _explain(c: Candidate, mode: str) -> Explain:
-    """A hit's places in the candidate lists and, in hybrid mode, its fused score's parts."""
+def _explain(c: Candidate, mode: str, *, pending: bool) -> Explain:
+    """A hit's places in the candidate lists and, in hybrid mode, its fused score's parts;
+    `pending`: its chunk has no vector yet, so lexical and symbol evidence alone found it."""
     hybrid = mode == "hybrid"
     return Explain(
-        semantic_rank=c.semantic_rank, cosine=None if mode == "lexical" else float(c.row.score),
+        pending_vector=pending,
+        semantic_rank=c.semantic_rank, cosine=None if mode == "lexical" or pending else float(c.row.score),
         lexical_rank=c.lexical_rank, bm25=c.bm25, rrf=c.rrf if hybrid else None,
         signals=c.signals if hybrid else None, fused=c.fused if hybrid else None,
     )
@@ -132,13 +153,17 @@ def _best_first(score: float, row: ChunkRow) -> tuple[float, str, int, int]:
     return -round(score, 6), row.path, row.start_line, row.end_line
 
 
-def _with_bodies(reader: IndexReader, chosen: list[Candidate], vector: np.ndarray | None) -> list[Candidate]:
-    """The chosen candidates with their text, and their cosine to the query when there is one."""
+def _with_bodies(
+    reader: IndexReader, chosen: list[Candidate], vector: np.ndarray | None, *, mode: str
+) -> tuple[list[Candidate], set[int]]:
+    """The chosen candidates with their text and their cosine to the query when there is one;
+    and the ids of those whose chunk has no vector yet (their score stays 0)."""
     ids = [c.row.id for c in chosen]
     texts = reader.texts(ids)
     cosines = reader.cosines(ids, vector) if vector is not None else {}
+    pending = set() if mode == "lexical" else set(ids) - set(cosines)
     return [replace(c, row=replace(c.row, text=texts.get(c.row.id, ""),
-                                   score=cosines.get(c.row.id, c.row.score))) for c in chosen]
+                                   score=cosines.get(c.row.id, c.row.score))) for c in chosen], pending
 
 
 def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow]:
@@ -153,20 +178,27 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow
 
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
-    defined: Sequence[ChunkRow] = (),
+    defined: Sequence[ChunkRow] = (), *, semantic_weight: float = 1.0,
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical, defined), query)
+    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight)
+
+
+def _vector_share(reader: IndexReader) -> float:
+    """The share of the chunks that have their vector (1 once an index run has embedded them all):
+    the semantic list can rank only those, so while vectors are missing it counts for less."""
+    pending = reader.pending_count()
+    return 1.0 - pending / max(reader.chunk_count(), 1) if pending else 1.0
 
 
 def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
     if mode == "lexical":
         return replace(_hit(c.row, stale=c.row.path in stale), score=float(c.bm25 or 0.0),
                        rank=rank, score_kind="bm25")
-    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank)
+    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank, fused=c.fused if mode == "hybrid" else None)
 
 
 def find_similar(
@@ -183,6 +215,8 @@ def find_similar(
     """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded;
     `path` is a key), among the chunks passing the language and glob filters."""
     threshold = project.config.find_similar_min_score if min_score is None else min_score
+    if not -1.0 <= threshold <= 1.0:  # 7 would answer nothing, as if nothing were similar
+        raise UsageError(f"min_score {threshold} is not a cosine similarity; give a value in [-1, 1]")
     if code is not None:
         if path is not None or line is not None:
             raise UsageError("give either code or path+line, not both")
@@ -213,6 +247,9 @@ def find_similar(
 def _chunk_vector(reader: IndexReader, key: str, line: int) -> tuple[int, np.ndarray]:
     found = reader.chunks_at(key, line)
     vector = reader.vector_of(found[0].id) if found else None
+    if vector is None and found:
+        raise StoreError(f"the chunk at {key}:{line} has no vector yet (an index run is embedding the "
+                         "stored chunks); try again when `sai status` shows no pending vectors")
     if vector is None:
         raise NotFoundError(f"no indexed chunk at {key}:{line}")
     return found[0].id, vector
@@ -231,7 +268,7 @@ def find_duplicates(
 ) -> list[Cluster]:
     """Clusters of near-duplicate chunks (docs/design.md, "Duplicates"), deterministic in order.
 
-    `metric` "duplicate" (the default) scores a pair by the mean of cosine and token shape, and
+    `metric` "duplicate" (the default) scores a pair by a weighted mean of cosine and token shape, and
     pairs chunks too small for a shape when their text is the same (score 1); "cosine" is the
     original tool's plain cosine over every chunk.
     """
@@ -247,17 +284,26 @@ def find_duplicates(
         eligible = [i for i, r in enumerate(rows) if not r.no_duplicate and (matches is None or matches(r.path))]
         tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
         texts = reader.texts([rows[i].id for i in tiny])
+    ends: dict[int, int] = {}
     if params.metric == "cosine":
         chosen, edges = eligible, _cosine_edges(rows, matrix, eligible, params, seed_paths)
     else:
-        shaped = [i for i in eligible if shapes.known[i]]
-        chosen = shaped + tiny
+        units = _units(rows, matrix, shapes, eligible)
+        joined = {i for m in units.members for i in m}
+        tiny = [i for i in tiny if i not in joined]  # a long unit's window without a shape joins its unit
+        chosen = [*units.first, *tiny]
+        # a long unit is one member: its first window's row and chunk_id, spanning to its last's end
+        ends = {at: rows[m[-1]].end_line for at, m in enumerate(units.members) if len(m) > 1}
+        unit_rows = [replace(rows[i], end_line=ends[at]) if at in ends else rows[i]
+                     for at, i in enumerate(units.first)]
         edges = Edges.concat([
-            _shape_edges(rows, matrix, shapes, shaped, params, seed_paths),
-            _identical_edges([rows[i] for i in tiny], texts, offset=len(shaped), seeds=seed_paths),
+            _shape_edges(unit_rows, units.matrix, units.shapes, params, seed_paths),
+            _identical_edges([rows[i] for i in tiny], texts, offset=len(unit_rows), seeds=seed_paths),
         ])
+    ids = [rows[i].chunk_id for i in chosen]
     rows = [rows[i] for i in chosen]
-    clusters = [_cluster(rows, m, lo, hi) for m, lo, hi in union_find_groups(len(rows), edges)]
+    rows = [replace(r, end_line=ends[at]) if at in ends else r for at, r in enumerate(rows)]
+    clusters = [_cluster(rows, m, lo, hi, ids) for m, lo, hi in union_find_groups(len(rows), edges)]
     clusters = [c for c in clusters if c.size >= params.min_cluster_size]
     clusters.sort(key=lambda c: (-c.size, -c.max_sim, _member_key(c.members[0])))
     return clusters[: max(0, int(max_clusters))]
@@ -304,14 +350,22 @@ def _cosine_edges(
                            queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
 
 
+def _units(rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, eligible: list[int]) -> Units:
+    """The eligible rows joined into units (a long unit's windows into one), those with a shape."""
+    picked = [rows[i] for i in eligible]
+    members = unit_members([r.path for r in picked], [r.start_line for r in picked],
+                           [r.end_line for r in picked], [r.symbol for r in picked])
+    groups = [[eligible[k] for k in m] for m in members]
+    groups = [g for g in groups if shapes.known[g].any()]
+    return whole_units(groups, matrix, shapes)
+
+
 def _shape_edges(
-    rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, chosen: list[int], params: DuplicateParams,
-    seeds: list[str] | None,
+    rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, params: DuplicateParams, seeds: list[str] | None
 ) -> Edges:
-    if len(chosen) < len(rows):
-        matrix, shapes = matrix[chosen] if chosen else matrix[:0], Shapes(shapes.sigs[chosen], shapes.known[chosen])
+    everyone = list(range(len(rows)))
     return duplicate_edges(matrix, shapes, top_k=params.top_k, min_score=params.min_score,
-                           queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
+                           queries=_seed_rows(rows, everyone, seeds), nesting=_nesting(rows))
 
 
 def _identical_edges(
@@ -353,10 +407,11 @@ def _nesting(rows: list[ChunkRow]) -> Nesting:
                       [r.end_line for r in rows])
 
 
-def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float) -> Cluster:
-    chosen = sorted((rows[i] for i in members), key=lambda r: (r.path, r.start_line, r.end_line))
+def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float, ids: list[str]) -> Cluster:
+    chosen = sorted(members, key=lambda i: (rows[i].path, rows[i].start_line, rows[i].end_line))
     return Cluster(
-        members=tuple(ClusterMember(r.path, r.start_line, r.end_line, r.symbol, r.chunk_id) for r in chosen),
+        members=tuple(ClusterMember(rows[i].path, rows[i].start_line, rows[i].end_line, rows[i].symbol, ids[i])
+                      for i in chosen),
         min_sim=float(lo),
         max_sim=float(hi),
     )
@@ -374,18 +429,20 @@ def status(project: Project) -> IndexStatus:
     indexed_at = None
     stored: dict = {}
     languages: dict[str, int] = {}
+    pending = 0
     if project.store.exists:
         with project.store.read() as reader:
             meta = reader.meta()
             if reader.has_index():
                 chunks, stored, languages = reader.chunk_count(), reader.files(), reader.language_counts()
                 indexed_at = reader.last_indexed_at()
+                pending = reader.pending_count()
     dim = meta.get("vector_dim")
     return IndexStatus(
         backend=meta.get("backend", config.backend),
         collection=config.collection,
         model=meta.get("model", config.model),
-        vector_dim=int(dim) if dim else None,
+        vector_dim=int(dim) or None if dim else None,  # 0: no vector stored yet
         chunk_count=chunks,
         chunker=meta.get("chunker", config.chunker),
         embedder=meta.get("embedder", config.embedder),
@@ -393,6 +450,7 @@ def status(project: Project) -> IndexStatus:
         indexed_at=indexed_at,
         stale_files=len(stale_keys(config.root, stored, stored)),
         languages=languages,
+        pending_vectors=pending,
     )
 
 

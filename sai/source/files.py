@@ -2,8 +2,10 @@
 
 Decision order, shared by `walk()` and `check_file()`: a directory that is pruned, symlinked or
 gitignored is not entered; then extension (`walk()` is silent about unwanted extensions,
-`check_file()` says `ext`), exclude glob (`glob`), include allow-list (`not-included`),
-gitignore, symlink, special file (`unreadable`), size (`too-large`), then content.
+`check_file()` says `ext`, and both say `no-language` for a text format SAI has no units for,
+such as `.json` or `.proto`, so a user sees what the defaults leave out), exclude glob (`glob`),
+include allow-list (`not-included`), gitignore, symlink, special file (`unreadable`), size
+(`too-large`), then content.
 
 Content is read in two stages so that a no-op re-index stays cheap: `walk()` reads only the
 first 8 KiB of each candidate (a NUL byte or invalid UTF-8 there -> `binary`; a marker in the
@@ -24,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sai.config import Config, resolve_path
-from sai.errors import OutsideRootError, SaiError, UsageError
+from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.models import SourceFile
 from sai.source.gitignore import IgnoreMatcher
 from sai.source.globs import compile_glob
-from sai.source.languages import language_for
+from sai.source.languages import DOC_EXTS, TEXT_WITHOUT_UNITS, language_for
 
 REASONS = (
-    "binary", "ext", "generated-marker", "gitignore", "glob", "missing", "not-included",
+    "binary", "docs", "ext", "generated-marker", "gitignore", "glob", "missing", "no-language", "not-included",
     "pruned-dir", "symlink", "too-large", "unreadable",
 )
 HEAD_BYTES = 8192
@@ -79,14 +81,17 @@ class _Filters:
     max_bytes: int
     skip_generated: bool
     respect_gitignore: bool
+    own_config: str | None  # the key of SAI's own sai-cfg.yml: never indexed, never named
 
     @classmethod
     def of(cls, config: Config) -> _Filters:
         """The filters of a Config."""
+        own = config.config_path
+        own_key = own.relative_to(config.root).as_posix() if own and own.is_relative_to(config.root) else None
         return cls(
             config.root, frozenset(config.ext), frozenset(config.pruned_dirs), config.include,
             config.exclude, config.max_file_bytes, config.skip_generated_marker,
-            config.respect_gitignore,
+            config.respect_gitignore, own_key,
         )
 
 
@@ -198,8 +203,19 @@ def _dir_reason(filters: _Filters, matcher: IgnoreMatcher, key: str, name: str) 
 
 def _name_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | None:
     name = key.rsplit("/", 1)[-1]
-    if (name.rsplit(".", 1)[-1].lower() if "." in name else "") not in filters.exts:
-        return "ext"
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    if ext not in filters.exts:
+        # named only when nothing else would keep it out: a gitignored `.json` stays silent, and
+        # so does SAI's own config file
+        if key == filters.own_config or _pattern_reason(filters, matcher, key) is not None:
+            return "ext"
+        if ext in DOC_EXTS:
+            return "docs"  # documentation SAI can cut into sections, out of the default set
+        return "no-language" if ext in TEXT_WITHOUT_UNITS else "ext"
+    return _pattern_reason(filters, matcher, key)
+
+
+def _pattern_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | None:
     if any(glob_match(pattern, key) for pattern in filters.exclude):
         return "glob"
     if filters.include and not any(glob_match(pattern, key) for pattern in filters.include):
@@ -335,7 +351,7 @@ def _key_of(config: Config, path: str | Path, candidate: Path) -> str:
     key = _key_inside(config, path, candidate)
     if key is None:
         raise OutsideRootError(
-            f"path {path} is outside the project root {config.root}; give a path inside it"
+            f"path {shown(str(path))} is outside the project root {config.root}; give a path inside it"
         )
     return key
 
@@ -347,7 +363,7 @@ def _key_inside(config: Config, path: str | Path, candidate: Path) -> str | None
     except ValueError:
         return None
     if not relative.parts:
-        raise UsageError(f"path {path} is the project root itself; give a file inside it")
+        raise UsageError(f"path {shown(str(path))} is the project root itself; give a file inside it")
     return relative.as_posix()
 
 
@@ -356,10 +372,11 @@ def _resolve(path: str | Path, candidate: Path) -> Path:
     try:
         return resolve_path(candidate)
     except ValueError:  # os functions refuse an embedded NUL byte
-        raise UsageError(f"path {path} contains a NUL byte; give a real file path") from None
+        raise UsageError(f"path {shown(str(path))} contains a NUL byte; give a real file path") from None
     except OSError as exc:
         what = "is a symlink loop" if exc.errno == errno.ELOOP else f"cannot be resolved ({exc.strerror})"
-        raise SaiError(f"path {path} {what}; give a real file") from None
+        error = UsageError if exc.errno == errno.ENAMETOOLONG else SaiError  # a name no file can have
+        raise error(f"path {shown(str(path))} {what}; give a real file") from None
 
 
 def glob_match(pattern: str, key: str) -> bool:

@@ -1,4 +1,5 @@
-"""Languages SAI knows: file extension -> language name (tree-sitter grammar name)."""
+"""Languages SAI knows: file extension -> language name (the tree-sitter grammar's name, or a
+document or component format sai/chunking/sections.py cuts: markdown, rst, vue, svelte)."""
 
 LANGUAGE_BY_EXT: dict[str, str] = {
     "py": "python", "pyi": "python",
@@ -14,14 +15,54 @@ LANGUAGE_BY_EXT: dict[str, str] = {
     "rb": "ruby",
     "php": "php",
     "kt": "kotlin", "kts": "kotlin",
+    "swift": "swift",
+    "scala": "scala", "sc": "scala",
+    "ex": "elixir", "exs": "elixir",
+    "lua": "lua",
+    "hs": "haskell",
+    "zig": "zig",
+    "sh": "bash", "bash": "bash", "bats": "bash",
+    "dart": "dart",
+    "m": "objc", "mm": "objc",
+    "jl": "julia",
+    "ml": "ocaml",
+    "pl": "perl", "pm": "perl",
+    "sql": "sql",
+    "tf": "hcl", "tfvars": "hcl", "hcl": "hcl",
+    "fs": "fsharp", "fsx": "fsharp",
+    "groovy": "groovy", "gradle": "groovy",
+    "sol": "solidity",
+    "ps1": "powershell", "psm1": "powershell",
+    "lisp": "commonlisp", "lsp": "commonlisp", "asd": "commonlisp",
+    "vue": "vue",
+    "svelte": "svelte",
+    "md": "markdown", "markdown": "markdown",
+    "rst": "rst",
 }
 
-DEFAULT_EXTS: tuple[str, ...] = tuple(LANGUAGE_BY_EXT)
+# Documentation is cut into heading sections when `ext` names it, but stays out of the default
+# set: its sections compete with code for code questions (docs/design.md, "Chunking").
+DOC_EXTS = frozenset({"md", "markdown", "rst"})
+DEFAULT_EXTS: tuple[str, ...] = tuple(ext for ext in LANGUAGE_BY_EXT if ext not in DOC_EXTS)
+# Text formats SAI has no unit rules (or no grammar wheel) for: out of the default set, and named
+# with the reason `no-language` by the walk; `ext:` can still index them as line windows.
+TEXT_WITHOUT_UNITS = frozenset("""txt text json jsonc json5 yaml yml toml xml html htm css scss sass less ini cfg
+    conf properties csv tsv proto graphql gql r erl hrl elm clj cljs cljc edn nim cr mli fsi tex adoc org
+    cmake mk""".split())
 
-# comment syntax: `//` and `/* */`, or `#` (PHP has both)
-C_STYLE_COMMENTS = frozenset({"javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp",
-                              "c_sharp", "php", "kotlin"})
-HASH_COMMENTS = frozenset({"python", "ruby", "php"})
+# Comment syntax by language, read by the token shapes (sai/text/shape.py) and `strip_comments`:
+# `c` is `//` and `/* */`, `hash` is `#`, `both` is the two; the others are named by who uses them.
+COMMENT_STYLES: dict[str, str] = {
+    **dict.fromkeys(("javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "c_sharp", "kotlin",
+                     "swift", "scala", "zig", "dart", "objc", "groovy", "solidity", "vue", "svelte"), "c"),
+    **dict.fromkeys(("python", "ruby", "elixir", "bash", "perl"), "hash"),
+    **dict.fromkeys(("php", "hcl"), "both"),
+    "lua": "lua", "haskell": "haskell", "sql": "sql", "ocaml": "ml", "fsharp": "fsharp",
+    "julia": "julia", "powershell": "powershell", "commonlisp": "lisp",
+    **dict.fromkeys(("markdown", "rst"), "none"),
+}
+C_STYLE_COMMENTS = frozenset(lang for lang, style in COMMENT_STYLES.items() if style in ("c", "both"))
+HASH_COMMENTS = frozenset(lang for lang, style in COMMENT_STYLES.items() if style in ("hash", "both"))
 # a one-line "…" or '…' string, or a `…` template (which may span lines), escapes included
 STRING_LITERAL = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|`(?:\\.|[^`\\])*`'
 
@@ -45,13 +86,17 @@ def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 LANGUAGES: tuple[str, ...] = tuple(sorted(set(LANGUAGE_BY_EXT.values())))
-_ALIASES = {"c#": "c_sharp", "csharp": "c_sharp", "c-sharp": "c_sharp", "c++": "cpp", "golang": "go"}
+_ALIASES = {
+    "c#": "c_sharp", "csharp": "c_sharp", "c-sharp": "c_sharp", "c++": "cpp", "golang": "go",
+    "objective-c": "objc", "objectivec": "objc", "shell": "bash", "terraform": "hcl", "f#": "fsharp",
+    "f-sharp": "fsharp", "common-lisp": "commonlisp", "pwsh": "powershell", "restructuredtext": "rst",
+}
 
 
 def canonical_language(value: str) -> str:
     """A language filter as a language name: the name itself, or a file extension (the original
     tool's label: `ts`, `py`, `rs`), case-insensitive; UsageError for anything else."""
-    from sai.errors import UsageError
+    from sai.errors import UsageError, shown
 
     lowered = value.strip().lower().lstrip(".")
     if lowered in LANGUAGES:
@@ -59,7 +104,7 @@ def canonical_language(value: str) -> str:
     found = LANGUAGE_BY_EXT.get(lowered) or _ALIASES.get(lowered)
     if found is None:
         raise UsageError(
-            f"unknown language {value!r}; give a language name ({', '.join(LANGUAGES)}) "
+            f"unknown language {shown(repr(value))}; give a language name ({', '.join(LANGUAGES)}) "
             "or a file extension such as py, ts or rs"
         )
     return found

@@ -41,15 +41,18 @@ import duckdb
 from sai.config import Config
 from sai.errors import ConfigError, StoreCorruptError, StoreError, StoreLockedError
 from sai.models import BACKENDS
-from sai.store import base, migrations
+from sai.store import base, compaction, interrupts, migrations
 from sai.store.base import IndexReader, IndexWriter, Scope
 from sai.store.cache import TokenCache
+from sai.store.dirs import make_index_dir
 from sai.store.sessions import DuckDBReader, DuckDBWriter
 from sai.store.tables import Connection
 
 log = logging.getLogger(__name__)
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
+# What DuckDB says of a file that is not whole: bad checksums, a foreign header, a truncated end.
+DAMAGED = ("Corrupt", "corrupt", "not a valid DuckDB", "checksum", "Checksum", "Could not read enough bytes")
 
 
 def open_store(config: Config, *, backend: str | None = None) -> base.Store:
@@ -76,10 +79,12 @@ class DuckDBStore(base.Store):
     """An index file and the one connection this process holds on it at a time."""
 
     backend = "duckdb"
+    pending_vectors = True
 
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
         self.collection = collection
+        self.sessions_of = collection  # the collection sessions open: `<collection>__rebuild` in a rebuild
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.Condition(threading.RLock())
         self._conn: Connection | None = None
@@ -103,6 +108,34 @@ class DuckDBStore(base.Store):
     @property
     def request_path(self) -> Path:
         return self.path.with_name(self.path.name + ".readers")
+
+    @property
+    def run_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".run")
+
+    @contextlib.contextmanager
+    def claim(self, *, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+        """Hold `<db>.run` (flock, exclusive) for a whole index run; a second run waits for it
+        before reading or embedding anything, for as long as the first lives (the lock dies with
+        its process). The writer lock alone could not say this: a run lets it go between batches."""
+        self.prepare()
+        fd = os.open(self.run_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            waited = False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                        raise StoreError(f"cannot lock {self.run_path}: {exc.strerror}") from exc
+                if not waited and on_wait is not None:
+                    on_wait()
+                waited = True
+                time.sleep(0.1)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
     @contextlib.contextmanager
     def read(self) -> Iterator[IndexReader]:
@@ -176,8 +209,10 @@ class DuckDBStore(base.Store):
         checkpoint when the block ends instead of one per transaction)."""
         with self._lock:
             self._runs += 1
+        finished = False
         try:
             yield
+            finished = True
         finally:
             with self._lock:
                 self._runs -= 1
@@ -185,7 +220,22 @@ class DuckDBStore(base.Store):
                     self._cancel_yield()
                     self._lock.wait_for(lambda: self._readers == 0)  # their cursors are on it
                     with translate(self.path):
-                        self._release()
+                        try:
+                            if finished:
+                                self._compact()
+                        finally:
+                            self._release()
+
+    def _compact(self) -> None:
+        """Copy the file into a fresh one and rename it over the index when it carries too much
+        free space (store/compaction.py); the writer lock is held throughout."""
+        compaction.discard(compaction.compact_path(self.path))  # what a killed compaction left
+        if self._conn is None or not compaction.wasteful(self._conn):
+            return
+        copy = compaction.copy_beside(self._conn, self.path)
+        self._close()  # a checkpoint: the copy holds everything committed
+        if copy is not None:
+            compaction.swap_in(copy, self.path)
 
     def _writer(self) -> Connection:
         """The held writer connection, or a new one under the writer lock; a held one first
@@ -285,6 +335,51 @@ class DuckDBStore(base.Store):
             assert isinstance(writer, DuckDBWriter)
             migrations.upgrade(writer.conn, from_version)
 
+    @contextlib.contextmanager
+    def rebuild(self) -> Iterator[None]:
+        """--recreate: the writes inside build `<collection>__rebuild` beside the collection,
+        which readers keep reading; when the block ends cleanly, one transaction drops the old
+        collection and renames the new one in its place (readers of the next moment see it
+        whole). A damaged file (every block is read first) is moved aside as `<db>.damaged` and
+        the index built in a new file instead; a leftover of a killed rebuild is dropped."""
+        if not self.exists or not self._whole():
+            yield
+            return
+        self._switch(f"{self.collection}__rebuild")
+        try:
+            with self.write() as writer:
+                writer.drop()  # what a killed rebuild left
+            yield
+            with self.write() as writer:
+                assert isinstance(writer, DuckDBWriter)
+                writer.conn.take_over(self.collection)
+        finally:
+            self._switch(self.collection)
+
+    def _whole(self) -> bool:
+        """Whether the file reads without a damaged block; a damaged one is moved aside."""
+        try:
+            with self.read() as reader:
+                assert isinstance(reader, DuckDBReader)
+                reader.conn.verify()
+        except StoreCorruptError as exc:
+            log.warning("the index file %s is damaged (%s); kept as %s.damaged, building a new one",
+                        self.path, _first_line(exc.__cause__ or exc), self.path)
+            self.close()
+            self.recreate()
+            return False
+        return True
+
+    def _switch(self, collection: str) -> None:
+        """Sessions open `collection` from now on (the connection held on the other one closes)."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._readers == 0)
+            self._cancel_timer()
+            self._cancel_yield()
+            with translate(self.path):
+                self._release()
+            self.sessions_of = collection
+
     def recreate(self) -> None:
         """Move a damaged index file aside (kept as `<db>.damaged`), so a new one can be built."""
         for path in (self.path, self.path.with_name(self.path.name + ".wal")):
@@ -302,7 +397,7 @@ class DuckDBStore(base.Store):
         delay = 0.02
         while True:
             try:
-                return Connection.open(self.path, self.collection, read_only=read_only, derived=self.derived)
+                return Connection.open(self.path, self.sessions_of, read_only=read_only, derived=self.derived)
             except duckdb.Error as exc:
                 if not _is_lock_conflict(exc):
                     raise describe(exc, self.path) from exc
@@ -314,7 +409,7 @@ class DuckDBStore(base.Store):
     def prepare(self) -> None:
         """Create the index directory, or fail with one line before any work is done."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_index_dir(self.path.parent)
         except OSError as exc:
             raise StoreError(
                 f"cannot create the index directory {self.path.parent}: {exc.strerror}; "
@@ -329,7 +424,7 @@ class DuckDBStore(base.Store):
     def _locked_error(self) -> StoreLockedError:
         return StoreLockedError(
             f"the index {self.path} is held by another process for more than "
-            f"{self.lock_timeout_s:g}s; wait for it to finish or raise duckdb.lock_timeout_s"
+            f"{self.lock_timeout_s:g}s; wait for it to finish or raise lock_timeout_s"
         )
 
     def _writer_waiting(self) -> bool:
@@ -379,9 +474,11 @@ def _is_lock_conflict(exc: duckdb.Error) -> bool:
 
 @contextlib.contextmanager
 def translate(path: Path) -> Iterator[None]:
-    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt."""
+    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt
+    (never lost inside a query: interrupts.py)."""
     try:
-        yield
+        with interrupts.kept():
+            yield
     except duckdb.InterruptException as exc:
         raise KeyboardInterrupt from exc
     except duckdb.Error as exc:
@@ -395,9 +492,9 @@ def describe(exc: duckdb.Error, path: Path) -> StoreError:
     if "No space left" in text or "disk full" in text.lower():
         return StoreError(f"no space left on the disk holding the index {path}; free some space "
                           "and run the command again (committed batches are kept)")
-    if any(s in text for s in ("Corrupt", "corrupt", "not a valid DuckDB", "checksum", "Checksum")):
+    if any(s in text for s in DAMAGED):
         return StoreCorruptError(f"the index file {path} is damaged ({line}); rebuild it with "
-                                 "`sai --recreate` (the damaged file is kept as .damaged)")
+                                 f"`sai --recreate`, which keeps the damaged file as {path}.damaged")
     if isinstance(exc, duckdb.IOException | duckdb.PermissionException):
         return StoreError(f"cannot use the index {path}: {line}; check the path and its "
                           "permissions, or set duckdb.path")

@@ -9,6 +9,12 @@ backend's own business: `finish_run` brings it up to date and a run killed befor
 Ids: `ChunkRow.id` is an integer the backend chooses, stable while its index is unchanged; the
 public name of a chunk is `chunk_id` (models.chunk_id), the same on every backend and machine.
 
+Pending vectors: a store that declares `pending_vectors` may hold chunks without a vector yet
+(the indexer stores chunks, postings and symbols first and embeds after, docs/design.md
+"Incremental indexing"): `replace_files` takes a row of NaN for such a chunk, `set_vectors`
+fills them later, and nearest/cosines/vector_of/all_chunks see only chunks that have one. A store
+without it (the default) holds every chunk with its vector, and the indexer embeds before it writes.
+
 Keys: every path here is a *key* (project-root-relative, '/'-separated); front ends turn what a
 user typed into a key before calling the core (sai.source.files.key_for).
 """
@@ -17,11 +23,12 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from sai.errors import StoreCorruptError
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.store.symbols import SymbolTable
 
@@ -129,6 +136,19 @@ class IndexReader(ABC):
     def symbols(self) -> SymbolTable:
         """Where names are defined and which chunk a chunk_id names (store/symbols.py)."""
 
+    # -- pending vectors (stores with `pending_vectors`; the others never hold a chunk without one)
+    def pending_count(self) -> int:
+        """How many chunks wait for a vector."""
+        return 0
+
+    def pending_hashes(self) -> list[str]:
+        """The distinct content hashes of the chunks waiting for a vector, in the order stored."""
+        return []
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        """One stored text per content hash found (what the embedder is given)."""
+        return {}
+
 
 class IndexWriter(IndexReader):
     """A write session: everything it does is one transaction, committed when it ends cleanly."""
@@ -154,8 +174,9 @@ class IndexWriter(IndexReader):
 
     @abstractmethod
     def replace_files(self, files: list[FileRow], chunks: list[NewChunk], vectors: np.ndarray) -> None:
-        """Replace the chunks of these files by `chunks` (row-aligned with `vectors`) and record
-        the files' state. A file with no chunks keeps its file row (it was read, it holds nothing)."""
+        """Replace the chunks of these files by `chunks` (row-aligned with `vectors`; a row of NaN,
+        or a matrix of no columns, for chunks without a vector yet: `pending_vectors` stores
+        only) and record the files' state. A file with no chunks keeps its file row (it was read, it holds nothing)."""
 
     @abstractmethod
     def touch_files(self, files: list[FileRow]) -> None:
@@ -164,6 +185,11 @@ class IndexWriter(IndexReader):
     @abstractmethod
     def remove_files(self, keys: list[str]) -> int:
         """Forget these files and their chunks; returns the number of chunks removed."""
+
+    def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
+        """Give every chunk of these content hashes still without a vector its vector (rows of
+        `vectors` aligned with `hashes`); returns how many chunks got one."""
+        raise NotImplementedError(f"{type(self).__name__} stores every chunk with its vector")
 
     @abstractmethod
     def finish_run(self) -> None:
@@ -176,6 +202,7 @@ class Store(ABC):
     its transaction lasts). Errors of the engine surface as StoreError with one line."""
 
     backend: str  # the closed choice this implements (config `backend`)
+    pending_vectors: bool = False  # may hold chunks without a vector yet (see the module's docstring)
     location: str  # where the index lives, for messages: a file path or a server URL
 
     @property
@@ -190,9 +217,32 @@ class Store(ABC):
     def write(self) -> contextlib.AbstractContextManager[IndexWriter]: ...
 
     @contextlib.contextmanager
+    def claim(self, *, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+        """Around one whole index run: one run of an index at a time. A second run waits here,
+        before it reads a file or embeds anything (calling `on_wait` once when it has to wait),
+        and then finds the first run's work done. Nothing by default (no such lock)."""
+        yield
+
+    @contextlib.contextmanager
     def run(self) -> Iterator[None]:
         """Around the writes of one index run: what they may share (DuckDB keeps one writer
         connection and checkpoints once at the end); nothing by default."""
+        yield
+
+    @contextlib.contextmanager
+    def rebuild(self) -> Iterator[None]:
+        """Around the writes of a `--recreate` run, which build the index from nothing.
+
+        By default the index is dropped first (a damaged one moved aside), so readers find no
+        index until the first batch is written; a backend that can build beside the current
+        index (DuckDB) lets readers keep it until the new one replaces it whole.
+        """
+        if self.exists:
+            try:
+                with self.write() as writer:
+                    writer.drop()
+            except StoreCorruptError:
+                self.recreate()  # a damaged index cannot be opened to drop anything
         yield
 
     @abstractmethod

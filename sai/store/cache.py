@@ -27,6 +27,12 @@ class TokenCache:
             self._held[name] = (token, table)
             return table
 
+    def peek(self, token: str, *, name: str = "vectors") -> object | None:
+        """The table held for `name` if it was read at `token`, else None (nothing is loaded)."""
+        with self._lock:
+            held = self._held.get(name)
+            return held[1] if held is not None and held[0] == token and token else None
+
     def clear(self) -> None:
         with self._lock:
             self._held.clear()

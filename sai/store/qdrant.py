@@ -15,17 +15,17 @@ and indexes them again), then upserts the new points (same chunk, same id), then
 files' points not in the new set, then records the files. The metadata's `token` changes when a
 session first touches chunks and again when it ends, so readers reload their symbol tables.
 
-Concurrency: a server serves many readers and one writer; writers take the lock point with a
-conditional upsert (a lease of LEASE_S seconds, renewed by every write), so two writers never
-interleave and a killed writer's lease runs out. Local mode is single-process: qdrant-client
-locks the directory, and a second process gets a one-line StoreLockedError.
+Concurrency: a server serves many readers and one writer; writers exclude each other with a
+lease on the lock point, renewed by a heartbeat; in local mode with an OS lock beside the
+collections, so a killed writer frees the index at once (qdrant_lock.py). Local mode is also
+single-process: qdrant-client locks the directory, and a second process gets a one-line
+StoreLockedError.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -40,11 +40,12 @@ from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.store import qdrant_points as qp
 from sai.store.base import IndexReader, IndexWriter, Scope, Store
 from sai.store.cache import TokenCache
+from sai.store.dirs import make_index_dir
 from sai.store.qdrant_conn import Client
+from sai.store.qdrant_lock import LocalLock, ServerLease
 from sai.store.symbols import SymbolTable
 
-META_ID, LOCK_ID = 0, 1
-LEASE_S = 120.0  # a writer's lock lives this long without a write
+META_ID = 0  # the metadata's point in NAME__meta (point 1 is the writer lock, qdrant_lock.py)
 PAGE = 1024  # points per scroll or upsert request
 
 
@@ -90,11 +91,14 @@ class QdrantStore(Store):
     @contextlib.contextmanager
     def write(self) -> Iterator[IndexWriter]:
         if not self._writing.acquire(timeout=self.lock_timeout_s):
-            raise self._locked_error()
+            raise self._locked_error("another thread of this process")
         try:
             self.prepare()
-            with self._server_lock() as owner:
-                writer = QdrantWriter(self, owner)
+            lock = self._writer_lock()
+            with lock.held():
+                if not self.client.call("collection_exists", self.meta_name):
+                    self.client.call("create_collection", self.meta_name, vectors_config={})
+                writer = QdrantWriter(self, lock)
                 try:
                     yield writer
                 finally:
@@ -102,45 +106,23 @@ class QdrantStore(Store):
         finally:
             self._writing.release()
 
-    @contextlib.contextmanager
-    def _server_lock(self) -> Iterator[str]:
-        """Hold the lock point: taken when free or expired, by a conditional upsert, checked after."""
-        owner = uuid.uuid4().hex
-        if not self.client.call("collection_exists", self.meta_name):
-            self.client.call("create_collection", self.meta_name, vectors_config={})
-        self.client.call("upsert", self.meta_name, [_lock_point("", 0.0)], update_mode=models.UpdateMode.INSERT_ONLY)
-        deadline = time.monotonic() + self.lock_timeout_s
-        while not self.take_lock(owner):
-            if time.monotonic() >= deadline:
-                raise self._locked_error()
-            time.sleep(0.2)
-        try:
-            yield owner
-        finally:
-            if self.client.call("collection_exists", self.meta_name):
-                self.client.call("upsert", self.meta_name, [_lock_point("", 0.0)],
-                                 update_filter=models.Filter(must=[qp.match("owner", owner)]))
+    def _writer_lock(self) -> LocalLock | ServerLease:
+        """Local mode: an OS lock beside the collections; a server: the lock point's lease."""
+        if self.path is not None:
+            return LocalLock(self.path, timeout_s=self.lock_timeout_s, locked=self._locked_error)
+        return ServerLease(self.client, self.meta_name, timeout_s=self.lock_timeout_s, locked=self._locked_error)
 
-    def take_lock(self, owner: str) -> bool:
-        """Take (or renew) the writer lease; False when another live writer holds it."""
-        now = time.time()
-        free = models.Filter(should=[qp.match("owner", owner), qp.match("owner", ""),
-                                     models.FieldCondition(key="expires", range=models.Range(lt=now))])
-        self.client.call("upsert", self.meta_name, [_lock_point(owner, now + LEASE_S)], update_filter=free)
-        found = self.client.call("retrieve", self.meta_name, [LOCK_ID], with_payload=True)
-        return bool(found) and found[0].payload.get("owner") == owner
-
-    def _locked_error(self) -> StoreLockedError:
+    def _locked_error(self, holder: str) -> StoreLockedError:
         return StoreLockedError(
-            f"the index '{self.collection}' at {self.location} is being written by another process for more "
-            f"than {self.lock_timeout_s:g}s; wait for it to finish or raise duckdb.lock_timeout_s"
+            f"the index '{self.collection}' at {self.location} is being written by {holder}; waited "
+            f"{self.lock_timeout_s:g}s: wait for it to finish or raise lock_timeout_s"
         )
 
     def prepare(self) -> None:
         if self.path is None:
             return
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            make_index_dir(self.path)
         except OSError as exc:
             raise StoreError(f"cannot create the Qdrant directory {self.path}: {exc.strerror}; "
                              "check permissions or set qdrant.path") from exc
@@ -156,10 +138,6 @@ class QdrantStore(Store):
 
     def close(self) -> None:
         self.client.close()
-
-
-def _lock_point(owner: str, expires: float) -> models.PointStruct:
-    return models.PointStruct(id=LOCK_ID, vector={}, payload={"owner": owner, "expires": expires})
 
 
 class QdrantReader(IndexReader):
@@ -330,18 +308,16 @@ def _now() -> str:
 class QdrantWriter(QdrantReader, IndexWriter):
     """A write session: each verb is applied when called (no transaction, see the module doc)."""
 
-    def __init__(self, store: QdrantStore, owner: str) -> None:
+    def __init__(self, store: QdrantStore, lock: LocalLock | ServerLease) -> None:
         super().__init__(store)
-        self.owner = owner
+        self.lock = lock
         self.dirty = False  # chunks changed: a new token at the end
-        self.renewed = time.monotonic()
 
     def _changing(self) -> None:
-        """Before the first change of chunks: a new token (readers drop their tables), run unfinished."""
-        if time.monotonic() - self.renewed > LEASE_S / 4:
-            if not self.store.take_lock(self.owner):
-                raise self.store._locked_error()
-            self.renewed = time.monotonic()
+        """Before each change of chunks: the lease still ours; before the first, a new token
+        (readers drop their tables) and the run marked unfinished."""
+        if isinstance(self.lock, ServerLease):
+            self.lock.check()
         if not self.dirty and self.has_index():
             self.set_meta({"token": uuid.uuid4().hex, "run_state": "writing"})
         self.dirty = True

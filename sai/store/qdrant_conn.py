@@ -1,8 +1,9 @@
 """The one qdrant-client object a QdrantStore holds, and the translation of its errors.
 
 Every call goes through `Client.call`, which turns what the client raises (a server that is down
-or slow, a refused API key, a local directory held by another process) into a one-line
-StoreError naming the server's URL (never the key) and the fix.
+or slow, a refused API key, an answer that is not Qdrant's JSON, a local directory held by
+another process) into a one-line StoreError naming the server's URL and the fix. What a server
+says is quoted redacted (sai/errors.py `redact`): never the key, even when the server echoes it.
 
 The client is made on first use, so a command that never touches the index never connects.
 Local mode (qdrant-client's own storage, `path`) is not thread-safe: its calls are serialised.
@@ -11,6 +12,7 @@ Local mode (qdrant-client's own storage, `path`) is not thread-safe: its calls a
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import threading
 import warnings
@@ -22,10 +24,11 @@ import httpx
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from sai.errors import StoreError, StoreLockedError
+from sai.errors import StoreError, StoreLockedError, redact
 
 _FIX_URL = "start the server or fix qdrant.url (QDRANT_URL)"
 _FIX_KEY = "set qdrant.api_key (QDRANT_API_KEY) to a key the server accepts"
+_FIX_PORT = "check that qdrant.url (QDRANT_URL) is the Qdrant server's HTTP port (6333), not a proxy or another service"
 
 
 class Client:
@@ -35,6 +38,7 @@ class Client:
         self, *, url: str | None, api_key: str | None, path: Path | None, timeout_s: float, prefer_grpc: bool
     ) -> None:
         self.url, self.path = url, path
+        self._secrets = (api_key,)  # hidden from every message (redact)
         self.where = url if url is not None else str(path)
         self._options = {"api_key": api_key, "timeout": max(1, math.ceil(timeout_s)), "prefer_grpc": prefer_grpc}
         self._client: QdrantClient | None = None
@@ -56,7 +60,11 @@ class Client:
         with warnings.catch_warnings():
             # "Api key is used with an insecure connection": said once in docs/team-index.md instead
             warnings.simplefilter("ignore", UserWarning)
-            return QdrantClient(url=self.url, check_compatibility=False, **self._options)
+            try:
+                return QdrantClient(url=self.url, check_compatibility=False, **self._options)
+            except ValueError as exc:  # an unknown scheme, a bad port (urllib3's LocationParseError)
+                raise StoreError(f"qdrant.url {self.url} is not a URL of a Qdrant server ({self._quoted(str(exc))}); "
+                                 "give one such as http://localhost:6333") from None
 
     def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """`client.<method>(*args, **kwargs)`, its errors as one-line StoreErrors."""
@@ -68,26 +76,41 @@ class Client:
             except (ResponseHandlingException, httpx.HTTPError) as exc:
                 raise self._unreachable(exc) from None
             except UnexpectedResponse as exc:
-                raise self._refused(exc.status_code, _first_line(exc.content)) from None
+                raise self._refused(exc.status_code, exc.content) from None
             except grpc.RpcError as exc:
                 raise self._grpc_error(exc) from None
-            except (ValueError, RuntimeError) as exc:  # what local mode raises for a bad request
-                if not self.local:
+            except (ValueError, RuntimeError, AssertionError) as exc:  # local: a bad request; a server: not JSON
+                if not self.local:  # the client asserts what the JSON holds, too
+                    raise self._not_qdrant("not JSON" if isinstance(exc, ValueError) else "JSON of another shape"
+                                           ) from None
+                if isinstance(exc, AssertionError):
                     raise
-                raise StoreError(f"the local Qdrant index {self.path} failed: {_first_line(str(exc))}; "
+                raise StoreError(f"the local Qdrant index {self.path} failed: {self._quoted(str(exc))}; "
                                  "rebuild it with `sai --recreate` if it keeps failing") from exc
+
+    def _quoted(self, content: bytes | str) -> str:
+        """The first line of what the server or client said, without any secret."""
+        return redact(_first_line(content), self._secrets)
+
+    def _not_qdrant(self, what: str) -> StoreError:
+        return StoreError(f"the server at {self.url} answered with something that is not Qdrant's API "
+                          f"({what}); {_FIX_PORT}")
 
     def _unreachable(self, exc: Exception) -> StoreError:
         source = getattr(exc, "source", exc)
+        if isinstance(source, ValueError):  # pydantic's ValidationError
+            return self._not_qdrant("JSON of another shape")
         if isinstance(source, httpx.TimeoutException):
             return StoreError(f"the Qdrant server at {self.url} did not answer within {self._options['timeout']}s; "
                               f"check it is healthy or raise qdrant.timeout_s")
         return StoreError(f"cannot reach the Qdrant server at {self.url} ({type(source).__name__}); {_FIX_URL}")
 
-    def _refused(self, status: int | None, detail: str) -> StoreError:
+    def _refused(self, status: int | None, content: bytes) -> StoreError:
         if status in (401, 403):
             return StoreError(f"the Qdrant server at {self.url} refused the API key (HTTP {status}); {_FIX_KEY}")
-        return StoreError(f"the Qdrant server at {self.url} answered HTTP {status}: {detail}; "
+        if not _is_json(content):  # an error page of something else at that address
+            return self._not_qdrant(f"HTTP {status}: {self._quoted(content)}")
+        return StoreError(f"the Qdrant server at {self.url} answered HTTP {status}: {self._quoted(content)}; "
                           "check the server's version and logs")
 
     def _grpc_error(self, exc: grpc.RpcError) -> StoreError:
@@ -114,6 +137,14 @@ class Client:
             if self._client is not None:
                 client, self._client = self._client, None
                 client.close()
+
+
+def _is_json(content: bytes) -> bool:
+    try:
+        json.loads(content)
+    except ValueError:  # UnicodeDecodeError included
+        return False
+    return True
 
 
 def _first_line(content: bytes | str) -> str:

@@ -108,6 +108,15 @@ class DuckDBReader(IndexReader):
             return SymbolTable("", [])
         return self.conn.symbol_table()
 
+    def pending_count(self) -> int:
+        return self.conn.pending_count() if self.has_index() else 0
+
+    def pending_hashes(self) -> list[str]:
+        return self.conn.pending_hashes() if self.has_index() else []
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        return self.conn.texts_by_hash(hashes) if hashes and self.has_index() else {}
+
 
 class DuckDBWriter(DuckDBReader, IndexWriter):
     """A write transaction on the file (store/__init__.py opens, commits or rolls it back)."""
@@ -133,6 +142,9 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         self.conn.delete_chunks(held)
         self.conn.insert_chunks(chunks, vectors)
         self.conn.upsert_files(files)
+
+    def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
+        return self.conn.set_vectors(hashes, vectors) if hashes and self.has_index() else 0
 
     def touch_files(self, files: list[FileRow]) -> None:
         self.conn.upsert_files(files)

@@ -9,11 +9,13 @@ Layout, in `<db>.vectors/<collection>/` (`g<n>` is the generation, new at each c
 
     manifest.json  what the files hold: generation, token, dim, rows, dead, names_bytes
     g<n>.ids       int64 per row: the chunk id
-    g<n>.stamps    int64 per row: the chunk's indexed_at (µs): with the id, the chunk's identity
+    g<n>.stamps    int64 per row: the chunk's indexed_at (µs) times 2, plus 1 when it has its vector:
+                   with the id, the identity of the chunk and of its vector's state
     g<n>.paths     int32 per row: its file key, an index into g<n>.names
     g<n>.langs     int32 per row: its language, an index into g<n>.names (-1: none)
-    g<n>.f32       float32 (rows, dim): the vectors, L2-normalised
-    g<n>.bits      uint8 (rows, dim / 8): the vectors' sign bits, the first pass of a large scan
+    g<n>.f32       float32 (rows, dim): the vectors, L2-normalised (zeros: a chunk without one yet)
+    g<n>.rot       float32 (dim, dim): a random rotation, made with the generation
+    g<n>.bits      uint8 (rows, dim / 8): the sign bits of the rotated vectors, the first pass of a large scan
     g<n>.dead      int64: tombstones, the rows whose chunk left the index
     g<n>.names     NUL-terminated UTF-8 strings (paths and languages never hold a NUL)
     lock           flock: exclusive while patching, shared while opening a generation
@@ -27,8 +29,12 @@ reader uses the sidecar only when the manifest's token is the token of its own D
 otherwise it patches it, under the lock, from the difference between the (id, stamp) pairs of
 DuckDB's chunks that have a vector and those of the sidecar's live rows: rows whose pair left
 are tombstoned, pairs not held are read from DuckDB and appended. The pair, not the id alone,
-decides, because DuckDB may hand a deleted chunk's id to a new chunk. So the vectors served are
-those DuckDB holds at the reader's snapshot, after any sequence of writes and kills.
+decides, because DuckDB may hand a deleted chunk's id to a new chunk; and the stamp's low bit
+says whether the chunk had its vector, because a chunk is stored first without one and
+`set_vectors` fills it later in place, keeping its id and indexed_at (the pending row is then
+tombstoned and the row with its vector appended). A vector once set never changes in place, so
+(id, indexed_at, has-vector) names one vector. So the vectors served are those DuckDB holds at
+the reader's snapshot, after any sequence of writes and kills.
 """
 
 from __future__ import annotations
@@ -47,23 +53,24 @@ import pyarrow as pa
 
 from sai.store.rows import matrix_of
 
-FORMAT = 1  # the layout above; a manifest of another format is rebuilt
+FORMAT = 2  # the layout above; a manifest of another format is rebuilt
 COMPACT_MIN_DEAD = 50_000  # tombstones are cheap below this many: a compaction rewrites every row
 COMPACT_DEAD_SHARE = 0.25  # and above this share of the rows (scans pay for dead rows)
 _COPY_ROWS = 65_536  # rows copied per step of a compaction (bounds its memory)
 _DAMAGED = (ValueError, OSError)  # what mapping a file shorter than its manifest's counts raises
 _COLUMNS = {"ids": np.int64, "stamps": np.int64, "paths": np.int32, "langs": np.int32}
+_ROTATION_SEED = 20_260_101  # any fixed seed: the rotation is stored with the codes it made
 
 
 class VectorSource(Protocol):
     """What the sidecar reads from the index (tables.Connection): a snapshot of one lease."""
 
     def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, stamps) of every chunk that has a vector, sorted by id."""
+        """(ids, stamps) of every chunk, sorted by id (a stamp as in the layout above)."""
         ...
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
-        """id, stamp, path, language, embedding of these chunks (None: all with a vector)."""
+        """id, stamp, path, language, embedding (null: none yet) of these chunks (None: all)."""
         ...
 
 
@@ -108,7 +115,9 @@ class View:
     language_of: np.ndarray  # int32 per row, into names, -1 for none
     matrix: np.ndarray  # float32 (rows, dim), memory-mapped
     bits: np.ndarray  # uint8 (rows, dim / 8), memory-mapped
+    rotation: np.ndarray | None  # float32 (dim, dim) the bits were taken after (None: no dimension yet)
     live: np.ndarray | None  # bool per row; None when no row is dead
+    present: np.ndarray | None  # bool per row: has its vector; None when every row has
     names: tuple[str, ...]
 
 
@@ -165,9 +174,19 @@ class Sidecar:
         if dead is not None:
             live = np.ones(m.rows, dtype=bool)
             live[dead] = False
+        present = (np.asarray(cols["stamps"]) & 1).astype(bool)
         return View(token=m.token, ids=cols["ids"], stamps=cols["stamps"],
-                    path_of=cols["paths"], language_of=cols["langs"],
-                    matrix=matrix, bits=bits, live=live, names=self._names(m))
+                    path_of=cols["paths"], language_of=cols["langs"], matrix=matrix, bits=bits,
+                    rotation=self._rotation(m), live=live, present=None if present.all() else present,
+                    names=self._names(m))
+
+    def _rotation(self, m: Manifest) -> np.ndarray | None:
+        if not m.dim:
+            return None
+        rotation = np.fromfile(self._file(m.generation, "rot"), np.float32)
+        if rotation.size != m.dim * m.dim:
+            raise ValueError(f"{self.dir}: the rotation does not hold {m.dim} x {m.dim} values")
+        return rotation.reshape(m.dim, m.dim)
 
     def _names(self, m: Manifest) -> tuple[str, ...]:
         if not m.names_bytes:
@@ -207,8 +226,10 @@ class Sidecar:
         generation = (old.generation + 1) if old else 1
         self.dir.mkdir(parents=True, exist_ok=True)
         fresh = Manifest(generation, "", origin, dim, 0, 0, 0)
-        for name in (*_COLUMNS, "f32", "bits", "dead", "names"):
+        for name in (*_COLUMNS, "f32", "rot", "bits", "dead", "names"):
             self._file(generation, name).unlink(missing_ok=True)
+        if dim:
+            _write_synced(self._file(generation, "rot"), random_rotation(dim).tobytes())
         writer = _Appender(self, fresh, ())
         if keep is not None:
             view, rows = keep
@@ -242,6 +263,7 @@ class _Appender:
         self.sidecar = sidecar
         self.m = m
         self.names = names
+        self.rotation = sidecar._rotation(m)
         self._known: dict[str, int] | None = None  # name -> code, made when a row is added
         self.rows = m.rows
         self.dead = m.dead
@@ -263,7 +285,13 @@ class _Appender:
     def add_batch(self, batch: pa.RecordBatch) -> None:
         if not batch.num_rows:
             return
-        matrix = matrix_of(pa.chunked_array([batch.column("embedding")]))
+        column = batch.column("embedding")
+        if not self.m.dim:
+            matrix = np.zeros((batch.num_rows, 0), np.float32)
+        else:
+            matrix = matrix_of(pa.chunked_array([column]))
+            if column.null_count:
+                matrix[~column.is_valid().to_numpy(zero_copy_only=False)] = 0.0  # a null's slots hold anything
         self._append(batch.column("id").to_numpy().astype(np.int64),
                      batch.column("stamp").to_numpy().astype(np.int64),
                      self._codes(batch.column("path").to_pylist()),
@@ -287,7 +315,8 @@ class _Appender:
         for name, values in (("ids", ids), ("stamps", stamps), ("paths", paths), ("langs", langs)):
             self.files[name].write(np.ascontiguousarray(values, _COLUMNS[name]).tobytes())
         self.files["f32"].write(matrix.tobytes())
-        self.files["bits"].write(np.packbits(matrix > 0, axis=1).tobytes())
+        if self.rotation is not None:
+            self.files["bits"].write(np.packbits(matrix @ self.rotation > 0, axis=1).tobytes())
         self.rows += len(ids)
 
     @property
@@ -355,9 +384,23 @@ def _bit_width(dim: int) -> int:
 
 def _map(path: Path, kind: type, shape: tuple[int, ...]) -> np.ndarray:
     """A read-only map of the first rows of a file (an empty array for no rows)."""
-    if not shape[0]:
+    if not all(shape):
         return np.zeros(shape, dtype=kind)
     return np.memmap(path, dtype=kind, mode="r", shape=shape)
+
+
+def random_rotation(dim: int) -> np.ndarray:
+    """A (dim, dim) orthogonal matrix, the same for a dimension on a machine (QR of a seeded Gaussian)."""
+    gaussian = np.random.default_rng(_ROTATION_SEED).standard_normal((dim, dim))
+    q, r = np.linalg.qr(gaussian)
+    return (q * np.sign(np.diag(r))).astype(np.float32)  # the signs make it uniformly random
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def _fsync_dir(path: Path) -> None:

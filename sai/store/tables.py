@@ -8,9 +8,8 @@ binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/d
 from __future__ import annotations
 
 import json
-import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 from typing import TypeVar
@@ -20,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from sai.models import NewChunk
-from sai.store import lexicon
+from sai.store import lexicon, sidecar_source
 from sai.store.cache import TokenCache
 from sai.store.chunkrows import RowTable
 from sai.store.rows import (
@@ -40,15 +39,11 @@ from sai.store.sidecar import Sidecar
 from sai.store.symbols import SYMBOL_COLS, SymbolTable
 from sai.store.vectors import VectorTable
 
-log = logging.getLogger(__name__)
-
 T = TypeVar("T")
 R = TypeVar("R")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
-# A chunk row's write time in µs: with its id, what tells the vector sidecar a row is the one it holds
-_STAMP = "coalesce(epoch_us(indexed_at), 0)"
-_BATCH_ROWS = 65_536  # rows per Arrow batch a sidecar patch reads
+_WITH_VECTORS = "WHERE embedding IS NOT NULL"  # duplicates compare chunks that have their vector
 
 __all__ = ["Connection", "extension_path"]
 
@@ -99,7 +94,10 @@ class Connection:
         except duckdb.Error:
             con.close()
             raise  # Store._connect retries a lock and translates the rest
-        return cls(con, collection, read_only=read_only, derived=derived, sidecar=Sidecar.beside(path, collection))
+        # Only readers map the sidecar: a writer's reads between its writes keep their own copy
+        # (the sidecar of a collection being rebuilt would outlive it).
+        sidecar = Sidecar.beside(path, collection) if read_only else None
+        return cls(con, collection, read_only=read_only, derived=derived, sidecar=sidecar)
 
     def close(self) -> None:
         self.con.close()
@@ -177,8 +175,13 @@ class Connection:
             )
 
     def create_collection(self, meta: IndexMeta) -> None:
-        """Create the chunk and file tables and record what the index is built with."""
+        """Create the chunk and file tables and record what the index is built with.
+
+        Without a dimension (a first run writes its chunks before the model has said how long
+        its vectors are) the chunk table has no `embedding` column until set_vectors adds it.
+        """
         dim = int(meta.vector_dim)
+        vectors = f"embedding FLOAT[{dim}], " if dim > 0 else ""
         self.con.execute(
             "CREATE TABLE IF NOT EXISTS sai_meta (collection VARCHAR, key VARCHAR, value VARCHAR)"
         )
@@ -186,7 +189,7 @@ class Connection:
             f"CREATE TABLE {self.collection} (id BIGINT, path VARCHAR, language VARCHAR, "
             "start_line INTEGER, end_line INTEGER, symbol VARCHAR, text VARCHAR, "
             "content_hash VARCHAR, file_hash VARCHAR, lexemes VARCHAR, "
-            f"embedding FLOAT[{dim}], indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB, kind VARCHAR)"
+            f"{vectors}indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB, kind VARCHAR)"
         )
         self.con.execute(
             f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
@@ -207,6 +210,25 @@ class Connection:
         if self._table_exists("sai_meta"):
             self.con.execute("DELETE FROM sai_meta WHERE collection = ?", [self.collection])
 
+    def take_over(self, collection: str) -> None:
+        """Make this connection's collection (a rebuild) the collection `collection`, in the
+        transaction: the tables and meta rows of `collection` are dropped, this one's renamed."""
+        check_collection(collection)
+        Connection(self.con, collection, read_only=False).drop_collection()
+        for suffix in ("", "__files", "__terms", "__postings"):
+            if self._table_exists(self.collection + suffix):
+                self.con.execute(f"ALTER TABLE {self.collection}{suffix} RENAME TO {collection}{suffix}")
+        if self._table_exists("sai_meta"):
+            self.con.execute("UPDATE sai_meta SET collection = ? WHERE collection = ?", [collection, self.collection])
+
+    def verify(self) -> None:
+        """Read every block of every table of the file (DuckDB checks each block's checksum as it
+        reads it): raises duckdb.Error on a damaged file that still opens."""
+        tables = self.con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'sai'").fetchall()
+        for schema, table in tables:
+            self.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
+
     # -- derived state: the vector token and the BM25 index --------------------------------
 
     @property
@@ -219,46 +241,8 @@ class Connection:
         (store/sidecar.py), else from a copy in memory (store/vectors.py)."""
         token = self.token
         if self.dirty or self.sidecar is None or not token:
-            return self._derived("vectors", VectorTable.from_arrow, self._vector_rows)
-        return self.derived.get(token, lambda: self._mapped_vectors(token), name="vectors")
-
-    def _mapped_vectors(self, token: str) -> VectorTable:
-        assert self.sidecar is not None
-        meta = self.meta()
-        try:
-            view = self.sidecar.view(self, token=token, origin=meta.get("created_at", ""),
-                                     dim=int(meta.get("vector_dim") or 0))
-        except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
-            log.debug("vector sidecar %s unusable (%s); reading the vectors into memory", self.sidecar.dir, exc)
-            return VectorTable.from_arrow(token, self._vector_rows())
-        return VectorTable.from_view(view)
-
-    def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, stamps) of every chunk with a vector, by id: what the sidecar is compared with."""
-        # Two reads: `embedding IS NULL` is answered from the column's statistics when no vector
-        # is missing (~1 ms), where `IS NOT NULL` reads every vector (0.3-0.9 s at 84k chunks).
-        table = self._arrow(f"SELECT id, {_STAMP} AS stamp FROM {self.collection} ORDER BY id")
-        ids = table.column("id").to_numpy().astype(np.int64)
-        stamps = table.column("stamp").to_numpy().astype(np.int64)
-        missing = self._arrow(f"SELECT id FROM {self.collection} WHERE embedding IS NULL").column("id")
-        if len(missing):
-            keep = ~np.isin(ids, missing.to_numpy())
-            ids, stamps = ids[keep], stamps[keep]
-        return ids, stamps
-
-    def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
-        """id, stamp, path, language and embedding of these chunks (None: every chunk with a
-        vector), by id, streamed: a sidecar rebuild never holds every vector twice."""
-        sql = (f"SELECT id, {_STAMP} AS stamp, path, language, embedding FROM {self.collection} "
-               "WHERE embedding IS NOT NULL")
-        if ids is not None:
-            self.con.register("sai_wanted", pa.table({"id": pa.array(ids, pa.int64())}))
-            sql += " AND id IN (SELECT id FROM sai_wanted)"
-        try:
-            yield from self.con.execute(sql + " ORDER BY id").to_arrow_reader(_BATCH_ROWS)
-        finally:
-            if ids is not None:
-                self.con.unregister("sai_wanted")
+            return self._derived("vectors", VectorTable.from_arrow, self.vector_rows)
+        return self.derived.get(token, lambda: sidecar_source.mapped_table(self, token), name="vectors")
 
     def row_table(self) -> RowTable:
         """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
@@ -281,9 +265,72 @@ class Connection:
     def _symbol_rows(self) -> pa.Table:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
 
-    def _vector_rows(self) -> pa.Table:
-        return self._arrow(f"SELECT id, path, language, embedding FROM {self.collection} "
-                           "WHERE embedding IS NOT NULL ORDER BY id")
+    def vector_rows(self) -> pa.Table:
+        vectors = "embedding" if self.has_vectors() else "NULL::FLOAT[1] AS embedding"
+        return self._arrow(f"SELECT id, path, language, {vectors} FROM {self.collection} ORDER BY id")
+
+    def has_vectors(self) -> bool:
+        """Whether the chunk table has its `embedding` column (added with the first vectors)."""
+        def column() -> bool:
+            row = self.con.execute(
+                "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'sai' AND schema_name = 'main' "
+                "AND table_name = ? AND column_name = 'embedding'", [self.collection],
+            ).fetchone()
+            return bool(row and row[0])
+
+        return self._cached("column:embedding", column)
+
+    def pending_count(self) -> int:
+        """Chunks stored without a vector yet: from this process's vector table when it holds a
+        current one (a search does), else one count (status need not read every vector)."""
+        held = None if self.dirty else self.derived.peek(self.token, name="vectors")
+        if isinstance(held, VectorTable):
+            return len(held) - held.vectors
+        if not self.has_vectors():
+            return self.chunk_count()
+        row = self.con.execute(f"SELECT count(*) FROM {self.collection} WHERE embedding IS NULL").fetchone()
+        return int(row[0]) if row else 0
+
+    def pending_hashes(self) -> list[str]:
+        """The distinct content hashes of the chunks without a vector, in the order they were stored."""
+        where = "WHERE embedding IS NULL " if self.has_vectors() else ""
+        rows = self.con.execute(
+            f"SELECT content_hash FROM {self.collection} {where}GROUP BY content_hash ORDER BY min(id)"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
+        """One stored text per content hash found."""
+        if not hashes:
+            return {}
+        rows = self.con.execute(
+            f"SELECT content_hash, any_value(text) FROM {self.collection} "
+            "WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash", [hashes],
+        ).fetchall()
+        return dict(rows)
+
+    def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
+        """Give every chunk of these content hashes that has no vector its vector (row-aligned
+        with `hashes`); the first vectors add the `embedding` column. Returns the rows set."""
+        if not hashes:
+            return 0
+        dim = int(vectors.shape[1])
+        if not self.has_vectors():
+            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{dim}]")
+            self.cache.pop("column:embedding", None)
+            self.set_meta({"vector_dim": str(dim)})
+        batch = pa.table({"content_hash": pa.array(hashes, pa.string()), "embedding": _vector_column(vectors)})
+        self.con.register("sai_vectors", batch)
+        try:
+            row = self.con.execute(
+                f"UPDATE {self.collection} SET embedding = v.embedding FROM sai_vectors v "
+                f"WHERE {self.collection}.content_hash = v.content_hash AND {self.collection}.embedding IS NULL"
+            ).fetchone()
+        finally:
+            self.con.unregister("sai_vectors")
+        changed = int(row[0]) if row else 0
+        self.dirty = self.dirty or changed > 0
+        return changed
 
     def drop_hnsw(self) -> None:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
@@ -360,14 +407,15 @@ class Connection:
             return found, np.zeros((len(found), 0), np.float32)
         cols = _chunk_cols(text=text)
         table = self._arrow(
-            f"SELECT {cols}{', embedding' if vectors else ''} FROM {self.collection} "
+            f"SELECT {cols}{', embedding' if vectors and self.has_vectors() else ''} FROM {self.collection} "
             "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
             [int_list(ids)],
         )
         if table.num_rows == 0:
             return [], np.zeros((0, 0), dtype=np.float32)
         rows = _chunk_rows(table)
-        matrix = matrix_of(table.column("embedding")) if vectors else np.zeros((len(rows), 0), np.float32)
+        matrix = (matrix_of(table.column("embedding")) if vectors and self.has_vectors()
+                  else np.zeros((len(rows), 0), np.float32))
         position = {row.id: k for k, row in enumerate(rows)}
         order = [position[i] for i in ids if i in position]
         return [rows[k] for k in order], matrix[order]
@@ -476,18 +524,24 @@ class Connection:
         return out
 
     def content_hashes(self) -> set[str]:
-        return {r[0] for r in self.con.execute(f"SELECT DISTINCT content_hash FROM {self.collection}").fetchall()}
+        """Hashes of the texts stored with a vector (those without one still need embedding)."""
+        if not self.has_vectors():
+            return set()
+        rows = self.con.execute(
+            f"SELECT DISTINCT content_hash FROM {self.collection} WHERE embedding IS NOT NULL").fetchall()
+        return {r[0] for r in rows}
 
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded.
 
         The rows' ids first, then their vectors by id: filtering on the hash while reading the
         vectors scanned every vector (0.46 s for 50 hashes at 78k chunks; 0.05 s this way)."""
-        if not hashes:
+        if not hashes or not self.has_vectors():
             return {}
         table = self._arrow(
             f"SELECT content_hash, embedding FROM {self.collection} WHERE id IN (SELECT min(id) "
-            f"FROM {self.collection} WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash)",
+            f"FROM {self.collection} WHERE embedding IS NOT NULL "
+            "AND content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash)",
             [hashes],
         )
         if table.num_rows == 0:
@@ -496,13 +550,18 @@ class Connection:
         return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
 
     def insert_chunks(self, chunks: list[NewChunk], vectors: np.ndarray) -> None:
-        """Insert these chunks, row-aligned with their vectors, under new ids."""
+        """Insert these chunks, row-aligned with their vectors, under new ids; a row of NaN (or a
+        matrix of no columns) stores its chunk without a vector, for set_vectors to fill."""
         if not chunks:
             return
         self.dirty = True
         first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
         start_id = int(first[0]) if first else 1
-        dim = vectors.shape[1]
+        given = vectors.shape[1] > 0 and not np.isnan(vectors[:, 0]).all()
+        if given and not self.has_vectors():
+            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{vectors.shape[1]}]")
+            self.cache.pop("column:embedding", None)
+            self.set_meta({"vector_dim": str(vectors.shape[1])})
 
         def column(name: str, kind: pa.DataType) -> pa.Array:
             return pa.array([getattr(c, name) for c in chunks], kind)
@@ -517,9 +576,7 @@ class Connection:
             "text": column("text", pa.string()),
             "content_hash": column("content_hash", pa.string()),
             "file_hash": column("file_hash", pa.string()),
-            "embedding": pa.FixedSizeListArray.from_arrays(
-                pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()), dim
-            ),
+            **({"embedding": _vector_column(vectors)} if self.has_vectors() and vectors.shape[1] else {}),
             "no_duplicate": column("no_duplicate", pa.bool_()),
             "indexed_at": pa.array([utc_now()] * len(chunks), pa.timestamp("us")),
             "lexemes": column("lexemes", pa.string()),
@@ -559,7 +616,9 @@ class Connection:
         memory of a large index).
         """
         cols = _chunk_cols(text=text)
-        table = self._arrow(f"SELECT {cols}, embedding FROM {self.collection} {_ALL_ORDER}")
+        if not self.has_vectors():
+            return [], np.zeros((0, 0), dtype=np.float32)
+        table = self._arrow(f"SELECT {cols}, embedding FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
         rows = _chunk_rows(table)
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
@@ -567,7 +626,13 @@ class Connection:
 
     def all_shapes(self) -> list[bytes | None]:
         """Every chunk's shape signature, in the order of all_chunks() (~0.1 s at 100,000 chunks)."""
-        return self._arrow(f"SELECT shape FROM {self.collection} {_ALL_ORDER}").column("shape").to_pylist()
+        table = self._arrow(f"SELECT shape FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
+        return table.column("shape").to_pylist()
+
+
+def quote_ident(name: str) -> str:
+    """A name read from the catalog as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _chunk_rows(table: pa.Table) -> list[ChunkRow]:
@@ -579,3 +644,12 @@ def _chunk_rows(table: pa.Table) -> list[ChunkRow]:
 def _chunk_cols(*, text: bool) -> str:
     """The CHUNK_COLS select list; without text, an empty string stands in for the costly column."""
     return CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
+
+
+def _vector_column(vectors: np.ndarray) -> pa.Array:
+    """A FLOAT[d] column of these rows; a row of NaN is a null (no vector yet)."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    missing = np.isnan(matrix[:, 0]) if len(matrix) else np.zeros(0, dtype=bool)
+    values = pa.array(np.nan_to_num(matrix).ravel())
+    mask = pa.array(missing) if missing.any() else None
+    return pa.FixedSizeListArray.from_arrays(values, matrix.shape[1], mask=mask)

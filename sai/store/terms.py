@@ -14,6 +14,7 @@ from collections.abc import Callable
 import duckdb
 
 from sai.errors import StoreError
+from sai.store import interrupts
 from sai.store.rows import FTS_OPTIONS, extension_path
 
 _MAX_HELD = 1 << 20  # distinct lexemes kept; past this the table starts again
@@ -42,8 +43,12 @@ class Terms:
     def _look_up(self, words: list[str]) -> None:
         with self._lock:
             try:
-                con = self._connection()
-                stems = con.execute("SELECT t, stem(t, 'porter') FROM unnest(?::VARCHAR[]) AS u(t)", [words]).fetchall()
+                with interrupts.kept():
+                    con = self._connection()
+                    stems = con.execute("SELECT t, stem(t, 'porter') FROM unnest(?::VARCHAR[]) AS u(t)",
+                                        [words]).fetchall()
+            except duckdb.InterruptException as exc:
+                raise KeyboardInterrupt from exc
             except duckdb.Error as exc:
                 raise StoreError(f"cannot stem BM25 terms with DuckDB's fts extension ({exc}); "
                                  "reinstall duckdb-extension-fts") from exc

@@ -1,4 +1,4 @@
-"""Exact nearest neighbours over an in-memory copy of a collection's vectors.
+"""Nearest neighbours over a collection's vectors, held once per process or mapped from the sidecar.
 
 Why not DuckDB's HNSW index (vss), which SAI used up to index format 3 (docs/design.md, "Vector
 search"): its graph is rewritten into the file on every commit and the old space is never reused
@@ -6,8 +6,10 @@ search"): its graph is rewritten into the file on every commit and the old space
 refreshes), it cannot search a filtered subset (filters ran after a global top 50), its build at
 the end of a run was the longest step of indexing, and concurrent scans crashed a server. An
 exact scan of a float32 matrix in numpy costs 2.7 ms at 20,000 x 384 and 8.2 ms at 80,000 (the
-same scan inside DuckDB: 34 ms and 176 ms), is always exact, filters by a mask, and leaves
-nothing derived in the file.
+same scan inside DuckDB: 34 ms and 176 ms), filters by a mask, and leaves nothing derived in the file.
+
+A chunk may have no vector yet (a first index run stores chunks first and embeds them after):
+its row is in the table, for the masks of filtered lexical search, but no scan or cosine sees it.
 
 A process reads the table once per index *token* (a value every write transaction that changes
 chunks replaces) and shares it between threads. From an index file it maps the collection's
@@ -15,13 +17,14 @@ vector sidecar (store/sidecar.py: one copy on disk and in the page cache for eve
 patched by the rows a write changed); a writer reading its own uncommitted rows, or an index in
 a read-only place, builds it in memory from one Arrow read (~55 ms at 20,000 chunks).
 
-The scan is exact. A two-pass scan is built in but off (FIRST_PASS_ROWS None): the Hamming
-distance of the rows' sign bits to the query's picks the RESCORE best, whose float vectors are
-then scored exactly. On the stand-in embedder's hashed-word vectors (many near-zero dimensions,
-whose signs are noise) it kept only 0.62 of the exact top 10 at 280k rows and 0.48 at 1M
-(docs/design.md, "Vector search"), so it stays off until a first pass that measures >= 0.99
-against the exact scan. A filter masks the rows before either pass, so a filtered search
-searches the filtered subset.
+Above FIRST_PASS_ROWS rows to scan, a sidecar table scans in two passes: the Hamming distance
+between the query's and the rows' sign bits, taken after one fixed random rotation (which
+spreads every direction's weight over all dimensions: without it the signs of the near-zero
+dimensions of sparse vectors are noise), picks the `_handed` nearest rows, whose float vectors
+are then scored exactly. The bits are 1/32 of the floats (48 bytes a row at 384 dimensions), so
+the pass reads little memory. Recall@10 against the exact scan is measured by benchmarks/scale.py
+(docs/design.md, "Vector search"). A filter masks the rows before either pass, so a filtered
+search searches the filtered subset; a filter keeping fewer rows than FIRST_PASS_ROWS is scanned exactly.
 """
 
 from __future__ import annotations
@@ -36,53 +39,78 @@ import pyarrow as pa
 from sai.store.rows import matrix_of
 from sai.store.sidecar import View
 
-# Rows to scan above which the sign-bit first pass runs; None: never (its recall fell short, above)
-FIRST_PASS_ROWS: int | None = None
-RESCORE = 2_000  # rows the first pass hands to the exact scoring (at least 20 per hit asked)
+FIRST_PASS_ROWS = 150_000  # rows to scan above which the bit pass runs (below it the exact scan is as fast)
+RESCORE_MIN = 2_000  # rows the bit pass hands to the exact scoring, at least
+RESCORE_SHARE = 250  # and at least one row in this many of those scanned
 _GATHER_SHARE = 0.25  # a mask keeping less than this share is scored by gathering its rows
+_BLOCK = 65_536  # rows per step of the bit pass (its temporaries stay in the CPU's cache)
+_FAR = np.iinfo(np.uint16).max
 
 
 @dataclass(frozen=True)
 class VectorTable:
     """Every chunk's id, file, language and vector, row-aligned and read-only.
 
-    Rows may be in any id order, and `live` (when not None) marks the rows still in the index:
-    a sidecar keeps the tombstoned rows of a refreshed file until it compacts."""
+    Rows may be in any id order; `live` (when not None) marks the rows still in the index (a
+    sidecar keeps the tombstoned rows of a refreshed file until it compacts) and `present` those
+    that have their vector (a pending row's slots hold zeros)."""
 
     token: str
     ids: np.ndarray  # int64
-    matrix: np.ndarray  # float32 (n, d), rows L2-normalised
+    matrix: np.ndarray  # float32 (n, d), L2-normalised
     paths: tuple[str, ...]  # distinct paths; path_of indexes into it
     path_of: np.ndarray  # int32 per row
     languages: tuple[str | None, ...]
     language_of: np.ndarray  # int32 per row (-1: no language)
+    present: np.ndarray | None = None  # bool per row: has its vector (None: every row has)
     live: np.ndarray | None = None  # bool per row; None: every row is live
-    bits: np.ndarray | None = None  # uint8 (n, d / 8) sign bits for the first pass; None: exact only
+    bits: np.ndarray | None = None  # uint8 (n, d / 8): sign bits of the rotated vectors; None: exact only
+    rotation: np.ndarray | None = None  # float32 (d, d): the rotation the bits were taken after
 
     @classmethod
     def from_arrow(cls, token: str, table: pa.Table) -> VectorTable:
         """From a result with columns id, path, language, embedding, sorted by id."""
         paths = table.column("path").combine_chunks().dictionary_encode()
         languages = table.column("language").combine_chunks().dictionary_encode()
+        column = table.column("embedding").combine_chunks()
+        present = None
+        if column.null_count:
+            present = column.is_valid().to_numpy(zero_copy_only=False)
         matrix = matrix_of(table.column("embedding")) if table.num_rows else np.zeros((0, 0), np.float32)
+        if present is not None:
+            matrix[~present] = 0.0  # a null's slots hold anything
         return cls(
             token=token,
             ids=table.column("id").to_numpy().astype(np.int64),
-            matrix=np.ascontiguousarray(matrix),
+            matrix=matrix,
             paths=tuple(paths.dictionary.to_pylist()),
             path_of=_codes(paths),
             languages=tuple(languages.dictionary.to_pylist()),
             language_of=_codes(languages),
+            present=present,
         )
 
     @classmethod
     def from_view(cls, view: View) -> VectorTable:
         """Over a mapped sidecar view (paths and languages share its one list of names)."""
         return cls(token=view.token, ids=view.ids, matrix=view.matrix, paths=view.names, path_of=view.path_of,
-                   languages=view.names, language_of=view.language_of, live=view.live, bits=view.bits)
+                   languages=view.names, language_of=view.language_of, present=view.present, live=view.live,
+                   bits=view.bits, rotation=view.rotation)
 
     def __len__(self) -> int:
         return len(self.ids) if self.live is None else int(np.count_nonzero(self.live))
+
+    @cached_property
+    def searchable(self) -> np.ndarray | None:
+        """The rows a scan may return (live, with a vector); None: every row."""
+        if self.live is None:
+            return self.present
+        return self.live if self.present is None else self.live & self.present
+
+    @property
+    def vectors(self) -> int:
+        """How many live rows have their vector."""
+        return len(self.ids) if self.searchable is None else int(np.count_nonzero(self.searchable))
 
     def mask(self, *, language: str | None = None, paths: Iterable[str] | None = None) -> np.ndarray | None:
         """Live rows of this language and among these paths; None when nothing is filtered."""
@@ -94,7 +122,7 @@ class VectorTable:
             keep &= np.isin(self.language_of, codes)
         if paths is not None:
             wanted = set(paths)
-            codes = [k for k, path in enumerate(self.paths) if path in wanted]
+            codes = [k for k, name in enumerate(self.paths) if name in wanted]
             keep &= np.isin(self.path_of, codes)
         return keep
 
@@ -102,16 +130,16 @@ class VectorTable:
         self, vector: np.ndarray, limit: int, *, mask: np.ndarray | None = None, exclude: int | None = None
     ) -> list[tuple[int, float]]:
         """(chunk id, cosine) of the `limit` rows closest to `vector`, best first (ties by id)."""
-        if not len(self.ids) or limit <= 0:
+        if not len(self.ids) or limit <= 0 or self.vectors == 0:
             return []
         query = np.asarray(vector, dtype=np.float32)
-        keep = self.live if mask is None else mask
+        keep = self.searchable if mask is None else (mask if self.searchable is None else mask & self.searchable)
         if exclude is not None:
             keep = (np.ones(len(self.ids), bool) if keep is None else keep) & (self.ids != exclude)
         count = len(self.ids) if keep is None else int(np.count_nonzero(keep))
-        handed = max(RESCORE, 20 * limit)
-        if self.bits is not None and FIRST_PASS_ROWS is not None and count > max(FIRST_PASS_ROWS, 2 * handed):
-            rows = self._first_pass(query, keep, handed)
+        handed = _handed(count, limit)
+        if self.bits is not None and self.rotation is not None and count > max(FIRST_PASS_ROWS, 2 * handed):
+            rows = np.sort(self._first_pass(query, keep, handed))  # in file order: the gather reads forward
             scores = self.matrix[rows] @ query
         elif keep is None:
             rows, scores = np.arange(len(self.ids)), self.matrix @ query
@@ -128,19 +156,22 @@ class VectorTable:
         return [(int(i), float(s)) for i, s in zip(self.ids[rows[order]], scores[order], strict=True)]
 
     def _first_pass(self, query: np.ndarray, keep: np.ndarray | None, count: int) -> np.ndarray:
-        """The `count` kept rows whose sign bits are nearest the query's (Hamming distance)."""
-        assert self.bits is not None
-        code = np.packbits(query > 0)
-        bits, code = (self.bits.view(np.uint64), code.view(np.uint64)) if code.size % 8 == 0 else (self.bits, code)
-        distance = np.bitwise_count(bits ^ code).sum(axis=1, dtype=np.uint16)
+        """The `count` kept rows whose bits are nearest the query's (Hamming distance)."""
+        assert self.bits is not None and self.rotation is not None
+        code = np.packbits(query @ self.rotation > 0)
+        words, code = (self.bits.view(np.uint64), code.view(np.uint64)) if code.size % 8 == 0 else (self.bits, code)
+        distance = np.empty(len(self.ids), np.uint16)
+        for start in range(0, len(self.ids), _BLOCK):
+            block = np.bitwise_count(words[start:start + _BLOCK] ^ code)
+            distance[start:start + _BLOCK] = block.sum(axis=1, dtype=np.uint16)
         if keep is not None:
-            distance[~keep] = np.iinfo(np.uint16).max
+            distance[~keep] = _FAR
         return np.argpartition(distance, count - 1)[:count]
 
     @cached_property
     def _by_id(self) -> tuple[np.ndarray, np.ndarray]:
-        """(live ids sorted, their rows): what look-ups by id bisect."""
-        rows = np.arange(len(self.ids)) if self.live is None else np.flatnonzero(self.live)
+        """(ids of the searchable rows sorted, their rows): what look-ups by id bisect."""
+        rows = np.arange(len(self.ids)) if self.searchable is None else np.flatnonzero(self.searchable)
         ids = np.asarray(self.ids[rows])
         if len(ids) > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             order = np.argsort(ids, kind="stable")
@@ -148,7 +179,7 @@ class VectorTable:
         return ids, rows
 
     def _rows_of(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(which of `wanted` are held, their rows)."""
+        """(which of `wanted` are held with a vector, their rows)."""
         ids, rows = self._by_id
         if not len(ids):
             return np.zeros(len(wanted), bool), np.zeros(0, np.int64)
@@ -157,15 +188,22 @@ class VectorTable:
         return held, rows[at[held]]
 
     def cosines(self, ids: Iterable[int], vector: np.ndarray) -> dict[int, float]:
-        """Cosine of each of these chunks to `vector` (ids not held are left out)."""
+        """Cosine of each of these chunks to `vector` (ids not held, or without a vector, are left out)."""
         wanted = np.asarray(list(ids), dtype=np.int64)
         held, rows = self._rows_of(wanted)
-        scores = self.matrix[rows] @ np.asarray(vector, dtype=np.float32) if len(rows) else []
+        if not len(rows):
+            return {}
+        scores = self.matrix[rows] @ np.asarray(vector, dtype=np.float32)
         return {int(i): float(s) for i, s in zip(wanted[held], scores, strict=True)}
 
     def vector_of(self, chunk_id: int) -> np.ndarray | None:
         held, rows = self._rows_of(np.asarray([chunk_id], dtype=np.int64))
         return np.asarray(self.matrix[rows[0]]) if len(rows) else None
+
+
+def _handed(count: int, limit: int) -> int:
+    """Rows the bit pass hands to the exact scoring when `count` rows are scanned for `limit`."""
+    return max(RESCORE_MIN, 20 * limit, count // RESCORE_SHARE)
 
 
 def _codes(column: pa.DictionaryArray) -> np.ndarray:

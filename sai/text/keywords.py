@@ -61,10 +61,71 @@ _WORDS = {
         use var while xor yield $this""",
     "kotlin": """as break class continue do else false for fun if in interface is null object
         package return super this throw true try typealias typeof val var when while""",
+    "swift": """actor as associatedtype async await break case catch class continue default defer deinit do
+        else enum extension fallthrough false fileprivate final for func guard if import in init inout
+        internal is let nil open operator override private protocol public repeat rethrows return self
+        Self static struct subscript super switch throw throws true try typealias var weak where while""",
+    "scala": """abstract case catch class def do else enum extends false final finally for forSome given
+        if implicit import lazy match new null object override package private protected return sealed
+        super this throw trait true try type using val var while with yield""",
+    "elixir": """after alias and case catch cond def defmacro defmacrop defmodule defp defprotocol defimpl
+        defstruct do else end false fn for if import in nil not or quote raise receive require rescue
+        true try unless unquote use when with""",
+    "lua": """and break do else elseif end false for function goto if in local nil not or repeat return
+        self then true until while""",
+    "haskell": """case class data default deriving do else family forall foreign if import in infix infixl
+        infixr instance let module newtype of qualified then type where""",
+    "zig": """align allowzero and anyframe anytype asm async await break catch comptime const continue
+        defer else enum errdefer error export extern false fn for if inline noalias null or orelse
+        packed pub resume return struct suspend switch test threadlocal true try undefined union
+        unreachable usingnamespace var volatile while""",
+    "bash": """case do done elif else esac export fi for function if in local readonly return select
+        then until while""",
+    "dart": """abstract as assert async await break case catch class const continue covariant default
+        deferred do dynamic else enum export extends extension external factory false final finally
+        for get if implements import in interface is late library mixin new null on operator part
+        required rethrow return sealed set static super switch sync this throw true try typedef var
+        void when while with yield""",
+    "objc": _C + """ @interface @implementation @end @property @protocol @selector id nil self super YES
+        NO BOOL instancetype""",
+    "julia": """abstract baremodule begin break catch const continue do else elseif end export false
+        finally for function global if import let local macro module mutable nothing primitive quote
+        return struct true try type using where while""",
+    "ocaml": """and as assert begin class constraint do done downto else end exception external false
+        for fun function functor if in include inherit initializer lazy let match method module
+        mutable new nonrec object of open private rec sig struct then to true try type val virtual
+        when while with""",
+    "perl": """and cmp do else elsif eq for foreach ge gt if last le local lt my ne next no not or our
+        package redo require return sub unless until use while xor""",
+    "sql": """add all alter and as asc begin between by case check column constraint create database
+        default delete desc distinct drop else end exists false foreign from function group having if
+        in index inner insert into is join key left like limit not null on or order outer primary
+        references returns right select set table then true union unique update values view when
+        where with""",
+    "hcl": """data for if in locals module null output provider resource terraform true false variable""",
+    "fsharp": """abstract and as base begin class default do done downcast elif else end exception
+        extern false finally for fun function if in inherit inline interface internal lazy let match
+        member module mutable namespace new not null of open or override private public rec return
+        static struct then to true try type upcast use val void when while with yield""",
+    "groovy": """abstract as assert boolean break case catch class def default do double else enum
+        extends false final finally float for if implements import in instanceof int interface long
+        new null package private protected public return static super switch this throw trait true
+        try void while""",
+    "solidity": """address bool break bytes constant constructor continue contract delete do else emit
+        enum event external false for function if import interface internal library mapping memory
+        modifier payable pragma private public pure return returns revert storage string struct
+        true uint uint256 using view while""",
+    "powershell": """begin break catch class continue data do dynamicparam else elseif end enum exit
+        filter finally for foreach function if in param process return switch throw trap try until
+        using while $this $true $false $null""",
+    "commonlisp": """defun defmacro defmethod defgeneric defclass defvar defparameter defconstant lambda
+        let let* if when unless cond case progn loop setf setq nil t and or not return""",
 }
+_KEYWORD_ALIASES = {"vue": "typescript", "svelte": "typescript"}  # their script blocks
 _ANY = "if else for while do return break continue true false null nil None True False this self"
 
 KEYWORDS: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang, words in _WORDS.items()}
+KEYWORDS.update({lang: KEYWORDS[host] for lang, host in _KEYWORD_ALIASES.items()})
 _UNKNOWN = frozenset(_ANY.split())
 
 

@@ -1,51 +1,60 @@
-"""The token shape of code: what stays when a copy is renamed, as a MinHash signature.
+"""The token shape of code: what stays whatever a copy was renamed to, as a MinHash signature.
 
-A renamed copy keeps its keywords, operators, literals and the attributes it touches, while its
-own names change. So a chunk's text becomes a token stream where comments, docstrings and
-imports are gone, every name of its own becomes `$`, parentheses, semicolons and the quote style
-of strings (which formatting changes) are gone, and keywords, operators, literals and the names
-after `.`, `->` or `::` (attributes and members, which a copy keeps) stay as they are. Literals
-stay because they tell apart what boilerplate shares: forty command classes declaring their
-names and descriptions have one structure but not one shape. A few rules keep a renamed copy's
-stream its original's in every language: `...` and Rust's `..` are operators (not member dots),
-`->` reaches a member only in C, C++ and PHP, a string's interpolations count as `{}`, and in
-JavaScript, TypeScript and Rust `{a: b}` with both names its own reads as the shorthand `{a}`.
-Its shape is the set of adjacent token pairs, and two
-shapes compare by Jaccard similarity, estimated from MinHash signatures stored with each chunk
-(SIGNATURE_SIZE 32-bit minima, one per hash function, computed at index time: no model involved).
+A copy renamed by hand, by an IDE or by search-and-replace keeps its structure and changes its
+words: its own names, and often the members, types, strings and comments that share those
+names. So, as clone detectors normalise before comparing (NiCad's blind renaming, SourcererCC's
+token bags), a chunk's text becomes a token stream where comments, docstrings and imports are
+gone, parentheses, semicolons and the quote style of strings (which formatting changes) are
+gone, every identifier is `$` (own names, members and types alike), every string `"` and every
+number `0`, and only keywords (per language: sai/text/keywords.py; Python's built-ins, which a
+function may shadow, count as names) and operators stay as they are. Nothing in the stream
+depends on a name, so no renaming, consistent or not, in code, strings or comments, changes it.
+A few rules keep a copy's stream its original's in every language: `...` and Rust's `..` are
+one operator each, a number stops before them (`0..n`), and in JavaScript, TypeScript and Rust
+`{a: b}` reads as the shorthand `{a}` that renaming the local behind a shorthand field turns
+into it.
 
-A chunk with fewer than MIN_PAIRS distinct pairs has no shape: a few tokens say too little.
+Its shape is the set of the stream's 3-grams (GRAM), and two shapes compare by Jaccard
+similarity, estimated from MinHash signatures stored with each chunk (SIGNATURE_SIZE 32-bit
+minima, one per hash function, computed at index time: no model involved) followed by the
+shape's element count, which says how much a match means (sai/duplicates/edges.py). A chunk
+with fewer than MIN_GRAMS distinct 3-grams has no shape: a few tokens say too little.
 """
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 import zlib
 from collections.abc import Iterator
 
 import numpy as np
 
-from sai.source.languages import C_STYLE_COMMENTS, HASH_COMMENTS, STRING_LITERAL
-from sai.text import keywords
+from sai.source.languages import COMMENT_STYLES, STRING_LITERAL
 from sai.text.keywords import keywords_of
 
-SHAPE_VERSION = 2  # bump when signatures change: indexes then recompute them (no re-embedding)
+SHAPE_VERSION = 4  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625
-MIN_PAIRS = 8
+GRAM = 3  # tokens per shape element: a 3-gram of the stream
+MIN_GRAMS = 8
 BANDS, BAND_ROWS = 16, 4  # LSH: pairs sharing any band of 4 minima are candidates
 # shape similarity at which band_pairs finds a pair with probability >= 0.988: 1 - (1 - J^4)^16
 FOUND_FROM = 0.7
 
 _STRING = rf'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|{STRING_LITERAL}'  # Python's triple quotes first
-_QUOTES = "\"'`"
 _WORD = r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9](?:[A-Za-z0-9_]|\.(?=[0-9]))*"
-# `...` (spread, rest, varargs) and `..`/`..=` (Rust ranges) are one operator each: read as
-# dots, they made the name after them look like a member, which a renamed copy changes
+# `...` (spread, rest, varargs) and `..`/`..=` (Rust ranges) are one operator each, whatever
+# the spacing around them
 _OPERATOR = r"\.\.\.|\.\.=?|->|::|[^\sA-Za-z0-9_$]"
-# what a string interpolates (`f"{name}"`, `${name}`, Rust's `"{name}"`) is code, names and all:
-# a renamed copy changes it, so an interpolation counts as `{}` whatever it holds
-_INTERPOLATION = re.compile(r"\{[^{}\n]*\}")
-_COMMENTS = {"c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*"}
+_LINE_DASHES = r"--[^\n]*"
+_COMMENTS = {  # by sai.source.languages.COMMENT_STYLES
+    "c": r"//[^\n]*|/\*[\s\S]*?(?:\*/|$)", "hash": r"#[^\n]*",
+    "lua": rf"--\[(?P<level>=*)\[[\s\S]*?\](?P=level)\]|{_LINE_DASHES}", "haskell": rf"\{{-[\s\S]*?-\}}|{_LINE_DASHES}",
+    "sql": rf"{_LINE_DASHES}|/\*[\s\S]*?(?:\*/|$)", "ml": r"\(\*[\s\S]*?\*\)",
+    "fsharp": r"//[^\n]*|\(\*[\s\S]*?\*\)", "julia": r"#=[\s\S]*?=#|#[^\n]*",
+    "powershell": r"<#[\s\S]*?#>|#[^\n]*", "lisp": r";[^\n]*|#\|[\s\S]*?\|#", "none": r"(?!)",
+}
 _COMMENTS["both"] = f"{_COMMENTS['hash']}|{_COMMENTS['c']}"
 _TOKENS = {
     style: re.compile(rf"(?P<comment>{comment})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
@@ -64,10 +73,9 @@ _IMPORTS = re.compile(r"""^[ \t]*(?:
     | (?:const|let|var)[ \t]+[^=\n]+=[ \t]*require\([^)]*\)[^\n]*
 )""", re.MULTILINE | re.VERBOSE)
 _DROPPED = frozenset("();")
-_MEMBER = frozenset({".", "->", "::"})
-# `->` reaches a member in C, C++ and PHP only; elsewhere it starts a lambda's body (Java,
-# Kotlin) or a return type (Rust), and the name after it is not a member
-_ARROW_MEMBER = frozenset({"c", "cpp", "php", None})
+# Python's built-ins are names a function may take for its own (`type`, `id`, `str`), and a copy
+# renames them then: in the stream they are names like any other
+_PY_RESERVED = keywords_of("python") - (frozenset(dir(builtins)) - frozenset(keyword.kwlist))
 _SHORTHAND = frozenset({"javascript", "typescript", "tsx", "rust"})  # languages with `{a}` for `{a: a}`
 _MASK32 = np.uint64(0xFFFFFFFF)
 # multiply-shift hashing: h(x) = (a * x + b) mod 2^64 >> 32, a odd (fixed seed: signatures persist)
@@ -78,32 +86,27 @@ _A, _B = (np.random.default_rng(20261129).integers(1, 2**63, size=(2, SIGNATURE_
 def tokens(text: str, language: str | None) -> list[str]:
     """The normalised token stream of `text` (see the module doc)."""
     out: list[str] = []
-    previous = ""
-    reserved = keywords_of(language)
-    member = _MEMBER if language in _ARROW_MEMBER or language not in keywords.KEYWORDS else _MEMBER - {"->"}
+    reserved = _PY_RESERVED if language == "python" else keywords_of(language)
     source = _IMPORTS.sub("", text)
     for match in _pattern(language).finditer(source):
         token = match.group(0)
         if match.lastgroup == "comment" or token in _DROPPED:
             continue
         if match.lastgroup == "string":
-            if _alone_on_line(source, match.start(), match.end()):
-                continue  # a docstring, or a string statement like one
-            # the quote style is formatting, the text is not
-            out.append('"' + _INTERPOLATION.sub("{}", token.strip(_QUOTES)))
+            if not _alone_on_line(source, match.start(), match.end()):  # else a docstring or like one
+                out.append('"')
         elif token[0].isdigit():
-            out.append(token)
+            out.append("0")
         elif token[0].isalpha() or token[0] in "_$":
-            out.append(token if token in reserved or previous in member else "$")
+            out.append(token if token in reserved else "$")
         else:
             out.append(token)
-        previous = token
     return _fold_shorthand(out) if language in _SHORTHAND else out
 
 
 def _fold_shorthand(out: list[str]) -> list[str]:
     """`{a: b}` as `{a}`: renaming the local of a shorthand field (`{a}`, Rust's `Foo { a }`)
-    writes its old name as the key, so an own name that maps to an own name is read as one."""
+    writes its old name as the key, so a name that maps to a name is read as one."""
     folded: list[str] = []
     at = 0
     while at < len(out):
@@ -117,24 +120,39 @@ def _fold_shorthand(out: list[str]) -> list[str]:
     return folded
 
 
-def signature(text: str, language: str | None) -> bytes:
-    """The MinHash signature of the chunk's shape; empty when it has fewer than MIN_PAIRS pairs."""
+def elements(text: str, language: str | None) -> np.ndarray:
+    """The chunk's shape: the distinct GRAM-grams of its stream as 32-bit hashes; empty when
+    there are fewer than MIN_GRAMS."""
     ids = np.array([zlib.crc32(t.encode()) for t in tokens(text, language)], dtype=np.uint64)
-    pairs = np.unique((ids[:-1] * np.uint64(0x9E3779B1) + ids[1:]) & _MASK32)
-    if len(pairs) < MIN_PAIRS:
+    if len(ids) < GRAM:
+        return np.zeros(0, dtype=np.uint64)
+    grams = ids[: len(ids) - GRAM + 1].copy()
+    for offset in range(1, GRAM):
+        grams = (grams * np.uint64(0x9E3779B1) + ids[offset: len(ids) - GRAM + 1 + offset]) & _MASK32
+    grams = np.unique(grams)
+    return grams if len(grams) >= MIN_GRAMS else np.zeros(0, dtype=np.uint64)
+
+
+def signature(text: str, language: str | None) -> bytes:
+    """The MinHash signature of the chunk's shape and, last, its element count; empty when it has
+    no shape (fewer than MIN_GRAMS grams)."""
+    found = elements(text, language)
+    if not len(found):
         return b""
-    hashed = (_A[:, None] * pairs[None, :] + _B[:, None]) >> np.uint64(32)
-    return hashed.min(axis=1).astype("<u4").tobytes()
+    hashed = (_A[:, None] * found[None, :] + _B[:, None]) >> np.uint64(32)
+    return np.append(hashed.min(axis=1), len(found)).astype("<u4").tobytes()
 
 
-def signatures(blobs: list[bytes | None]) -> tuple[np.ndarray, np.ndarray]:
-    """(n, SIGNATURE_SIZE) uint32 matrix of stored signatures and the mask of rows that have one."""
-    known = np.array([bool(b) and len(b) == 4 * SIGNATURE_SIZE for b in blobs], dtype=bool)
-    matrix = np.zeros((len(blobs), SIGNATURE_SIZE), dtype=np.uint32)
+def signatures(blobs: list[bytes | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, SIGNATURE_SIZE) uint32 matrix of stored signatures, each row's element count and the
+    mask of rows that have one (a signature of an older SHAPE_VERSION has none)."""
+    width = 4 * (SIGNATURE_SIZE + 1)
+    known = np.array([bool(b) and len(b) == width for b in blobs], dtype=bool)
+    matrix = np.zeros((len(blobs), SIGNATURE_SIZE + 1), dtype=np.uint32)
     if known.any():
         chosen = [b for b, k in zip(blobs, known, strict=True) if k]
-        matrix[known] = np.frombuffer(b"".join(chosen), dtype="<u4").reshape(-1, SIGNATURE_SIZE)
-    return matrix, known
+        matrix[known] = np.frombuffer(b"".join(chosen), dtype="<u4").reshape(-1, SIGNATURE_SIZE + 1)
+    return np.ascontiguousarray(matrix[:, :SIGNATURE_SIZE]), matrix[:, SIGNATURE_SIZE].copy(), known
 
 
 def similarity(sigs: np.ndarray, i: np.ndarray, j: np.ndarray, *, step: int = 65536) -> np.ndarray:
@@ -172,12 +190,8 @@ def _band_keys(band: np.ndarray) -> np.ndarray:
 
 
 def _pattern(language: str | None) -> re.Pattern[str]:
-    """Comment syntax by language; both kinds for PHP and for text SAI has no grammar for."""
-    if language in C_STYLE_COMMENTS and language not in HASH_COMMENTS:
-        return _TOKENS["c"]
-    if language in HASH_COMMENTS and language not in C_STYLE_COMMENTS:
-        return _TOKENS["hash"]
-    return _TOKENS["both"]
+    """Comment syntax by language; both `#` and C's for text SAI has no grammar for."""
+    return _TOKENS[COMMENT_STYLES.get(language or "", "both")]
 
 
 def _alone_on_line(text: str, start: int, end: int) -> bool:

@@ -1,0 +1,152 @@
+"""The second stage of an index run: vectors for the chunks stored without one.
+
+An index run on a store with `pending_vectors` (store/base.py) first stores every changed file's
+chunks, file rows, postings and symbols, which takes seconds and no model, so search, symbols and
+reading work at once; then this stage embeds the distinct texts still waiting, in the order they
+were stored, and writes their vectors in short transactions. A kill at any moment keeps every
+vector written; the next run finds the rest by `pending_hashes()` and goes on from there
+(docs/design.md, "Incremental indexing").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+
+import numpy as np
+
+from sai.embedders.base import Embedder
+from sai.embedders.stoppable import STOP_WAIT_S, StoppableEmbedder
+from sai.models import IndexProgress
+from sai.store.base import Store
+
+EMBED_GROUP = 64  # texts per embedding call: a progress step every few seconds on a CPU
+AHEAD = 4  # groups sent to the embedder ahead of the one being taken
+WRITE_CHUNKS = 1024  # vectors per write transaction
+WRITE_SECONDS = 5.0  # or this long, whichever comes first: readers see vectors arrive
+
+Check = Callable[[list[str], np.ndarray], None]  # raises when vectors do not fit the index
+
+
+class EmbeddingThread:
+    """A daemon thread embedding texts in submission order (daemon: Ctrl-C never waits)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.queue: queue.Queue[tuple[list[str], Future[np.ndarray]] | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._serve, name="sai-embed", daemon=True)
+        self.thread.start()
+
+    def submit(self, texts: list[str]) -> Future[np.ndarray]:
+        future: Future[np.ndarray] = Future()
+        self.queue.put((texts, future))
+        return future
+
+    def _serve(self) -> None:
+        while (item := self.queue.get()) is not None:
+            texts, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(self.embedder.embed_documents(texts))
+            except BaseException as exc:  # handed to the waiting thread, which raises it
+                future.set_exception(exc)
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+
+@contextlib.contextmanager
+def embedding_thread(embedder: Embedder) -> Iterator[EmbeddingThread]:
+    """An EmbeddingThread over `embedder`, ended in order: when the block raises (Ctrl-C, a lock
+    not had), the thread is stopped between two model rounds and joined, so it is out of the model
+    before the interpreter exits (embedders/stoppable.py)."""
+    stoppable = StoppableEmbedder(embedder)
+    embedding = EmbeddingThread(stoppable)
+    try:
+        yield embedding
+    except BaseException:
+        stoppable.stop()
+        raise
+    finally:
+        embedding.close()
+        if stoppable.stopped.is_set():
+            embedding.thread.join(STOP_WAIT_S)
+
+
+class Backfill:
+    """Embeds every text waiting for a vector and writes the vectors, reporting each step."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, check: Check,
+                 progress: Callable[[IndexProgress], None] | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.check = check
+        self.progress = progress
+        self.embedded = 0  # distinct texts embedded
+        self.total = 0
+        self._ready: list[tuple[list[str], np.ndarray]] = []
+        self._last_write = time.monotonic()
+
+    def run(self) -> int:
+        """Embed what waits; returns how many texts were embedded."""
+        with self.store.read() as reader:
+            hashes = reader.pending_hashes()
+        self.total = len(hashes)
+        if not hashes:
+            return 0
+        self._report()
+        in_flight: deque[tuple[list[str], Future[np.ndarray]]] = deque()
+        with embedding_thread(self.embedder) as embedding:
+            try:
+                for start in range(0, len(hashes), EMBED_GROUP):
+                    in_flight.append(self._submit(embedding, hashes[start:start + EMBED_GROUP]))
+                    if len(in_flight) > AHEAD:
+                        self._take(*in_flight.popleft())
+                while in_flight:
+                    self._take(*in_flight.popleft())
+                self._write()
+            finally:
+                for _, future in in_flight:
+                    future.cancel()
+        return self.embedded
+
+    def _submit(self, embedding: EmbeddingThread, group: list[str]) -> tuple[list[str], Future[np.ndarray]]:
+        with self.store.read() as reader:
+            texts = reader.texts_by_hash(group)
+        found = [h for h in group if h in texts]  # a text gone since (its file changed) needs none
+        if not found:
+            nothing: Future[np.ndarray] = Future()
+            nothing.set_result(np.zeros((0, 0), dtype=np.float32))
+            return found, nothing
+        return found, embedding.submit([texts[h] for h in found])
+
+    def _take(self, hashes: list[str], future: Future[np.ndarray]) -> None:
+        vectors = future.result()
+        if hashes:
+            self.check(hashes, vectors)
+            self._ready.append((hashes, vectors))
+        self.embedded += len(hashes)
+        if (sum(len(h) for h, _ in self._ready) >= WRITE_CHUNKS
+                or time.monotonic() - self._last_write >= WRITE_SECONDS):
+            self._write()
+        self._report()
+
+    def _write(self) -> None:
+        ready, self._ready = self._ready, []
+        self._last_write = time.monotonic()
+        hashes = [h for group, _ in ready for h in group]
+        if not hashes:
+            return
+        matrix = np.vstack([vectors for _, vectors in ready])
+        with self.store.write() as writer:
+            writer.set_vectors(hashes, matrix)
+
+    def _report(self) -> None:
+        if self.progress is not None:
+            self.progress(IndexProgress("embedding", chunks_embedded=self.embedded, chunks_to_embed=self.total))

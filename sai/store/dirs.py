@@ -1,0 +1,20 @@
+"""The directory an index lives in: made with a `.gitignore` that ignores all of it.
+
+An index is a cache of the tree (rebuilt by `sai`), so `git add -A` in an indexed project must
+not pick up the index file and its lock files, as tools that keep caches in a project do.
+Only a directory this creates gets the file: one the user chose and already had is theirs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+IGNORE_ALL = "# made by sai: the index is rebuilt by `sai`, never committed\n*\n"
+
+
+def make_index_dir(path: Path) -> None:
+    """Create `path` (and its parents) when missing, with a `.gitignore` of `*`; OSError as is."""
+    if path.is_dir():
+        return
+    path.mkdir(parents=True, exist_ok=True)
+    (path / ".gitignore").write_text(IGNORE_ALL, encoding="utf-8")

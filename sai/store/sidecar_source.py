@@ -1,0 +1,84 @@
+"""The index file's side of the vector sidecar (store/sidecar.py): what a DuckDB connection
+hands it, and the table a reader searches, mapped from it.
+
+Kept apart from tables.py so the sidecar is one package's business: tables.Connection only asks
+`mapped_table` for its vector table when it reads committed rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from sai.store.vectors import VectorTable
+
+if TYPE_CHECKING:
+    from sai.store.tables import Connection
+
+log = logging.getLogger(__name__)
+# A chunk row's write time in µs, times 2 (the low bit says whether it has its vector): with its
+# id, what tells the sidecar a row is the one it holds
+_STAMP = "coalesce(epoch_us(indexed_at), 0) * 2"
+_BATCH_ROWS = 65_536  # rows per Arrow batch a sidecar patch reads
+
+
+def mapped_table(conn: Connection, token: str) -> VectorTable:
+    """The vector table of `conn`'s snapshot (at `token`) over the shared sidecar, patched first
+    when behind; where the sidecar cannot be used, a copy in this process's memory."""
+    assert conn.sidecar is not None
+    meta = conn.meta()
+    try:
+        view = conn.sidecar.view(ConnectionVectors(conn), token=token, origin=meta.get("created_at", ""),
+                                 dim=int(meta.get("vector_dim") or 0))
+    except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
+        log.debug("vector sidecar %s unusable (%s); reading the vectors into memory", conn.sidecar.dir, exc)
+        return VectorTable.from_arrow(token, conn.vector_rows())
+    return VectorTable.from_view(view)
+
+
+class ConnectionVectors:
+    """The sidecar's VectorSource over one connection's snapshot."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.table = conn.collection
+
+    def _arrow(self, sql: str) -> pa.Table:
+        result = self.conn.con.execute(sql).arrow()
+        return result.read_all() if hasattr(result, "read_all") else result
+
+    def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, stamps) of every chunk by id: what the sidecar is compared with."""
+        # Two reads: `embedding IS NULL` is answered from the column's statistics when no vector
+        # is missing (~1 ms), where `IS NOT NULL` per row reads every vector (0.3-0.9 s at 84k chunks).
+        table = self._arrow(f"SELECT id, {_STAMP} AS stamp FROM {self.table} ORDER BY id")
+        ids = table.column("id").to_numpy().astype(np.int64)
+        stamps = table.column("stamp").to_numpy().astype(np.int64)
+        if not self.conn.has_vectors():
+            return ids, stamps  # no chunk has a vector yet
+        missing = self._arrow(f"SELECT id FROM {self.table} WHERE embedding IS NULL").column("id")
+        stamps += 1
+        if len(missing):
+            stamps[np.isin(ids, missing.to_numpy())] -= 1
+        return ids, stamps
+
+    def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
+        """id, stamp, path, language and embedding (null: none yet) of these chunks (None:
+        every chunk), by id, streamed: a sidecar rebuild never holds every vector twice."""
+        if self.conn.has_vectors():
+            columns = f"{_STAMP} + (embedding IS NOT NULL)::BIGINT AS stamp, path, language, embedding"
+        else:
+            columns = f"{_STAMP} AS stamp, path, language, NULL::FLOAT[1] AS embedding"
+        sql = f"SELECT id, {columns} FROM {self.table}"
+        if ids is not None:
+            self.conn.con.register("sai_wanted", pa.table({"id": pa.array(ids, pa.int64())}))
+            sql += " WHERE id IN (SELECT id FROM sai_wanted)"
+        try:
+            yield from self.conn.con.execute(sql + " ORDER BY id").to_arrow_reader(_BATCH_ROWS)
+        finally:
+            if ids is not None:
+                self.conn.con.unregister("sai_wanted")

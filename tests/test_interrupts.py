@@ -1,0 +1,222 @@
+"""Ctrl-C and early ends of the CLI, as a user meets them: real processes, real signals.
+
+Each test runs `sai` in a child process of its own session (a terminal's Ctrl-C reaches the
+whole process group, workers included) and checks the exit code and every line on stderr.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fixtures_tree import many_functions, write_config, write_tree
+from ollama_standin import OllamaStandIn
+
+INTERRUPTED = "error: interrupted; finished batches are kept — run `sai` again to complete the index"
+
+# `sai --silent` on the local model, touching a marker file when the model starts on a round;
+# argv: marker, IN_FLIGHT, FLUSH_CHUNKS (small values put a write between two embeddings).
+LOCAL_RUN = """
+import sys
+from pathlib import Path
+from sai.embedders import local
+from sai.indexing import indexer
+indexer.IN_FLIGHT, indexer.FLUSH_CHUNKS = int(sys.argv[2]), int(sys.argv[3])
+real = local.LocalEmbedder._run
+def announced(self, inputs):
+    Path(sys.argv[1]).touch()
+    return real(self, inputs)
+local.LocalEmbedder._run = announced
+from sai.app import main
+sys.exit(main(["--silent"]))
+"""
+
+
+def _start(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert path.exists(), proc.communicate(timeout=30)
+
+
+@pytest.fixture
+def local_tree(tmp_path: Path) -> Path:
+    """400 small functions (two index batches) configured for the local model."""
+    pytest.importorskip("sentence_transformers", reason="the 'local' extra is not installed")
+    root = write_tree(tmp_path / "project", many_functions(400, per_file=20))
+    write_config(root, "http://127.0.0.1:9", embedder="local", model="all-MiniLM-L6-v2",
+                 duckdb={"lock_timeout_s": 0.5})
+    return root
+
+
+def test_ctrl_c_while_the_local_model_embeds_exits_130_with_one_line(local_tree: Path) -> None:
+    marker = local_tree.parent / "embedding"
+    proc = _start(LOCAL_RUN, str(marker), "3", "256", cwd=local_tree)
+    _wait_for(marker, proc)
+    time.sleep(0.2)  # inside the model's forward pass, on the embedding thread
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (130, INTERRUPTED + "\n")  # not "terminate called …", 134
+
+
+def test_a_run_that_cannot_get_the_lock_while_the_model_embeds_exits_1_with_one_line(local_tree: Path) -> None:
+    index_dir = local_tree / ".index"
+    index_dir.mkdir()
+    held = os.open(index_dir / "code.duckdb.writer", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another process writing the index, for longer than the run waits
+    try:
+        marker = local_tree.parent / "embedding"
+        proc = _start(LOCAL_RUN, str(marker), "1", "128", cwd=local_tree)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        os.close(held)
+    assert proc.returncode == 1, err
+    assert err.startswith("error: the index ") and "held by another process" in err and err.count("\n") == 1, err
+
+
+# Qdrant's BM25 terms are stemmed by DuckDB, a short query per new batch of words: a loop of
+# them, as a Qdrant run makes, answering Ctrl-C as the CLI does. argv: marker.
+TERMS_LOOP = """
+import sys, time
+from pathlib import Path
+from sai.store.terms import Terms
+terms = Terms(lambda stem: len(stem))
+terms.dimensions("warm up")  # the first call's lazy imports done: the SIGINT lands among queries
+try:
+    Path(sys.argv[1]).touch()
+    deadline, n = time.monotonic() + 20, 0
+    while time.monotonic() < deadline:
+        terms.dimensions(" ".join(f"word{n}x{i}" for i in range(100)))
+        n += 1
+    print("finished")
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_during_duckdb_queries_is_never_lost_nor_a_runtime_error(tmp_path: Path) -> None:
+    """DuckDB drops a Ctrl-C that comes while a query runs, or raises RuntimeError for it."""
+    for trial in range(3):  # most SIGINTs land inside a query; one lost or mistranslated fails
+        marker = tmp_path / f"looping{trial}"
+        proc = _start(TERMS_LOOP, str(marker), cwd=tmp_path)
+        _wait_for(marker, proc)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out, err) == (130, "", ""), (trial, err)
+        assert time.monotonic() - sent < 5
+
+
+# `sai` on the stand-in whose first postings write runs DuckDB queries for seconds (as a large
+# batch's does) after touching a marker. argv: marker.
+SLOW_POSTINGS_RUN = """
+import sys
+from pathlib import Path
+from sai.store import lexicon
+real = lexicon.Postings.add
+def slow(self, source, where=""):
+    Path(sys.argv[1]).touch()
+    for _ in range(100):  # ~0.1 s each: a SIGINT lands inside one
+        self.con.execute("SELECT count(*) FROM range(3000000) AS t(i) WHERE i % 7 = 3").fetchall()
+    real(self, source, where)
+lexicon.Postings.add = slow
+from sai.app import main
+sys.exit(main(["--silent"]))
+"""
+
+
+def test_ctrl_c_inside_a_write_exits_130_with_one_line(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
+    root = write_tree(tmp_path / "project", many_functions(20, per_file=10))
+    write_config(root, ollama_server.url)
+    marker = tmp_path / "writing"
+    proc = _start(SLOW_POSTINGS_RUN, str(marker), cwd=root)
+    _wait_for(marker, proc)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, INTERRUPTED + "\n")  # not RuntimeError: Query interrupted
+
+
+# `sai` from the moment its process runs Python: the marker is touched before SAI is imported.
+STARTING_RUN = """
+import sys
+from pathlib import Path
+Path(sys.argv[1]).touch()
+from sai.app import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_ctrl_c_while_sai_loads_prints_one_line_not_an_import_traceback(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    proc = _start(STARTING_RUN, str(marker), "--query-only", "--query", "x", cwd=tmp_path)
+    _wait_for(marker, proc)
+    time.sleep(0.15)  # past `import sai.app` (2 ms), into the command line's import (most of a second)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "error: interrupted\n")
+
+
+def test_ctrl_c_of_a_search_does_not_speak_of_batches(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
+    root = write_tree(tmp_path / "project", many_functions(20, per_file=10))
+    write_config(root, ollama_server.url)
+    assert subprocess.run([sys.executable, "-m", "sai", "--silent"], cwd=root, check=False).returncode == 0
+    ollama_server.reset_counts()
+    ollama_server.stall_next(1, seconds=30)  # the query's embedding
+    marker = tmp_path / "started"
+    proc = _start(STARTING_RUN, str(marker), "--query-only", "--query", "x", cwd=root)
+    deadline = time.monotonic() + 60
+    while ollama_server.requests == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "error: interrupted\n")
+
+
+def _workers(pid: int) -> set[int]:
+    """The multiprocessing workers among `pid`'s children (from /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid and b"spawn_main" in (stat.parent / "cmdline").read_bytes():
+                found.add(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+POOLED_RUN = """
+import sys
+from sai.indexing import indexer
+indexer.POOL_MIN_FILES = 1
+from sai.app import main
+sys.exit(main(["--silent"]))
+"""
+
+
+def test_ctrl_c_while_the_pool_workers_start_prints_no_traceback_of_theirs(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(200, per_file=10))
+    write_config(root, ollama_server.url)
+    proc = _start(POOLED_RUN, cwd=root)
+    deadline = time.monotonic() + 60
+    while not _workers(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # the workers are importing SAI now (before: 2 tracebacks)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, INTERRUPTED + "\n")
