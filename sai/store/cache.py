@@ -1,5 +1,6 @@
 """The one copy of each table a process derives from a collection (its vectors, its symbols),
-shared by its threads and kept for as long as the index token it was read at is current."""
+shared by its threads and kept for as long as the index token it was read at is current; a
+table that can be patched is brought to a new token from its old copy instead of read again."""
 
 from __future__ import annotations
 
@@ -14,16 +15,23 @@ class TokenCache:
     """Holds, per name, the table read at the newest token seen; threads asking at once load it once."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a patch asks for the vector table while holding it
         self._held: dict[str, tuple[str, object]] = {}
+        self.marks: dict[str, object] = {}  # token -> the vector sidecar's mark at it (store/sidecar_source.py)
 
-    def get(self, token: str, load: Callable[[], T], *, name: str = "vectors") -> T:
+    def get(self, token: str, load: Callable[[], T], *, name: str = "vectors",
+            patch: Callable[[T], T | None] | None = None) -> T:
+        """The table `name` at `token`: the copy held, else the held copy of an older token
+        patched (when `patch` can: it answers None when it cannot), else `load()`."""
         with self._lock:
             held = self._held.get(name)
             if held is not None and held[0] == token and token:
                 return held[1]  # type: ignore[return-value]
-            self._held.pop(name, None)  # let the old copy go before the new one is read
-            table = load()
+            old = self._held.pop(name, None)  # let the old copy go before the new one is read
+            table = patch(old[1]) if patch is not None and old is not None and token else None  # type: ignore[arg-type]
+            if table is None:
+                old = None
+                table = load()
             self._held[name] = (token, table)
             return table
 

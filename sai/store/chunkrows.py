@@ -4,7 +4,7 @@ Hybrid search reads the candidates' rows (path, lines, symbol, kind, ...) after 
 DuckDB for 60 ids scanned those columns of the whole table (~35-60 ms at 78-100k chunks on the
 busy test machine). This copy costs one read per token (the value every write of chunk rows
 replaces, store/vectors.py) and ~15 MB at 100k chunks; a look-up is a binary search and an
-Arrow take.
+Arrow take. A write's new token patches the copy with the rows it changed (`patched`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,24 @@ class RowTable:
     @classmethod
     def from_arrow(cls, token: str, table: pa.Table) -> RowTable:
         return cls(token=token, ids=table.column("id").to_numpy().astype(np.int64), table=table)
+
+    def patched(self, token: str, removed: np.ndarray, added: pa.Table) -> RowTable:
+        """This table without the `removed` ids, with the `added` rows (same columns, by id)."""
+        table, ids = self.table, self.ids
+        if len(removed):
+            keep = ~np.isin(ids, removed)
+            table, ids = table.filter(pa.array(keep)), ids[keep]
+        if not added.num_rows:
+            return RowTable(token=token, ids=ids, table=table)
+        new_ids = added.column("id").to_numpy().astype(np.int64)
+        table = pa.concat_tables([table, added.cast(table.schema)])
+        ids = np.concatenate([ids, new_ids])
+        if len(ids) > len(new_ids) and new_ids[0] <= ids[len(ids) - len(new_ids) - 1]:  # an id handed out again
+            order = np.argsort(ids, kind="stable")
+            table, ids = table.take(pa.array(order)), ids[order]
+        if table.column(0).num_chunks > 16:
+            table = table.combine_chunks()
+        return RowTable(token=token, ids=ids, table=table)
 
     def rows(self, ids: Iterable[int], build: Callable[[pa.Table], list[ChunkRow]]) -> list[ChunkRow]:
         """The rows of these ids in the order given (ids not held are left out); `build` turns

@@ -6,8 +6,11 @@ at 78k chunks), and its scoring ran in SQL (8 ms a query at 20k chunks, ~90 ms a
 collection has two companion tables, `<collection>__terms` (term, termid: every stemmed term
 ever written, numbered once) and `<collection>__postings` (id, termid, tf), which
 `insert_chunks` and `delete_chunks` keep in the same transaction as the chunks, so they are
-never behind them. A process reads the postings once per index token into a CSR (termid ->
-chunk rows and term counts) and scores a query over the postings of its terms only.
+never behind them. A process reads the postings once into a CSR (termid -> chunk rows and term
+counts) and scores a query over the postings of its terms only. A write's new token patches
+that copy instead of reading it again: the chunks it removed are masked out (`alive`) and the
+ones it added read into a second, small CSR (`delta`) scored with the first; a delta grown past
+a share of the table is folded in by one full read (store/sidecar_source.py).
 
 The terms are the FTS extension's, so rankings do not move: each chunk's `lexemes` split on
 spaces (sai.text.lexical writes only [a-z0-9_] tokens, so this is the extension's tokenizer),
@@ -18,7 +21,7 @@ length and document frequencies of the scope, as an index holding only those chu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import duckdb
 import numpy as np
@@ -142,6 +145,19 @@ class Postings:
                 _arrow(self.con, f"SELECT id, termid, tf FROM {self.postings}"),
                 _arrow(self.con, f"SELECT hash(term) AS hash, termid FROM {self.terms}"))
 
+    def rows_of(self, ids: np.ndarray, *, after_termid: int) -> tuple[pa.Table, pa.Table, pa.Table]:
+        """The same for these chunk ids (sorted) only, with the terms numbered after `after_termid`."""
+        wanted = pa.table({"id": pa.array(ids, pa.int64())})
+        self.con.register("sai_wanted", wanted)
+        try:
+            postings = _arrow(self.con, f"SELECT id, termid, tf FROM {self.postings} "
+                                        "WHERE id IN (SELECT id FROM sai_wanted)")
+        finally:
+            self.con.unregister("sai_wanted")
+        terms = self.con.execute(f"SELECT hash(term) AS hash, termid FROM {self.terms} WHERE termid > ?",
+                                 [after_termid]).arrow()
+        return wanted, postings, terms.read_all() if hasattr(terms, "read_all") else terms
+
     def query_terms(self, query_lexemes: str) -> list[int]:
         """The hashes of a query's distinct stemmed words, as the chunks' words were stemmed."""
         found = self.con.execute(
@@ -168,6 +184,26 @@ class LexicalTable:
     starts: np.ndarray  # int64 per term id + 1: where its postings begin
     rows: np.ndarray  # int32 chunk row of each posting, grouped by term id
     tfs: np.ndarray  # float64 count of the term in that chunk
+    alive: np.ndarray | None = None  # bool per row: still in the index (None: every row)
+    delta: LexicalTable | None = None  # the chunks written since these rows were read
+
+    def patched(self, token: str, removed: np.ndarray, delta: LexicalTable) -> LexicalTable:
+        """This table without the `removed` chunk ids, its rows scored with `delta`'s (which
+        replaces the old delta: it holds every chunk written since the full read)."""
+        alive = np.ones(len(self.ids), bool) if self.alive is None else self.alive.copy()
+        if len(removed):
+            alive &= ~np.isin(self.ids, removed)
+        return replace(self, token=token, alive=alive, delta=delta)
+
+    @property
+    def last_termid(self) -> int:
+        """The largest term id the full read knew (a delta reads the terms numbered after it)."""
+        return int(self.hashed.max(initial=-1))
+
+    @property
+    def written(self) -> np.ndarray:
+        """The chunk ids of the delta (the chunks written since the full read)."""
+        return np.zeros(0, np.int64) if self.delta is None else self.delta.ids
 
     @classmethod
     def from_arrow(cls, token: str, tables: tuple[pa.Table, pa.Table, pa.Table]) -> LexicalTable:
@@ -197,47 +233,68 @@ class LexicalTable:
         )
 
     def __len__(self) -> int:
-        return len(self.ids)
+        own = len(self.ids) if self.alive is None else int(np.count_nonzero(self.alive))
+        return own + (0 if self.delta is None else len(self.delta))
 
     def mask_of(self, among: np.ndarray) -> np.ndarray:
-        """The rows of these chunk ids (ids not held are ignored)."""
+        """The rows of these chunk ids (ids not held are ignored): this table's, then its delta's."""
         keep = np.zeros(len(self.ids), dtype=bool)
         wanted = np.asarray(among, dtype=np.int64)
         if len(self.ids) and len(wanted):
             rows = np.searchsorted(self.ids, wanted).clip(max=len(self.ids) - 1)
             keep[rows[self.ids[rows] == wanted]] = True
-        return keep
+        if self.alive is not None:
+            keep &= self.alive
+        return keep if self.delta is None else np.concatenate([keep, self.delta.mask_of(among)])
 
     def termids(self, hashes: list[int]) -> list[int]:
-        """The term ids of these term hashes (unknown terms left out)."""
+        """The term ids of these term hashes (unknown terms left out), the delta's new ones too."""
         wanted = np.asarray(hashes, dtype=np.uint64)
-        if not len(self.hashes) or not len(wanted):
-            return []
-        at = np.searchsorted(self.hashes, wanted).clip(max=len(self.hashes) - 1)
-        found = self.hashed[at[self.hashes[at] == wanted]]
-        return [int(t) for t in found if t < len(self.starts) - 1]
+        found: set[int] = set() if self.delta is None else set(self.delta.termids(hashes))
+        if len(self.hashes) and len(wanted):
+            at = np.searchsorted(self.hashes, wanted).clip(max=len(self.hashes) - 1)
+            found.update(int(t) for t in self.hashed[at[self.hashes[at] == wanted]])
+        return sorted(found)
+
+    def _postings(self, termid: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, term counts) of one term's postings, the delta's rows after this table's."""
+        rows, tfs = np.zeros(0, np.int64), np.zeros(0)
+        if termid < len(self.starts) - 1:
+            span = slice(self.starts[termid], self.starts[termid + 1])
+            rows, tfs = self.rows[span], self.tfs[span]
+        if self.delta is not None:
+            more, more_tfs = self.delta._postings(termid)
+            rows, tfs = np.concatenate([rows, more + len(self.ids)]).astype(np.int64), np.concatenate([tfs, more_tfs])
+        return rows, tfs
 
     def search(self, hashes: list[int], limit: int, *, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(chunk id, BM25) of the `limit` best chunks for these distinct stemmed terms (by
         hash), best first (ties by id); with `mask`, among those rows only, with their statistics."""
         termids = self.termids(hashes)
-        if not termids or limit <= 0 or not len(self.ids):
+        ids, doc_len = self.ids, self.doc_len
+        if self.delta is not None:
+            ids, doc_len = np.concatenate([ids, self.delta.ids]), np.concatenate([doc_len, self.delta.doc_len])
+            if mask is None and self.alive is not None:
+                mask = np.concatenate([self.alive, np.ones(len(self.delta.ids), bool)])
+        elif mask is None:
+            mask = self.alive
+        if not termids or limit <= 0 or not len(ids):
             return []
-        n = len(self.ids) if mask is None else int(mask.sum())
-        lengths = self.doc_len if mask is None else self.doc_len[mask]
+        n = len(ids) if mask is None else int(mask.sum())
+        lengths = doc_len if mask is None else doc_len[mask]
         avgdl = float(lengths.mean()) if n else 0.0
         if avgdl <= 0:
             return []
-        scores = np.zeros(len(self.ids))
+        scores = np.zeros(len(ids))
         for k in termids:
-            rows, tfs = self.rows[self.starts[k]:self.starts[k + 1]], self.tfs[self.starts[k]:self.starts[k + 1]]
+            rows, tfs = self._postings(k)
             if mask is not None:
                 keep = mask[rows]
                 rows, tfs = rows[keep], tfs[keep]
             if len(rows):
                 idf = np.log((n - len(rows) + 0.5) / (len(rows) + 0.5) + 1)
-                scores[rows] += idf * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * self.doc_len[rows] / avgdl))
-        return _top(self.ids, scores, limit)
+                scores[rows] += idf * tfs * (K1 + 1) / (tfs + K1 * (1 - B + B * doc_len[rows] / avgdl))
+        return _top(ids, scores, limit)
 
 
 def _grouping(keys: np.ndarray) -> np.ndarray:

@@ -105,10 +105,22 @@ class Manifest:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """Where a state of the sidecar ends: a generation's rows and tombstones. Within a generation
+    both only grow, so two marks of it give the rows a write added and those it tombstoned."""
+
+    generation: int
+    rows: int
+    dead: int
+
+
+@dataclass(frozen=True)
 class View:
     """One consistent state of the sidecar, mapped read-only: rows [0, len) of a generation."""
 
     token: str
+    mark: Mark
+    dead: np.ndarray  # int64: the tombstoned rows, in the order they were tombstoned
     ids: np.ndarray  # int64 per row (dead rows included)
     stamps: np.ndarray
     path_of: np.ndarray  # int32 per row, into names
@@ -175,7 +187,8 @@ class Sidecar:
             live = np.ones(m.rows, dtype=bool)
             live[dead] = False
         present = (np.asarray(cols["stamps"]) & 1).astype(bool)
-        return View(token=m.token, ids=cols["ids"], stamps=cols["stamps"],
+        return View(token=m.token, mark=Mark(m.generation, m.rows, m.dead),
+                    dead=dead if dead is not None else np.zeros(0, np.int64), ids=cols["ids"], stamps=cols["stamps"],
                     path_of=cols["paths"], language_of=cols["langs"], matrix=matrix, bits=bits,
                     rotation=self._rotation(m), live=live, present=None if present.all() else present,
                     names=self._names(m))
@@ -349,6 +362,20 @@ class _Appender:
         done = Manifest(self.m.generation, token, self.m.origin, self.m.dim, self.rows, self.dead, self.names_bytes)
         done.write(self.sidecar.manifest_path)
         return done
+
+
+def changes(since: Mark, view: View) -> tuple[np.ndarray, np.ndarray] | None:
+    """(ids of the rows live at `since` that `view` tombstoned, ids of the rows added since and
+    still live), what turns a copy of the index at `since` into one at `view`: a chunk whose
+    vector was set in the meantime is in both. None when `view` is of another generation."""
+    if since.generation != view.mark.generation or since.rows > view.mark.rows or since.dead > view.mark.dead:
+        return None
+    tombstoned = view.dead[since.dead:]
+    removed = view.ids[tombstoned[tombstoned < since.rows]]
+    added = np.arange(since.rows, view.mark.rows)
+    if view.live is not None:
+        added = added[view.live[added]]
+    return np.asarray(removed, np.int64), np.asarray(view.ids[added], np.int64)
 
 
 def _difference(view: View, ids: np.ndarray, stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

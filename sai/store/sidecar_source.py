@@ -1,8 +1,17 @@
 """The index file's side of the vector sidecar (store/sidecar.py): what a DuckDB connection
-hands it, and the table a reader searches, mapped from it.
+hands it, the table a reader searches, mapped from it, and the patches of a process's other
+copies that the sidecar's changes make possible.
+
+The sidecar doubles as the change log of the chunk rows: at the same generation, the rows it
+appended and tombstoned between two tokens are the chunks a write added and removed (every
+change of a chunk row changes its (id, stamp) pair). So when a write's token arrives, the row
+table and the lexical table a process holds are patched with those chunks, read by id, instead
+of read whole again (a full read of the postings costs seconds at a million chunks). Any doubt
+(no mark for the old token, another generation, too many changes) reads the table whole.
 
 Kept apart from tables.py so the sidecar is one package's business: tables.Connection only asks
-`mapped_table` for its vector table when it reads committed rows.
+`mapped_table` for its vector table when it reads committed rows, and hands the patches below
+to its derived tables.
 """
 
 from __future__ import annotations
@@ -14,6 +23,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from sai.store.chunkrows import RowTable
+from sai.store.lexicon import LexicalTable
+from sai.store.sidecar import Mark, changes
 from sai.store.vectors import VectorTable
 
 if TYPE_CHECKING:
@@ -24,6 +36,8 @@ log = logging.getLogger(__name__)
 # id, what tells the sidecar a row is the one it holds
 _STAMP = "coalesce(epoch_us(indexed_at), 0) * 2"
 _BATCH_ROWS = 65_536  # rows per Arrow batch a sidecar patch reads
+PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
+_MARKS_KEPT = 8  # tokens whose sidecar mark a process remembers
 
 
 def mapped_table(conn: Connection, token: str) -> VectorTable:
@@ -37,7 +51,43 @@ def mapped_table(conn: Connection, token: str) -> VectorTable:
     except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
         log.debug("vector sidecar %s unusable (%s); reading the vectors into memory", conn.sidecar.dir, exc)
         return VectorTable.from_arrow(token, conn.vector_rows())
+    marks = conn.derived.marks
+    marks[token] = view.mark
+    for old in list(marks)[:-_MARKS_KEPT]:
+        del marks[old]
     return VectorTable.from_view(view)
+
+
+def _changes(conn: Connection, since_token: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(chunk ids removed, chunk ids added) from `since_token` to `conn`'s snapshot, by the sidecar."""
+    since = conn.derived.marks.get(since_token)
+    if not isinstance(since, Mark) or conn.sidecar is None:
+        return None
+    table = conn.vector_table()  # the sidecar at this snapshot (patched by now if it was behind)
+    return None if table.view is None else changes(since, table.view)
+
+
+def patch_rows(conn: Connection, old: RowTable, token: str) -> RowTable | None:
+    """`old` brought to `token` with the rows of the chunks written since (None: read it whole)."""
+    found = _changes(conn, old.token)
+    if found is None or len(found[0]) + len(found[1]) > PATCH_SHARE * max(len(old.ids), 1):
+        return None
+    removed, added = found
+    return old.patched(token, np.union1d(removed, added), conn.row_rows(np.unique(added)))
+
+
+def patch_lexicon(conn: Connection, old: LexicalTable, token: str) -> LexicalTable | None:
+    """`old` brought to `token`: the chunks removed since masked out, a new delta read of every
+    chunk written since its full read (None: read it whole)."""
+    found = _changes(conn, old.token)
+    if found is None:
+        return None
+    removed, added = found
+    written = np.union1d(np.setdiff1d(old.written, removed), added)
+    if len(written) + len(removed) > PATCH_SHARE * max(len(old.ids), 1):
+        return None
+    delta = LexicalTable.from_arrow(token, conn.postings.rows_of(written, after_termid=old.last_termid))
+    return old.patched(token, np.union1d(removed, added), delta)
 
 
 class ConnectionVectors:

@@ -246,21 +246,32 @@ class Connection:
 
     def row_table(self) -> RowTable:
         """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
-        return self._derived("rows", RowTable.from_arrow, self._row_rows)
+        return self._derived("rows", RowTable.from_arrow, self.row_rows, patch=sidecar_source.patch_rows)
 
-    def _row_rows(self) -> pa.Table:
-        return self._arrow(f"SELECT {_chunk_cols(text=False)} FROM {self.collection} ORDER BY id")
+    def row_rows(self, ids: np.ndarray | None = None) -> pa.Table:
+        """The rows of RowTable (of these chunk ids; None: all), by id."""
+        if ids is None:
+            return self._arrow(f"SELECT {_chunk_cols(text=False)} FROM {self.collection} ORDER BY id")
+        self.con.register("sai_wanted", pa.table({"id": pa.array(ids, pa.int64())}))
+        try:
+            return self._arrow(f"SELECT {_chunk_cols(text=False)} FROM {self.collection} "
+                               "WHERE id IN (SELECT id FROM sai_wanted) ORDER BY id")
+        finally:
+            self.con.unregister("sai_wanted")
 
     def symbol_table(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
         return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows)
 
-    def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R]) -> T:
-        """A table derived from the chunk rows, shared by the process's threads until the token changes."""
+    def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R], *,
+                 patch: Callable[[Connection, T, str], T | None] | None = None) -> T:
+        """A table derived from the chunk rows, shared by the process's threads until the token
+        changes; then patched from its old copy by `patch` when it can (store/sidecar_source.py)."""
         if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
             return build("", rows())
         token = self.token
-        return self.derived.get(token, lambda: build(token, rows()), name=name)
+        renew = None if patch is None else (lambda old: patch(self, old, token))
+        return self.derived.get(token, lambda: build(token, rows()), name=name, patch=renew)
 
     def _symbol_rows(self) -> pa.Table:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
@@ -338,7 +349,8 @@ class Connection:
 
     def lexical_table(self) -> lexicon.LexicalTable:
         """Every chunk's postings, from this process's copy when it is current (store/lexicon.py)."""
-        return self._derived("lexicon", lexicon.LexicalTable.from_arrow, self.postings.rows)
+        return self._derived("lexicon", lexicon.LexicalTable.from_arrow, self.postings.rows,
+                             patch=sidecar_source.patch_lexicon)
 
     def rebuild_fts(self) -> None:
         """Build the lexical index (the postings table) from every chunk's lexemes, and record

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.rows import matrix_of
-from sai.store.sidecar import View
+from sai.store.sidecar import Mark, View
 
 FIRST_PASS_ROWS = 150_000  # rows to scan above which the bit pass runs (below it the exact scan is as fast)
 RESCORE_MIN = 2_000  # rows the bit pass hands to the exact scoring, at least
@@ -66,6 +66,7 @@ class VectorTable:
     live: np.ndarray | None = None  # bool per row; None: every row is live
     bits: np.ndarray | None = None  # uint8 (n, d / 8): sign bits of the rotated vectors; None: exact only
     rotation: np.ndarray | None = None  # float32 (d, d): the rotation the bits were taken after
+    view: View | None = None  # the sidecar state this maps (None: a copy in memory)
 
     @classmethod
     def from_arrow(cls, token: str, table: pa.Table) -> VectorTable:
@@ -95,7 +96,11 @@ class VectorTable:
         """Over a mapped sidecar view (paths and languages share its one list of names)."""
         return cls(token=view.token, ids=view.ids, matrix=view.matrix, paths=view.names, path_of=view.path_of,
                    languages=view.names, language_of=view.language_of, present=view.present, live=view.live,
-                   bits=view.bits, rotation=view.rotation)
+                   bits=view.bits, rotation=view.rotation, view=view)
+
+    @property
+    def mark(self) -> Mark | None:
+        return None if self.view is None else self.view.mark
 
     def __len__(self) -> int:
         return len(self.ids) if self.live is None else int(np.count_nonzero(self.live))
@@ -156,17 +161,17 @@ class VectorTable:
         return [(int(i), float(s)) for i, s in zip(self.ids[rows[order]], scores[order], strict=True)]
 
     def _first_pass(self, query: np.ndarray, keep: np.ndarray | None, count: int) -> np.ndarray:
-        """The `count` kept rows whose bits are nearest the query's (Hamming distance)."""
+        """At least `count` kept rows whose bits are nearest the query's (Hamming distance): every
+        row nearer than the count-th, and as many as it takes at its distance."""
         assert self.bits is not None and self.rotation is not None
-        code = np.packbits(query @ self.rotation > 0)
-        words, code = (self.bits.view(np.uint64), code.view(np.uint64)) if code.size % 8 == 0 else (self.bits, code)
-        distance = np.empty(len(self.ids), np.uint16)
-        for start in range(0, len(self.ids), _BLOCK):
-            block = np.bitwise_count(words[start:start + _BLOCK] ^ code)
-            distance[start:start + _BLOCK] = block.sum(axis=1, dtype=np.uint16)
+        distance = _hamming(self.bits, np.packbits(query @ self.rotation > 0))
         if keep is not None:
             distance[~keep] = _FAR
-        return np.argpartition(distance, count - 1)[:count]
+        within = np.cumsum(np.bincount(distance, minlength=_FAR + 1))  # a histogram: no sort of every row
+        reach = int(np.searchsorted(within, count))
+        nearer = np.flatnonzero(distance < reach)
+        at = np.flatnonzero(distance == reach)[:count - len(nearer)]
+        return np.concatenate([nearer, at])
 
     @cached_property
     def _by_id(self) -> tuple[np.ndarray, np.ndarray]:
@@ -199,6 +204,20 @@ class VectorTable:
     def vector_of(self, chunk_id: int) -> np.ndarray | None:
         held, rows = self._rows_of(np.asarray([chunk_id], dtype=np.int64))
         return np.asarray(self.matrix[rows[0]]) if len(rows) else None
+
+
+def _hamming(bits: np.ndarray, code: np.ndarray) -> np.ndarray:
+    """uint16 Hamming distance of every row of `bits` to `code`, a block of rows at a time (the
+    per-word counts added column by column: twice as fast as a sum along the rows)."""
+    words, code = (bits.view(np.uint64), code.view(np.uint64)) if code.size % 8 == 0 else (bits, code)
+    distance = np.empty(len(bits), np.uint16)
+    for start in range(0, len(bits), _BLOCK):
+        counts = np.bitwise_count(words[start:start + _BLOCK] ^ code).astype(np.uint8)
+        total = counts[:, 0].astype(np.uint16)
+        for column in range(1, counts.shape[1]):
+            total += counts[:, column]
+        distance[start:start + _BLOCK] = total
+    return distance
 
 
 def _handed(count: int, limit: int) -> int:

@@ -1,0 +1,159 @@
+"""What the vector sidecar's changes patch (store/sidecar_source.py): chunks stored without a
+vector and given one later by set_vectors, writers killed around set_vectors, and a process's
+row and lexical tables patched per write, which answer as tables read whole."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sai.models import FileRow, NewChunk
+from sai.store import DuckDBStore, sidecar_source
+from sai.store.lexicon import LexicalTable
+from sai.store.sidecar import Sidecar
+from sai.text.lexical import lexemes, query_lexemes
+from tests.test_vectors import COLLECTION, DIM, HELPERS, META, _check, _env, _manifest
+
+WORDS = ("parse", "header", "socket", "config", "compress", "encode", "body", "retry", "json", "tree",
+         "walk", "date", "quote", "split", "error", "stream")
+QUERIES = ("parse header", "compress the body", "retry json socket", "walk tree date", "quote split error")
+
+# Stores each file's chunks without vectors, commits, then gives them their vectors in a second
+# transaction (the two stages of an index run), printing after each commit; killed anywhere.
+PENDING_WRITER = HELPERS + """
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
+rng = np.random.default_rng(int(sys.argv[2]))
+for n in range(10**9):
+    files, rows, v = chunks(f"src/f{rng.integers(0, 30)}.py", int(rng.integers(1, 6)), int(rng.integers(1, 10**9)))
+    with store.write() as writer:
+        writer.replace_files(files, rows, np.full((len(rows), DIM), np.nan, np.float32))
+    print("pending", n, flush=True)
+    with store.write() as writer:
+        writer.set_vectors([r.content_hash for r in rows], v)
+    print("set", n, flush=True)
+"""
+
+
+def _chunks(key: str, count: int, seed: int) -> tuple[list[FileRow], list[NewChunk], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((count, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    texts = [" ".join(rng.choice(WORDS, 6)) + f" {key} s{seed} k{k}" for k in range(count)]
+    rows = [NewChunk(path=key, language="python" if k % 3 else "rust", start_line=k + 1, end_line=k + 1,
+                     symbol=None, text=text, content_hash=f"{key}-{seed}-{k}", file_hash=str(seed),
+                     no_duplicate=False, lexemes=lexemes(text, path=key, symbol=None), shape=None)
+            for k, text in enumerate(texts)]
+    return [FileRow(key, 1, seed, str(seed), count)], rows, v
+
+
+def _build(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
+    store = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+    with store.write() as writer:
+        writer.create(META)
+        for f in range(files):
+            writer.replace_files(*_chunks(f"src/f{f}.py", per_file, seed=f))
+    return store
+
+
+def _answers(store: DuckDBStore) -> tuple[list[object], list[object]]:
+    """Every BM25 answer (whole and scoped) and every chunk row, as this store's copies give them
+    (after the vector table, as a hybrid search reads them: its sidecar mark is what patches)."""
+    with store.read() as reader:
+        conn = reader.conn  # type: ignore[attr-defined]
+        conn.vector_table()
+        ids = [r[0] for r in conn.con.execute(f"SELECT id FROM {COLLECTION} ORDER BY id").fetchall()]
+        scope = np.asarray(ids[::3], np.int64)
+        hits = [conn.bm25(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
+        rows = conn.row_table().rows(ids + [10**6], lambda t: t.to_pylist())
+    return [[(i, round(s, 9)) for i, s in found] for found in hits], rows
+
+
+def _same_as_read_whole(store: DuckDBStore, db: Path) -> None:
+    fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+    try:
+        assert _answers(store) == _answers(fresh)
+    finally:
+        fresh.close()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "index" / "code.duckdb"
+
+
+def test_a_write_patches_the_row_and_lexical_copies_which_answer_as_read_whole(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.3)
+    store = _build(db)
+    patched = []
+    try:
+        _same_as_read_whole(store, db)
+        for n in range(10):
+            with store.write() as writer:
+                writer.replace_files(*_chunks(f"src/f{n * 2}.py", 4, seed=100 + n))
+                if n == 2:
+                    writer.remove_files(["src/f19.py"])  # the last ids: the next file gets them again
+            _same_as_read_whole(store, db)
+            with store.read() as reader:
+                table = reader.conn.lexical_table()  # type: ignore[attr-defined]
+            assert isinstance(table, LexicalTable)
+            patched.append(table.delta is not None)
+            assert _manifest(db).generation == 1
+    finally:
+        store.close()
+    # patched while the chunks written since the full read stay under 30% of it, then read whole
+    assert patched[:3] == [True] * 3 and not all(patched), patched
+
+
+def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commits(db: Path) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        files, rows, v = _chunks("src/new.py", 6, seed=7)
+        with store.write() as writer:
+            writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
+        with store.read() as reader:
+            table = reader.conn.vector_table()  # type: ignore[attr-defined]
+            pending = {int(i) for i in table.ids[table.present is not None and ~table.present]}
+            assert len(pending) == 6 and isinstance(table.matrix, np.memmap)
+            assert pending.isdisjoint(i for i, _ in reader.nearest(v[0], 200))
+            assert pending <= set(table.ids[table.mask(paths=["src/new.py"])].tolist())  # lexical scopes see them
+        _check(store, db)
+        with store.write() as writer:
+            assert writer.set_vectors([r.content_hash for r in rows], v) == 6
+        _check(store, db)
+        with store.read() as reader:
+            assert reader.nearest(v[2], 1)[0][1] == pytest.approx(1.0, abs=1e-5)
+        m = _manifest(db)
+        assert (m.rows, m.dead) == (112, 6)  # the pending rows tombstoned, the rows with vectors appended
+        _same_as_read_whole(store, db)
+    finally:
+        store.close()
+
+
+def test_writers_killed_around_set_vectors_never_leave_a_wrong_or_missing_vector(db: Path) -> None:
+    store = _build(db, files=30)
+    _check(store, db)
+    store.close()
+    rng = np.random.default_rng(11)
+    for round_ in range(6):
+        writer = subprocess.Popen([sys.executable, "-c", PENDING_WRITER, str(db), str(round_)], env=_env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert writer.stdout is not None
+        for _ in range(int(rng.integers(1, 12))):  # stops after a pending commit or after set_vectors
+            assert writer.stdout.readline(), writer.stderr.read() if writer.stderr else ""
+        time.sleep(float(rng.random()) * 0.05)  # or inside the next transaction
+        writer.send_signal(signal.SIGKILL)
+        assert writer.wait() == -signal.SIGKILL
+        _check(store, db)  # the sidecar patched at this state: equal to an exact scan of DuckDB
+        _same_as_read_whole(store, db)
+        if round_ % 2:
+            store.close()
+    store.close()
+    assert Sidecar.beside(db, COLLECTION).manifest_path.is_file()
