@@ -514,7 +514,7 @@ def main() -> int:
                         help="with --vectors-only: the rows are made from these vectors (an .npy of (n, 384) float32)")
     parser.add_argument("--vector-worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--first-pass-rows", type=int, metavar="N",
-                        help="run the bit first pass above N rows to scan (default: vectors.FIRST_PASS_ROWS)")
+                        help="run the bit first pass above N rows (default: vectors.FIRST_PASS_ROWS)")
     args = parser.parse_args()
     if args.first_pass_rows is not None:
         import sai.store.vectors as vectors

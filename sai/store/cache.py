@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+import pyarrow as pa
+
 T = TypeVar("T")
 
 
@@ -32,6 +34,9 @@ class TokenCache:
             if table is None:
                 old = None
                 table = load()
+            # The Arrow results a table is built from are gone by now, but Arrow's allocator keeps
+            # their pages (~120 MB of a searching process at 97k chunks): give them back.
+            pa.default_memory_pool().release_unused()
             self._held[name] = (token, table)
             return table
 

@@ -17,14 +17,15 @@ vector sidecar (store/sidecar.py: one copy on disk and in the page cache for eve
 patched by the rows a write changed); a writer reading its own uncommitted rows, or an index in
 a read-only place, builds it in memory from one Arrow read (~55 ms at 20,000 chunks).
 
-Above FIRST_PASS_ROWS rows to scan, a sidecar table scans in two passes: the Hamming distance
+Above FIRST_PASS_ROWS rows, a sidecar table scans in two passes: the Hamming distance
 between the query's and the rows' sign bits, taken after one fixed random rotation (which
 spreads every direction's weight over all dimensions: without it the signs of the near-zero
 dimensions of sparse vectors are noise), picks the `_handed` nearest rows, whose float vectors
 are then scored exactly. The bits are 1/32 of the floats (48 bytes a row at 384 dimensions), so
 the pass reads little memory. Recall@10 against the exact scan is measured by benchmarks/scale.py
 (docs/design.md, "Vector search"). A filter masks the rows before either pass, so a filtered
-search searches the filtered subset; a filter keeping fewer rows than FIRST_PASS_ROWS is scanned exactly.
+search searches the filtered subset (the bit pass over all rows costs less than gathering a
+large subset's floats); a subset of at most twice the rows handed on is scanned exactly.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import pyarrow as pa
 from sai.store.rows import matrix_of
 from sai.store.sidecar import Mark, View
 
-FIRST_PASS_ROWS = 150_000  # rows to scan above which the bit pass runs (below it the exact scan is as fast)
+FIRST_PASS_ROWS = 150_000  # rows above which the bit pass runs (below it the exact scan is as fast)
 RESCORE_MIN = 2_000  # rows the bit pass hands to the exact scoring, at least
 RESCORE_SHARE = 250  # and at least one row in this many of those scanned
 _GATHER_SHARE = 0.25  # a mask keeping less than this share is scored by gathering its rows
@@ -143,7 +144,8 @@ class VectorTable:
             keep = (np.ones(len(self.ids), bool) if keep is None else keep) & (self.ids != exclude)
         count = len(self.ids) if keep is None else int(np.count_nonzero(keep))
         handed = _handed(count, limit)
-        if self.bits is not None and self.rotation is not None and count > max(FIRST_PASS_ROWS, 2 * handed):
+        if self.bits is not None and self.rotation is not None and len(self.ids) > FIRST_PASS_ROWS \
+                and count > 2 * handed:
             rows = np.sort(self._first_pass(query, keep, handed))  # in file order: the gather reads forward
             scores = self.matrix[rows] @ query
         elif keep is None:
