@@ -42,7 +42,7 @@ from sai.store.sidecar import Mark, View
 
 FIRST_PASS_ROWS = 150_000  # rows above which the bit pass runs (below it the exact scan is as fast)
 RESCORE_MIN = 2_000  # rows the bit pass hands to the exact scoring, at least
-RESCORE_SHARE = 250  # and at least one row in this many of those scanned
+RESCORE_SHARE = 250  # and at least one row in this many of the table's
 _GATHER_SHARE = 0.25  # a mask keeping less than this share is scored by gathering its rows
 _BLOCK = 65_536  # rows per step of the bit pass (its temporaries stay in the CPU's cache)
 _FAR = np.iinfo(np.uint16).max
@@ -143,7 +143,7 @@ class VectorTable:
         if exclude is not None:
             keep = (np.ones(len(self.ids), bool) if keep is None else keep) & (self.ids != exclude)
         count = len(self.ids) if keep is None else int(np.count_nonzero(keep))
-        handed = _handed(count, limit)
+        handed = _handed(len(self.ids), limit)  # a subset hands on as many rows as the whole table
         if self.bits is not None and self.rotation is not None and len(self.ids) > FIRST_PASS_ROWS \
                 and count > 2 * handed:
             rows = np.sort(self._first_pass(query, keep, handed))  # in file order: the gather reads forward
@@ -223,7 +223,7 @@ def _hamming(bits: np.ndarray, code: np.ndarray) -> np.ndarray:
 
 
 def _handed(count: int, limit: int) -> int:
-    """Rows the bit pass hands to the exact scoring when `count` rows are scanned for `limit`."""
+    """Rows the bit pass hands to the exact scoring in a table of `count` rows, for `limit`."""
     return max(RESCORE_MIN, 20 * limit, count // RESCORE_SHARE)
 
 
