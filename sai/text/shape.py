@@ -34,10 +34,10 @@ import numpy as np
 from sai.source.languages import COMMENT_STYLES, STRING_LITERAL
 from sai.text.keywords import keywords_of
 
-SHAPE_VERSION = 4  # bump when signatures change: indexes then recompute them (no re-embedding)
+SHAPE_VERSION = 5  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625
 GRAM = 3  # tokens per shape element: a 3-gram of the stream
-MIN_GRAMS = 8
+MIN_GRAMS = 12  # fewer distinct 3-grams is a one-line body (`self._conn.close()`): no shape
 BANDS, BAND_ROWS = 16, 4  # LSH: pairs sharing any band of 4 minima are candidates
 # shape similarity at which band_pairs finds a pair with probability >= 0.988: 1 - (1 - J^4)^16
 FOUND_FROM = 0.7
