@@ -147,10 +147,11 @@ def signatures(blobs: list[bytes | None]) -> tuple[np.ndarray, np.ndarray, np.nd
     """(n, SIGNATURE_SIZE) uint32 matrix of stored signatures, each row's element count and the
     mask of rows that have one (a signature of an older SHAPE_VERSION has none)."""
     width = 4 * (SIGNATURE_SIZE + 1)
-    known = np.array([bool(b) and len(b) == width for b in blobs], dtype=bool)
+    kept = [b if b is not None and len(b) == width else None for b in blobs]
+    known = np.array([b is not None for b in kept], dtype=np.bool_)
     matrix = np.zeros((len(blobs), SIGNATURE_SIZE + 1), dtype=np.uint32)
     if known.any():
-        chosen = [b for b, k in zip(blobs, known, strict=True) if k]
+        chosen = [b for b in kept if b is not None]
         matrix[known] = np.frombuffer(b"".join(chosen), dtype="<u4").reshape(-1, SIGNATURE_SIZE + 1)
     return np.ascontiguousarray(matrix[:, :SIGNATURE_SIZE]), matrix[:, SIGNATURE_SIZE].copy(), known
 
