@@ -46,10 +46,12 @@ def test_an_unknown_flag_with_nothing_close_points_at_the_help(
 
 
 def _project(root: Path, server: OllamaStandIn) -> Path:
-    """Two small Python files and a config that names the stand-in but no embedder or model."""
+    """Two small Python files (renamed copies, shaped enough to pair) and a config that names the stand-in but no embedder or model."""
     write_tree(root, {
-        "src/cart.py": "def cart_total(items):\n    return sum(i.price for i in items)\n",
-        "src/copy.py": "def basket_total(things):\n    return sum(t.price for t in things)\n",
+        "src/cart.py": "def cart_total(items):\n    total = 0\n    for item in items:\n"
+                       "        if item.price > 0:\n            total += item.price * item.count\n    return total\n",
+        "src/copy.py": "def basket_total(things):\n    total = 0\n    for thing in things:\n"
+                       "        if thing.price > 0:\n            total += thing.price * thing.count\n    return total\n",
     })
     (root / "sai-cfg.yml").write_text(f"ollama:\n  url: {server.url}\n  backoff_s: 0.01\n", encoding="utf-8")
     return root
