@@ -102,7 +102,7 @@ def queries(batches: list[list[NewChunk]], n: int) -> list[tuple[str, np.ndarray
 
 def open_backend(name: str, where: Path):  # type: ignore[no-untyped-def]
     if name == "duckdb":
-        from sai.store import DuckDBStore
+        from sai.store.duckdb import DuckDBStore
 
         return DuckDBStore(where / "bench.duckdb", collection="bench")
     from sai.store.qdrant import QdrantStore

@@ -35,8 +35,8 @@ from sai.indexing import indexer
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.query import lookup, search
-from sai.store import DuckDBStore
-from sai.store.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
+from sai.store.duckdb import DuckDBStore
+from sai.store.duckdb.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
@@ -425,14 +425,14 @@ import sys
 from pathlib import Path
 import sai.indexing.backfill
 import sai.indexing.indexer
-import sai.store
+import sai.store.duckdb
 from sai.config import load_config
 from sai.project import Project
 sai.indexing.indexer.FLUSH_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.EMBED_GROUP = 20
 sai.indexing.backfill.WRITE_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.AHEAD = 0
-sai.store.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
+sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
 sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
 
@@ -646,9 +646,9 @@ def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
 POOLED_CLI_RUN = """
 import sys
 import sai.indexing.indexer
-import sai.store
+import sai.store.duckdb
 from sai.cli import commands as cli
-sai.store.DuckDBStore.pending_vectors = sys.argv[1] == "two-phase"
+sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[1] == "two-phase"
 sai.indexing.indexer.POOL_MIN_FILES = 1
 sai.indexing.indexer.FLUSH_CHUNKS = 1
 sai.indexing.indexer.IN_FLIGHT = sai.indexing.indexer.IN_FLIGHT_LARGE = 0

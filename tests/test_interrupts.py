@@ -124,7 +124,7 @@ def test_ctrl_c_during_duckdb_queries_is_never_lost_nor_a_runtime_error(tmp_path
 SLOW_POSTINGS_RUN = """
 import sys
 from pathlib import Path
-from sai.store import lexicon
+from sai.store.duckdb import postings as lexicon
 real = lexicon.Postings.add
 def slow(self, source, where=""):
     Path(sys.argv[1]).touch()

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from sai.models import IndexMeta, NewChunk
-from sai.store import DuckDBStore as Store
-from sai.store.lexicon import STOPWORDS
-from sai.store.rows import extension_path
-from sai.store.tables import Connection
+from sai.store.duckdb import DuckDBStore as Store
+from sai.store.duckdb.postings import STOPWORDS
+from sai.store.duckdb.rows import extension_path
+from sai.store.duckdb.tables import Connection
 from sai.text.lexical import lexemes, query_lexemes
 
 DIM = 8

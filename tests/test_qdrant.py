@@ -28,8 +28,8 @@ from sai.errors import StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk, chunk_id, sha256_hex
 from sai.store.base import Scope, Store
 from sai.store.qdrant import QdrantStore
-from sai.store.qdrant_conn import Client
-from sai.store.qdrant_lock import ServerLease, this_process
+from sai.store.qdrant.client import Client
+from sai.store.qdrant.locks import ServerLease, this_process
 from sai.text.lexical import lexemes, query_lexemes
 
 DIM = 8
@@ -308,7 +308,7 @@ def test_local_mode_is_single_process(tmp_path: Path) -> None:
 
 
 def test_a_lease_left_in_local_mode_blocks_no_writer(filled: Store) -> None:
-    from sai.store.qdrant_lock import _lock_point
+    from sai.store.qdrant.locks import _lock_point
 
     assert isinstance(filled, QdrantStore)
     filled.lock_timeout_s = 0.5
@@ -332,7 +332,7 @@ time.sleep(60)
 
 def test_a_live_local_writer_is_named_and_a_killed_one_frees_the_index_at_once(filled: Store) -> None:
     from sai.errors import StoreLockedError
-    from sai.store.qdrant_lock import WRITER_FILE
+    from sai.store.qdrant.locks import WRITER_FILE
 
     assert isinstance(filled, QdrantStore) and filled.path is not None
     filled.lock_timeout_s = 0.5

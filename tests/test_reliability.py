@@ -95,7 +95,7 @@ def test_a_function_moved_between_files_written_in_different_batches_keeps_a_vec
 PAUSE_IN_LAST_STEP = """
 import sys, time
 from pathlib import Path
-from sai.store import tables
+from sai.store.duckdb import tables
 real = tables.Connection.rebuild_fts
 def slow(self):
     real(self)
@@ -285,7 +285,7 @@ def test_a_reader_searching_through_a_recreate_gets_the_old_answers_then_the_new
 # about to replace it), where it says so and sleeps to be killed.
 PAUSE_IN_COMPACTION = """
 import os, sys, time
-from sai.store import compaction
+from sai.store.duckdb import compaction
 moment = sys.argv[3]
 def pause(real):
     def paused(*args):

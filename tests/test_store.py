@@ -15,10 +15,10 @@ import duckdb
 import numpy as np
 import pytest
 
-import sai.store as store_module
+import sai.store.duckdb.store as store_module
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
-from sai.store import READ_LEASE_S, DuckDBStore, describe
+from sai.store.duckdb.store import READ_LEASE_S, DuckDBStore, describe
 
 DIM = 16
 COLLECTION = "code"
@@ -31,7 +31,7 @@ META = IndexMeta(
 HOLD_WRITER = """
 import sys, time
 from pathlib import Path
-from sai.store import DuckDBStore
+from sai.store.duckdb import DuckDBStore
 store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=10)
 with store.write() as writer:
     writer.set_meta({"holder": "done"})
@@ -43,7 +43,7 @@ with store.write() as writer:
 WRITE_ONCE = """
 import sys
 from pathlib import Path
-from sai.store import DuckDBStore
+from sai.store.duckdb import DuckDBStore
 with DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2])).write() as writer:
     writer.set_meta({"other_process": "wrote"})
 """
@@ -54,7 +54,7 @@ with DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.
 HOLD_RUN = """
 import sys, time
 from pathlib import Path
-from sai.store import DuckDBStore as Store, tables
+from sai.store.duckdb import DuckDBStore as Store, tables
 opens = 0
 real = tables.Connection.open.__func__
 def counted(cls, *args, **kwargs):
@@ -322,7 +322,7 @@ def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
 
 
 def test_migrations_are_numbered_up_to_this_schema_version() -> None:
-    from sai.store.migrations import MIGRATIONS
+    from sai.store.duckdb.migrations import MIGRATIONS
 
     assert sorted(MIGRATIONS) == list(range(min(MIGRATIONS), SCHEMA_VERSION + 1))
 

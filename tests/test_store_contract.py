@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, chunk_id
-from sai.store import DuckDBStore, Scope
+from sai.store import Scope
 from sai.store.base import Store
+from sai.store.duckdb import DuckDBStore
 from sai.store.qdrant import QdrantStore
 
 BACKENDS = ["duckdb", "qdrant-local"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fixtures_tree import OPEN, index_template, indexed_copy, load, run_cli
 
-import sai.store.tables as tables
+import sai.store.duckdb.tables as tables
 from sai.errors import OutsideRootError
 from sai.indexing import indexer
 from sai.models import PathResult

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import duckdb
 
 from sai.errors import StoreError
-from sai.store import interrupts
-from sai.store.rows import FTS_OPTIONS, extension_path
+from sai.store.duckdb import interrupts
+from sai.store.duckdb.rows import FTS_OPTIONS, extension_path
 
 _MAX_HELD = 1 << 20  # distinct lexemes kept; past this the table starts again
 

@@ -11,9 +11,9 @@ import numpy as np
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.store.base import IndexReader, IndexWriter, Scope
+from sai.store.duckdb.tables import Connection
+from sai.store.duckdb.vectors import VectorTable
 from sai.store.symbols import SymbolTable
-from sai.store.tables import Connection
-from sai.store.vectors import VectorTable
 
 
 class DuckDBReader(IndexReader):

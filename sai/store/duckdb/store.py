@@ -1,4 +1,4 @@
-"""The index: `open_store` chooses the backend (store/base.py, the contract); the DuckDB file here.
+"""The DuckDB backend's store: one index file, its leases and locks, its errors translated.
 
 The DuckDB backend (this module, its sessions in sessions.py, its SQL in tables.py, its
 migrations in migrations.py) is the only code that imports duckdb. One DuckDB file holds, per
@@ -38,41 +38,20 @@ from pathlib import Path
 
 import duckdb
 
-from sai.config import Config
-from sai.errors import ConfigError, StoreCorruptError, StoreError, StoreLockedError
-from sai.models import BACKENDS
-from sai.store import base, compaction, interrupts, migrations
-from sai.store.base import IndexReader, IndexWriter, Scope
+from sai.errors import StoreCorruptError, StoreError, StoreLockedError
+from sai.store import base
+from sai.store.base import IndexReader, IndexWriter
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
-from sai.store.sessions import DuckDBReader, DuckDBWriter
-from sai.store.tables import Connection
+from sai.store.duckdb import compaction, interrupts, migrations
+from sai.store.duckdb.sessions import DuckDBReader, DuckDBWriter
+from sai.store.duckdb.tables import Connection
 
 log = logging.getLogger(__name__)
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
 # What DuckDB says of a file that is not whole: bad checksums, a foreign header, a truncated end.
 DAMAGED = ("Corrupt", "corrupt", "not a valid DuckDB", "checksum", "Checksum", "Could not read enough bytes")
-
-
-def open_store(config: Config, *, backend: str | None = None) -> base.Store:
-    """The store of `backend` (default: the config's) for the config's collection, not opened
-    yet: sessions open it. Qdrant: local mode when qdrant.path is set, else the server at qdrant.url."""
-    backend = backend or config.backend
-    if backend == "duckdb":
-        return DuckDBStore(config.db_path, collection=config.collection, lock_timeout_s=config.lock_timeout_s)
-    if backend == "qdrant":
-        from sai.store.qdrant import QdrantStore  # qdrant-client loads only for this backend
-
-        if config.qdrant_path is None and not config.qdrant_url:
-            raise ConfigError("the qdrant backend needs qdrant.url (or QDRANT_URL) for a server, "
-                              "or qdrant.path for local mode; set one of them")
-        return QdrantStore(
-            config.collection, url=None if config.qdrant_path else config.qdrant_url,
-            api_key=config.qdrant_api_key, path=config.qdrant_path, timeout_s=config.qdrant_timeout_s,
-            prefer_grpc=config.qdrant_prefer_grpc, lock_timeout_s=config.lock_timeout_s,
-        )
-    raise ConfigError(f"unknown backend '{backend}'; choose one of: {', '.join(BACKENDS)}")
 
 
 class DuckDBStore(base.Store):
@@ -523,4 +502,4 @@ def _wait_while(busy: Callable[[], bool], timeout_s: float, *, poll_s: float) ->
     while busy() and time.monotonic() < deadline:
         time.sleep(poll_s)
 
-__all__ = ["DuckDBStore", "IndexReader", "IndexWriter", "Scope", "open_store"]
+__all__ = ["DuckDBStore"]

@@ -19,10 +19,10 @@ import numpy as np
 import pyarrow as pa
 
 from sai.models import NewChunk
-from sai.store import lexicon
 from sai.store.cache import TokenCache
-from sai.store.chunkrows import RowTable
-from sai.store.rows import (
+from sai.store.duckdb import postings as lexicon
+from sai.store.duckdb.chunkrows import RowTable
+from sai.store.duckdb.rows import (
     CHUNK_COLS,
     ChunkRow,
     FileRow,
@@ -35,8 +35,8 @@ from sai.store.rows import (
     quote,
     utc_now,
 )
+from sai.store.duckdb.vectors import VectorTable
 from sai.store.symbols import SYMBOL_COLS, SymbolTable
-from sai.store.vectors import VectorTable
 
 T = TypeVar("T")
 R = TypeVar("R")

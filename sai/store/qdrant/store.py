@@ -37,12 +37,12 @@ from qdrant_client import models
 
 from sai.errors import StoreError, StoreLockedError
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
-from sai.store import qdrant_points as qp
 from sai.store.base import IndexReader, IndexWriter, Scope, Store
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
-from sai.store.qdrant_conn import Client
-from sai.store.qdrant_lock import LocalLock, ServerLease
+from sai.store.qdrant import points as qp
+from sai.store.qdrant.client import Client
+from sai.store.qdrant.locks import LocalLock, ServerLease
 from sai.store.symbols import SymbolTable
 
 META_ID = 0  # the metadata's point in NAME__meta (point 1 is the writer lock, qdrant_lock.py)
