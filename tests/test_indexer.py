@@ -177,7 +177,7 @@ def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_ser
     project = open_project(indexed)
     with project.store.read() as reader:
         assert "leftover" not in reader.meta()
-        assert reader.lexical_current()
+        assert reader.run_finished()
     project.close()
 
 
@@ -313,7 +313,7 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
     assert _snapshot(indexed) == original  # every vector kept, bit for bit
     project = open_project(indexed)
     with project.store.read() as reader:
-        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.lexical_current()
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.run_finished()
         rows, _, shapes = reader.all_chunks()
         rows = reader.chunks([r.id for r in rows])
     assert shapes == [signature(r.text, r.language) for r in rows] and any(shapes)
@@ -471,7 +471,7 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     status = search.status(project)
     assert (status.chunk_count, status.pending_vectors, status.file_count) == (functions, functions - written, 20)
     with project.store.read() as reader:
-        assert reader.lexical_current()
+        assert reader.run_finished()
     assert search.search(project, "gen_150", mode="lexical")[0].path == "gen/mod_015.py"
     hits = search.search(project, "gen_150", explain=True)  # hybrid over every chunk, vector or not
     assert hits[0].path == "gen/mod_015.py" and hits[0].explain and hits[0].explain.pending_vector
@@ -511,7 +511,7 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     status = search.status(project)
     assert status.chunk_count == batch
     with project.store.read() as reader:
-        assert reader.lexical_current()  # postings are written with their chunks: none behind them
+        assert reader.run_finished()  # postings are written with their chunks: none behind them
     assert search.search(project, "gen_7 value")
     assert search.search(project, "gen_7", mode="lexical")[0].path == "gen/mod_000.py"
     ollama_server.reset_counts()
@@ -526,7 +526,7 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     assert _snapshot(root) == _snapshot(clean)
     project = open_project(root)
     with project.store.read() as reader:
-        assert reader.lexical_current()  # rebuilt at the end of the completed run
+        assert reader.run_finished()  # rebuilt at the end of the completed run
     project.close()
 
 
@@ -583,7 +583,7 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
     assert ollama_server.requests == 0 and _snapshot(indexed) == original
     project = open_project(indexed)
     with project.store.read() as reader:
-        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) == "5" and reader.lexical_current()
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) == "5" and reader.run_finished()
     (found,) = lookup.find_symbol(project, "add")
     assert (found.symbol, found.kind, found.path) == ("Cart.add", "method", "billing.py")
     assert [d.kind for d in lookup.find_symbol(project, "Normalize")] == ["function"]

@@ -173,7 +173,7 @@ def test_stored_vectors_read_back_bit_for_bit(built: DuckDBStore) -> None:
     vectors = _vectors(40)
     with built.read() as reader:
         rows, matrix, shapes = reader.all_chunks()
-        one = reader.vector_of(rows[0].id)
+        one = reader.vectors([rows[0].id])[rows[0].id]
     with built.write() as writer:
         by_hash = writer.vectors_by_hash(["hash3", "hash39", "absent"])
     order = [int(r.symbol[1:]) for r in rows]
@@ -402,15 +402,15 @@ def test_rows_without_text_come_from_memory_as_the_table_holds_them(built: DuckD
     with built.read() as reader:
         conn = reader.conn
         table = conn.row_table()
-        rows, matrix = conn.chunks_by_ids([7, 3, 999, 12], vectors=False, text=False)
-        from_sql, _ = conn.chunks_by_ids([7, 3, 12], vectors=False, text=True)
-    assert [r.id for r in rows] == [7, 3, 12] and matrix.shape == (3, 0)  # order kept, 999 unknown
+        rows = conn.chunks([7, 3, 999, 12], text=False)
+        from_sql = conn.chunks([7, 3, 12], text=True)
+    assert [r.id for r in rows] == [7, 3, 12]  # order kept, 999 unknown
     assert rows == [replace(r, text="") for r in from_sql]
     with built.write() as writer:
         conn = writer.conn
         conn.delete_chunks(["src/f2.py"])  # chunk 3
-        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]
+        assert [r.id for r in conn.chunks([3, 7], text=False)] == [7]
     with built.read() as reader:
         conn = reader.conn
         assert conn.row_table() is not table
-        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]
+        assert [r.id for r in conn.chunks([3, 7], text=False)] == [7]

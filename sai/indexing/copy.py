@@ -43,7 +43,7 @@ def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
                 writer.drop()
             writer.create(_meta_for(meta, target.backend))
             for batch in _batches(rows):
-                texts = reader.texts([rows[k].id for k in batch])
+                texts = {r.id: r.text for r in reader.chunks([rows[k].id for k in batch])}
                 chunks = [_new_chunk(rows[k], texts.get(rows[k].id, ""), files, shapes[k]) for k in batch]
                 keys = {rows[k].path for k in batch}
                 writer.replace_files([files[key] for key in sorted(keys) if key in files], chunks, matrix[batch])

@@ -135,7 +135,7 @@ class _Run:
                 self.rechunk = self.meta.get("chunking") != self.project.chunking_signature()
                 self.stored = reader.files()
                 self.had_rows = set(self.stored)
-                self.known = reader.known_hashes()
+                self.known = reader.content_hashes()
                 self.dim = int(self.meta["vector_dim"]) or None  # 0: no vector stored yet
 
     def probe_dim(self) -> None:
@@ -462,12 +462,12 @@ def _count_kept(old: list[str], new: list[str]) -> int:
 
 
 def _finish(project: Project, *, meta: dict[str, str] | None = None) -> None:
-    """Rebuild the BM25 index unless it already holds the committed chunks (a run killed in
+    """finish_run unless the store says the last run finished (a run killed in
     this step left it behind: the next run repairs it), and record the chunking settings."""
     if not project.store.exists:
         return
     with project.store.read() as reader:  # a current index needs no writer, which shuts readers out
-        if not reader.has_index() or (reader.lexical_current() and not meta):
+        if not reader.has_index() or (reader.run_finished() and not meta):
             return
     with project.store.write() as writer:
         if not writer.has_index():

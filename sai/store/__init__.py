@@ -12,7 +12,7 @@ from __future__ import annotations
 from sai.config import Config
 from sai.errors import ConfigError
 from sai.models import BACKENDS
-from sai.store.base import IndexReader, IndexWriter, Scope, Store
+from sai.store.base import IndexReader, IndexSummary, IndexWriter, Scope, Store
 
 
 def open_store(config: Config, *, backend: str | None = None) -> Store:
@@ -37,4 +37,4 @@ def open_store(config: Config, *, backend: str | None = None) -> Store:
     raise ConfigError(f"unknown backend '{backend}'; choose one of: {', '.join(BACKENDS)}")
 
 
-__all__ = ["IndexReader", "IndexWriter", "Scope", "Store", "open_store"]
+__all__ = ["IndexReader", "IndexSummary", "IndexWriter", "Scope", "Store", "open_store"]

@@ -58,7 +58,10 @@ class DuckDBStore(base.Store):
     """An index file and the one connection this process holds on it at a time."""
 
     backend = "duckdb"
+    transactional = True
     pending_vectors = True
+    can_upgrade = True
+    keeps_old_on_recreate = True
 
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
