@@ -91,7 +91,7 @@ QUERY_LOOP = """
 import sys, time
 from pathlib import Path
 import duckdb
-from sai.store.duckdb.store import translate
+from sai.store.duckdb.errors import translate
 con = duckdb.connect(":memory:")
 with translate(Path("memory")):
     con.execute("SELECT 1").fetchall()  # the first call's lazy imports done: the SIGINT lands among queries

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from sai.models import IndexMeta, NewChunk
+from sai.store import terms
 from sai.store.duckdb import DuckDBStore as Store
 from sai.store.duckdb.rows import extension_path
 from sai.store.duckdb.tables import Connection
-from sai.store import terms
 from sai.store.terms import STOPWORDS
 from sai.text.lexical import lexemes, query_lexemes
 

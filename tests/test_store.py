@@ -18,7 +18,8 @@ import pytest
 import sai.store.duckdb.store as store_module
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
-from sai.store.duckdb.store import READ_LEASE_S, DuckDBStore, describe
+from sai.store.duckdb.errors import describe
+from sai.store.duckdb.store import READ_LEASE_S, DuckDBStore
 
 DIM = 16
 COLLECTION = "code"

@@ -17,7 +17,7 @@ from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.text.lexical import lexemes
 
 BATCH = 512  # chunks per write (whole files)
-_NOT_COPIED = {"token", "fts_token", "run_state", "created_at", "backend"}
+_NOT_COPIED = {"token", "lexicon_token", "fts_token", "run_state", "created_at", "backend"}  # fts_token: format 5
 
 
 @dataclass(frozen=True)

@@ -451,7 +451,8 @@ def status(project: Project) -> IndexStatus:
 def _check(project: Project, reader: IndexReader, vector: np.ndarray | None) -> dict[str, str]:
     if not reader.has_index():
         raise StoreError(
-            f"the index has no collection '{project.config.collection}'; run `sai` to build it"
+            f"the index at {project.store.location} has no collection '{project.config.collection}'; "
+            "run `sai` to build it"
         )
     meta = reader.meta()
     project.check_meta(meta, vector_dim=None if vector is None else int(vector.shape[0]))

@@ -11,8 +11,9 @@ chunk rows and term counts) and scores a query over the postings of its terms on
 
 The terms are those of store/terms.py (the Qdrant backend's too, and the FTS index's, so
 rankings did not move): each chunk's `lexemes` split on spaces, English stop words dropped,
-Porter-stemmed. The score is the FTS index's Okapi BM25 (k1 1.2, b 0.75); a scoped search takes the document count, mean
-length and document frequencies of the scope, as an index holding only those chunks would.
+Porter-stemmed. The score is the FTS index's Okapi BM25 (k1 1.2, b 0.75); a scoped search takes
+the document count, mean length and document frequencies of the scope, as an index holding only
+those chunks would.
 """
 
 from __future__ import annotations

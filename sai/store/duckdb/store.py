@@ -20,8 +20,8 @@ request (every WRITER_POLL_S, and before each transaction), closes and lets go o
 `<db>.writer`; its next transaction waits until the readers are in and takes both again (the
 readers leave as soon as their query is done, as they do for any writer).
 
-Every database error is translated here into a StoreError with one line naming the fix
-(`translate`); Ctrl-C inside a query becomes KeyboardInterrupt.
+Every database error is translated into a StoreError with one line naming the fix (errors.py,
+`translate`); Ctrl-C inside a query becomes KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -43,15 +43,14 @@ from sai.store import base
 from sai.store.base import IndexReader, IndexWriter
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
-from sai.store.duckdb import compaction, interrupts, migrations
+from sai.store.duckdb import compaction, migrations
+from sai.store.duckdb.errors import describe, first_line, is_lock_conflict, translate
 from sai.store.duckdb.sessions import DuckDBReader, DuckDBWriter
 from sai.store.duckdb.tables import Connection
 
 log = logging.getLogger(__name__)
 READ_LEASE_S = 5.0  # how long an idle reader keeps the file open (reopening costs ~0.15 s)
 WRITER_POLL_S = 0.2  # how often an idle reader looks for a writer's intent file
-# What DuckDB says of a file that is not whole: bad checksums, a foreign header, a truncated end.
-DAMAGED = ("Corrupt", "corrupt", "not a valid DuckDB", "checksum", "Checksum", "Could not read enough bytes")
 
 
 class DuckDBStore(base.Store):
@@ -256,7 +255,7 @@ class DuckDBStore(base.Store):
             try:
                 self._release()
             except duckdb.Error as exc:  # the run's next write reopens the file and reports
-                log.debug("closing the run's connection for a reader failed: %s", _first_line(exc))
+                log.debug("closing the run's connection for a reader failed: %s", first_line(exc))
 
     def _cancel_yield(self) -> None:
         if self._yield_timer is not None:
@@ -346,7 +345,7 @@ class DuckDBStore(base.Store):
                 reader.conn.verify()
         except StoreCorruptError as exc:
             log.warning("the index file %s is damaged (%s); kept as %s.damaged, building a new one",
-                        self.path, _first_line(exc.__cause__ or exc), self.path)
+                        self.path, first_line(exc.__cause__ or exc), self.path)
             self.close()
             self.recreate()
             return False
@@ -381,7 +380,7 @@ class DuckDBStore(base.Store):
             try:
                 return Connection.open(self.path, self.sessions_of, read_only=read_only, derived=self.derived)
             except duckdb.Error as exc:
-                if not _is_lock_conflict(exc):
+                if not is_lock_conflict(exc):
                     raise describe(exc, self.path) from exc
                 if time.monotonic() >= deadline:
                     raise self._locked_error() from exc
@@ -443,46 +442,6 @@ class DuckDBStore(base.Store):
         if self._conn is not None:
             conn, self._conn = self._conn, None
             conn.close()
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-def _is_lock_conflict(exc: duckdb.Error) -> bool:
-    """Another process holds the file ("Could not set lock on file … Conflicting lock")."""
-    return isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
-
-
-@contextlib.contextmanager
-def translate(path: Path) -> Iterator[None]:
-    """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt
-    (never lost inside a query: interrupts.py)."""
-    try:
-        with interrupts.kept():
-            yield
-    except duckdb.InterruptException as exc:
-        raise KeyboardInterrupt from exc
-    except duckdb.Error as exc:
-        raise describe(exc, path) from exc
-
-
-def describe(exc: duckdb.Error, path: Path) -> StoreError:
-    """The StoreError a database error means for the user, with the fix."""
-    text = str(exc)
-    line = _first_line(exc)
-    if "No space left" in text or "disk full" in text.lower():
-        return StoreError(f"no space left on the disk holding the index {path}; free some space "
-                          "and run the command again (committed batches are kept)")
-    if any(s in text for s in DAMAGED):
-        return StoreCorruptError(f"the index file {path} is damaged ({line}); rebuild it with "
-                                 f"`sai --recreate`, which keeps the damaged file as {path}.damaged")
-    if isinstance(exc, duckdb.IOException | duckdb.PermissionException):
-        return StoreError(f"cannot use the index {path}: {line}; check the path and its "
-                          "permissions, or set duckdb.path")
-    return StoreError(f"the index {path} failed: {line}; run `sai` again, or rebuild it with "
-                      "`sai --recreate` if it keeps failing")
-
 
 
 def _lock_held(path: Path, mode: int) -> bool:
