@@ -105,7 +105,9 @@ class Postings:
         stemmed = sorted(set(terms.stems(query_lexemes.split()).values()))
         if not stemmed:
             return []
-        found = self.con.execute("SELECT DISTINCT hash(t) FROM unnest(?::VARCHAR[]) AS u(t)", [stemmed]).fetchall()
+        # bound as one VARCHAR (stems are [a-z0-9_] words): binding a Python list costs ~10x the query
+        found = self.con.execute("SELECT DISTINCT hash(unnest(string_split(?::VARCHAR, ' ')))",
+                                 [" ".join(stemmed)]).fetchall()
         return sorted(int(r[0]) for r in found)
 
 
