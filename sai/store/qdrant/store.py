@@ -189,8 +189,9 @@ class QdrantReader(IndexReader):
         stamps: list[str] = []
         if self.client.call("collection_exists", self.store.files_name):
             for point in self._scroll(self.store.files_name):
-                files[point.payload["key"]] = qp.file_row(point.payload)
-                stamps.append(point.payload["indexed_at"])
+                payload = point.payload or {}
+                files[payload["key"]] = qp.file_row(payload)
+                stamps.append(payload["indexed_at"])
         return IndexSummary(meta=self.meta(), files=files, chunk_count=self.chunk_count(),
                             languages=self._language_counts(), indexed_at=max(stamps) if stamps else None)
 
