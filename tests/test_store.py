@@ -399,6 +399,16 @@ def _count(store: DuckDBStore) -> int:
         return conn.chunk_count()
 
 
+def test_chunks_with_text_read_only_their_texts_when_the_rows_are_in_memory(built: DuckDBStore) -> None:
+    built.derived.clear()
+    with built.read() as reader:
+        conn = reader.conn
+        cold = conn.chunks([7, 3, 999, 12])  # no row table held: every column read by SQL
+        conn.row_table()
+        warm = conn.chunks([7, 3, 999, 12])  # rows from memory, only the texts by SQL
+    assert cold == warm and [r.text for r in warm] == ["def f6(): pass", "def f2(): pass", "def f11(): pass"]
+
+
 def test_rows_without_text_come_from_memory_as_the_table_holds_them(built: DuckDBStore) -> None:
     with built.read() as reader:
         conn = reader.conn

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 from typing import TypeVar
@@ -393,6 +394,15 @@ class Connection:
             return []
         if not text and not self.dirty:  # what ranking asks: from memory
             return self.row_table().rows(ids, _chunk_rows)
+        held = None if self.dirty else self.derived.peek(self.token, name="rows")
+        if isinstance(held, RowTable):  # a search's rows are in memory: only their texts to read
+            rows = held.rows(ids, _chunk_rows)
+            found = self.con.execute(
+                f"SELECT id, text FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
+                [int_list([r.id for r in rows])],
+            ).fetchall() if rows else []
+            texts = dict(found)
+            return [replace(r, text=texts.get(r.id, "")) for r in rows]
         table = self._arrow(
             f"SELECT {_chunk_cols(text=text)} FROM {self.collection} "
             "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
