@@ -7,7 +7,7 @@ import threading
 from sai.chunking.base import CHUNKER_VERSION
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
-from sai.errors import ConfigError, IndexMismatchError
+from sai.errors import ConfigError, IndexMismatchError, StoreError
 from sai.models import SCHEMA_VERSION, IndexMeta
 from sai.store import open_store
 from sai.store.base import Store
@@ -96,22 +96,26 @@ class Project:
             stored = _schema_number(reader.meta().get("schema_version")) if reader.has_index() else SCHEMA_VERSION
         if not UPGRADABLE_FROM <= stored < SCHEMA_VERSION:
             return False
+        if not self.store.can_upgrade:
+            raise StoreError(f"the index '{self.config.collection}' at {self.store.location} has index format "
+                             f"{stored}, which SAI cannot upgrade on the {self.store.backend} backend; "
+                             "rebuild it with `sai --recreate`")
         self.store.upgrade(stored)
         return True
 
     def _mismatch(self, key: str, stored: object, wanted: object) -> str:
         if key == "schema_version" and UPGRADABLE_FROM <= _schema_number(str(stored)) < SCHEMA_VERSION:
             return (
-                f"the index '{self.config.collection}' at {self.config.db_path} was written by an "
+                f"the index '{self.config.collection}' at {self.store.location} was written by an "
                 f"older SAI (index format {stored}); run `sai` in the project to upgrade it in place "
                 "(nothing is re-embedded)"
             )
         if key == "model_output":
-            return (f"the index '{self.config.collection}' at {self.config.db_path} was built with vector_dim "
+            return (f"the index '{self.config.collection}' at {self.store.location} was built with vector_dim "
                     f"{stored}, but the model now answers with {wanted}-d vectors; {_REBUILD}")
         what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
         return (
-            f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
+            f"the index '{self.config.collection}' at {self.store.location} was built with {what}, "
             f"but this run uses {key} {wanted}; {_FIXES.get(key, _REBUILD).format(stored=stored)}"
         )
 

@@ -131,7 +131,7 @@ def test_after_fifty_refreshes_searches_stay_exact(
         exact = [rows[i].id for i in np.argsort(-(matrix @ vector), kind="stable")[:10]]
         hits = search.search(project, query, limit=10, mode="semantic")
         with project.store.read() as reader:
-            found = [reader.chunks_at(h.path, h.start_line)[0].id for h in hits]
+            found = [reader.chunks_of_file(h.path, line=h.start_line)[0].id for h in hits]
         recalls.append(len(set(found) & set(exact)) / 10)
     similar = search.find_similar(project, path="gen/mod_001.py", line=1, limit=5, min_score=-1.0)
     project.close()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fixtures_tree import OPEN, index_template, indexed_copy, load, run_cli
 
-import sai.store.tables as tables
+import sai.store.duckdb.tables as tables
 from sai.errors import OutsideRootError
 from sai.indexing import indexer
 from sai.models import PathResult
@@ -201,7 +201,7 @@ def test_refresh_rebuilds_no_vector_index_and_leaves_bm25_current(project, tmp_p
     assert any(s.startswith("INSERT INTO") for s in statements)  # the recorder did see writes
     assert [s for s in statements if re.search(r"CREATE INDEX|DROP INDEX|hnsw_compact", s)] == []
     with project.store.read() as reader:
-        assert reader.lexical_current()
+        assert reader.run_finished()
     # searches follow the refreshed rows: the edited chunk is its own nearest neighbour
     from sai.query import search
 

@@ -17,7 +17,7 @@ from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.text.lexical import lexemes
 
 BATCH = 512  # chunks per write (whole files)
-_NOT_COPIED = {"token", "fts_token", "run_state", "created_at", "backend"}
+_NOT_COPIED = {"token", "lexicon_token", "fts_token", "run_state", "created_at", "backend"}  # fts_token: format 5
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
                 writer.drop()
             writer.create(_meta_for(meta, target.backend))
             for batch in _batches(rows):
-                texts = reader.texts([rows[k].id for k in batch])
+                texts = {r.id: r.text for r in reader.chunks([rows[k].id for k in batch])}
                 chunks = [_new_chunk(rows[k], texts.get(rows[k].id, ""), files, shapes[k]) for k in batch]
                 keys = {rows[k].path for k in batch}
                 writer.replace_files([files[key] for key in sorted(keys) if key in files], chunks, matrix[batch])

@@ -165,5 +165,6 @@ def _path_filter(path_glob: str) -> Callable[[str], bool]:
 
 def _check_index(project: Project, reader: IndexReader) -> None:
     if not reader.has_index():
-        raise StoreError(f"the index has no collection '{project.config.collection}'; run `sai` to build it")
+        raise StoreError(f"the index at {project.store.location} has no collection '{project.config.collection}'; "
+                         "run `sai` to build it")
     project.check_meta(reader.meta())

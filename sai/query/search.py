@@ -15,9 +15,9 @@ from sai.models import GROUPS, MODES, ChunkRow, Cluster, ClusterMember, Explain,
 from sai.project import Project
 from sai.query.freshness import stale_keys
 from sai.query.ranking import Candidate, bare_name, fuse, merge
-from sai.source.globs import compile_glob, literal_prefix
+from sai.source.globs import compile_glob
 from sai.source.languages import canonical_language
-from sai.store import IndexReader, Scope
+from sai.store import IndexReader, IndexSummary, Scope
 from sai.text.lexical import query_lexemes
 
 FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
@@ -32,7 +32,7 @@ def _scope(reader: IndexReader, *, language: str | None, path_glob: str | None) 
     if not path_glob:
         return Scope(name)
     matches = compile_glob(path_glob)
-    return Scope(name, frozenset(key for key in reader.files() if matches(key)), literal_prefix(path_glob))
+    return Scope(name, frozenset(key for key in reader.files() if matches(key)))
 
 
 def search(
@@ -159,8 +159,10 @@ def _with_bodies(
     """The chosen candidates with their text and their cosine to the query when there is one;
     and the ids of those whose chunk has no vector yet (their score stays 0)."""
     ids = [c.row.id for c in chosen]
-    texts = reader.texts(ids)
-    cosines = reader.cosines(ids, vector) if vector is not None else {}
+    texts = {r.id: r.text for r in reader.chunks(ids)}
+    vectors = reader.vectors(ids) if vector is not None else {}
+    scores = np.stack(list(vectors.values())) @ np.asarray(vector, dtype=np.float32) if vectors else np.zeros(0)
+    cosines = {i: float(s) for i, s in zip(vectors, scores, strict=True)}
     pending = set() if mode == "lexical" else set(ids) - set(cosines)
     return [replace(c, row=replace(c.row, text=texts.get(c.row.id, ""),
                                    score=cosines.get(c.row.id, c.row.score))) for c in chosen], pending
@@ -245,8 +247,8 @@ def find_similar(
 
 
 def _chunk_vector(reader: IndexReader, key: str, line: int) -> tuple[int, np.ndarray]:
-    found = reader.chunks_at(key, line)
-    vector = reader.vector_of(found[0].id) if found else None
+    found = reader.chunks_of_file(key, line=line)
+    vector = reader.vectors([found[0].id]).get(found[0].id) if found else None
     if vector is None and found:
         raise StoreError(f"the chunk at {key}:{line} has no vector yet (an index run is embedding the "
                          "stored chunks); try again when `sai status` shows no pending vectors")
@@ -283,7 +285,7 @@ def find_duplicates(
         # marked chunks and those outside the glob go before the search: they take no place in a top k
         eligible = [i for i, r in enumerate(rows) if not r.no_duplicate and (matches is None or matches(r.path))]
         tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
-        texts = reader.texts([rows[i].id for i in tiny])
+        texts = {r.id: r.text for r in reader.chunks([rows[i].id for i in tiny])}
     ends: dict[int, int] = {}
     if params.metric == "cosine":
         chosen, edges = eligible, _cosine_edges(rows, matrix, eligible, params, seed_paths)
@@ -424,40 +426,33 @@ def _member_key(member: ClusterMember) -> tuple[str, int, int]:
 def status(project: Project) -> IndexStatus:
     """What the index holds, or what it would be built with when there is none yet."""
     config = project.config
-    meta: dict[str, str] = {}
-    chunks = 0
-    indexed_at = None
-    stored: dict = {}
-    languages: dict[str, int] = {}
-    pending = 0
+    summary = IndexSummary()
     if project.store.exists:
         with project.store.read() as reader:
-            meta = reader.meta()
-            if reader.has_index():
-                chunks, stored, languages = reader.chunk_count(), reader.files(), reader.language_counts()
-                indexed_at = reader.last_indexed_at()
-                pending = reader.pending_count()
+            summary = reader.summary()
+    meta, stored = summary.meta, summary.files
     dim = meta.get("vector_dim")
     return IndexStatus(
         backend=meta.get("backend", config.backend),
         collection=config.collection,
         model=meta.get("model", config.model),
         vector_dim=int(dim) or None if dim else None,  # 0: no vector stored yet
-        chunk_count=chunks,
+        chunk_count=summary.chunk_count,
         chunker=meta.get("chunker", config.chunker),
         embedder=meta.get("embedder", config.embedder),
         file_count=len(stored),
-        indexed_at=indexed_at,
+        indexed_at=summary.indexed_at,
         stale_files=len(stale_keys(config.root, stored, stored)),
-        languages=languages,
-        pending_vectors=pending,
+        languages=summary.languages,
+        pending_vectors=summary.pending,
     )
 
 
 def _check(project: Project, reader: IndexReader, vector: np.ndarray | None) -> dict[str, str]:
     if not reader.has_index():
         raise StoreError(
-            f"the index has no collection '{project.config.collection}'; run `sai` to build it"
+            f"the index at {project.store.location} has no collection '{project.config.collection}'; "
+            "run `sai` to build it"
         )
     meta = reader.meta()
     project.check_meta(meta, vector_dim=None if vector is None else int(vector.shape[0]))

@@ -225,16 +225,3 @@ def check_glob(pattern: str | None) -> None:
     """
     if pattern:
         compile_glob(pattern)
-
-
-def literal_prefix(pattern: str) -> str:
-    """The directories every key the glob matches starts with ('src/' for 'src/**/*.py', '' when
-    none): a store filtering on its server may narrow by it before testing keys exactly."""
-    if "/" not in pattern:
-        return ""  # also matches a key's file name, at any depth
-    kept = []
-    for part in pattern.lstrip("/").split("/")[:-1]:
-        if not part or any(char in "*?[]{}\\" for char in part):
-            break
-        kept.append(part)
-    return "".join(f"{part}/" for part in kept)

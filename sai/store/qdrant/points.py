@@ -7,7 +7,7 @@ Pure functions, no client calls (docs/design.md, "The Qdrant backend").
   signed 64-bit integer (numpy int64, DuckDB BIGINT). It is also `ChunkRow.id` on this backend.
 - A file's point id is made the same way from its key.
 - The sparse vector "lexemes" holds, per term of the chunk's lexemes (sai/text/lexical.py; stop
-  words dropped and Porter-stemmed as DuckDB's FTS does, store/terms.py), the BM25-saturated
+  words dropped and Porter-stemmed as for the DuckDB file, store/terms.py), the BM25-saturated
   term frequency tf*(k1+1)/(tf + k1*(1-b+b*len/AVG_LEN)). Qdrant's IDF modifier multiplies in
   the inverse document frequency at query time, so a query of the distinct terms (value 1
   each) scores Okapi BM25 (k1 1.2, b 0.75). The length norm uses a fixed mean length instead
@@ -18,6 +18,7 @@ Pure functions, no client calls (docs/design.md, "The Qdrant backend").
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
@@ -25,7 +26,7 @@ from collections.abc import Iterable
 from qdrant_client import models
 
 from sai.models import ChunkRow, FileRow, NewChunk, chunk_id
-from sai.store.terms import Terms
+from sai.store import terms
 
 K1, B = 1.2, 0.75
 AVG_LEN = 66.0  # terms per chunk: the mean (65.6) over the 20,000 stdlib chunks of benchmarks/backends.py
@@ -46,16 +47,14 @@ def file_point_id(key: str) -> int:
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16) >> 1
 
 
+@functools.lru_cache(maxsize=1 << 20)
 def term_index(term: str) -> int:
     """A term's sparse dimension: 32 bits of a fixed hash, the same in every process."""
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
 
 
-TERMS = Terms(term_index)  # lexeme -> dimension, as DuckDB's FTS stems it (store/terms.py)
-
-
 def _term_counts(lexemes: str) -> Counter[int]:
-    return Counter(TERMS.dimensions(lexemes))
+    return Counter(term_index(term) for term in terms.terms(lexemes))
 
 
 def document_vector(lexemes: str) -> models.SparseVector:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from sai.store.rows import matrix_of
+from sai.store.duckdb.rows import matrix_of
 
 
 @dataclass(frozen=True)
