@@ -29,6 +29,14 @@ BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
 PREFIX_STYLES: tuple[PrefixStyle, ...] = get_args(PrefixStyle)
 
 
+MAX_LIMIT = 50  # the most results a clamped count (an MCP tool's limit or top_k) asks for
+
+
+def clamped(value: int, *, high: int = MAX_LIMIT) -> int:
+    """A count brought into 1..high: the MCP tools clamp what the command line refuses."""
+    return max(1, min(high, int(value)))
+
+
 def sha256_hex(data: str | bytes) -> str:
     """Hex SHA-256 of text (UTF-8) or bytes; the content hash used across SAI."""
     if isinstance(data, str):

@@ -17,7 +17,7 @@ from sai.config import load_config
 from sai.errors import UsageError
 from sai.indexing import indexer
 from sai.project import Project
-from sai.query import search
+from sai.query.similar import find_similar
 
 
 @pytest.mark.parametrize(("argv", "unknown", "close"), [
@@ -163,7 +163,7 @@ def test_the_core_refuses_a_directory_to_refresh_and_a_similarity_past_one(
         with pytest.raises(UsageError, match=r"^path src is a directory; give files$"):
             indexer.refresh(project, ["src"])
         with pytest.raises(UsageError, match=r"^min_score 7 is not a cosine similarity; give a value in \[-1, 1\]$"):
-            search.find_similar(project, path="src/cart.py", line=1, min_score=7)
+            find_similar(project, path="src/cart.py", line=1, min_score=7)
         assert indexer.refresh(project, ["src/cart.py"]).refreshed  # a file still refreshes
     finally:
         project.close()

@@ -9,7 +9,7 @@ from typing import Annotated, Any, NotRequired
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
-from sai.models import BACKENDS, EMBEDDERS, GROUPS, MODES, DuplicateMetric
+from sai.models import BACKENDS, EMBEDDERS, GROUPS, MAX_LIMIT, MODES, DuplicateMetric
 from sai.output.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
 from sai.output.payloads import HitsOut as HitsOut
 from sai.output.payloads import ReadChunkOut as ReadChunkOut
@@ -17,7 +17,6 @@ from sai.output.payloads import RefreshOut as RefreshOut
 from sai.output.payloads import ServerStatusOut as ServerStatusOut
 from sai.output.payloads import SymbolsOut as SymbolsOut
 
-MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
 EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
 

@@ -6,7 +6,7 @@ outputSchema the SDK derives from it (sai/mcp/schemas.py), so the two cannot dri
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NotRequired
+from typing import TYPE_CHECKING, NotRequired
 
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
@@ -24,7 +24,10 @@ from sai.models import (
 )
 
 if TYPE_CHECKING:
+    from sai.duplicates.clusters import DuplicateReport
+    from sai.indexing.copy import CopyReport
     from sai.indexing.watch import Batch, BatchFailed
+    from sai.source.files import WalkResult
 
 SNIPPET_LINES = 8
 SNIPPET_BYTES = 800
@@ -79,6 +82,11 @@ class HitOut(MemberOut):
     chunks: NotRequired[list[FileChunkOut]]
 
 
+class _Ranked(TypedDict, total=False):  # HitOut's keys between stale and chunk_id
+    rank: int
+    score_kind: str
+
+
 class HitsOut(TypedDict):
     hits: list[HitOut]
 
@@ -115,6 +123,10 @@ class StatusOut(TypedDict):
     pending_vectors: int  # chunks searchable lexically and by symbol that still wait for a vector
 
 
+class _Stale(TypedDict, total=False):  # StatusOut's key between indexed_at and languages
+    stale_files: int
+
+
 class ServerStatusOut(StatusOut):
     watching: bool  # sai mcp --watch: re-indexing files as they change
     last_refresh_at: str | None  # when the watcher last brought the index up to date
@@ -145,6 +157,47 @@ class WatchFailureOut(TypedDict):
     at: str
     changes: int
     error: str
+
+
+class IndexCountsOut(TypedDict):
+    chunks: int
+    files: int
+    skipped: int
+    embedded: int
+    unchanged: int
+    removed: int
+
+
+class IndexRunOut(TypedDict):
+    indexed: IndexCountsOut
+    collection: str
+
+
+class ExcludedOut(TypedDict):
+    path: str
+    reason: str
+
+
+class DryRunOut(TypedDict):
+    root: str
+    collection: str
+    would_index: list[str]
+    excluded: list[ExcludedOut]
+    pruned_dirs: list[str]
+
+
+class FlushOut(TypedDict):
+    collection: str
+    deleted: bool
+
+
+# "from" is a keyword: the functional form
+CopyOut = TypedDict("CopyOut", {"collection": str, "from": str, "to": str, "location": str, "files": int,
+                                "chunks": int})
+
+
+class InitOut(TypedDict):
+    wrote: str
 
 
 class ChunkOut(TypedDict):
@@ -199,27 +252,22 @@ def snippet(text: str, *, full: bool = False) -> str:
 
 
 def hit_json(hit: Hit, *, include_text: bool = False) -> HitOut:
-    out: dict[str, Any] = {
-        "path": hit.path,
-        "start_line": hit.start_line,
-        "end_line": hit.end_line,
-        "symbol": hit.symbol,
-        "score": round(hit.score, 4),
-        "snippet": snippet(hit.text, full=include_text),
-        "language": hit.language,
-        "stale": hit.stale,
-    }
+    ranked: _Ranked = {}
     if hit.rank is not None:
-        out["rank"] = hit.rank
+        ranked["rank"] = hit.rank
     if hit.score_kind != "cosine":
-        out["score_kind"] = hit.score_kind
-    out["chunk_id"] = hit.chunk_id
+        ranked["score_kind"] = hit.score_kind
+    out: HitOut = {
+        "path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line, "symbol": hit.symbol,
+        "score": round(hit.score, 4), "snippet": snippet(hit.text, full=include_text),
+        "language": hit.language, "stale": hit.stale, **ranked, "chunk_id": hit.chunk_id,
+    }
     if hit.explain is not None:
         out["explain"] = explain_json(hit.explain)
     if hit.chunks is not None:
         out["chunks"] = [FileChunkOut(start_line=c.start_line, end_line=c.end_line, symbol=c.symbol,
                                       chunk_id=c.chunk_id) for c in hit.chunks]
-    return HitOut(**out)
+    return out
 
 
 def explain_json(explain: Explain) -> ExplainOut:
@@ -267,71 +315,89 @@ def cluster_json(cluster: Cluster) -> ClusterOut:
     )
 
 
-def duplicates_json(
-    clusters: list[Cluster], *, min_score: float, min_cluster_size: int, top_k: int, seeded: bool,
-    metric: str = "duplicate",
-) -> DuplicatesOut:
+def duplicates_json(report: DuplicateReport) -> DuplicatesOut:
+    params = report.params
     return DuplicatesOut(
-        min_score=min_score,
-        min_cluster_size=min_cluster_size,
-        top_k=top_k,
-        seeded=seeded,
-        count=len(clusters),
-        clusters=[cluster_json(c) for c in clusters],
-        metric=metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
+        min_score=params.min_score,
+        min_cluster_size=params.min_cluster_size,
+        top_k=params.top_k,
+        seeded=report.seeded,
+        count=len(report.clusters),
+        clusters=[cluster_json(c) for c in report.clusters],
+        metric=params.metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
     )
 
 
 def status_json(status: IndexStatus) -> StatusOut:
-    out: dict[str, Any] = {
-        "backend": status.backend,
-        "collection": status.collection,
-        "model": status.model,
-        "vector_dim": status.vector_dim,
-        "chunk_count": status.chunk_count,
-        "chunker": status.chunker,
-        "embedder": status.embedder,
-        "file_count": status.file_count,
-        "indexed_at": status.indexed_at,
+    stale: _Stale = {} if status.stale_files is None else {"stale_files": status.stale_files}
+    return {
+        "backend": status.backend, "collection": status.collection, "model": status.model,
+        "vector_dim": status.vector_dim, "chunk_count": status.chunk_count, "chunker": status.chunker,
+        "embedder": status.embedder, "file_count": status.file_count, "indexed_at": status.indexed_at,
+        **stale,
+        "languages": dict(status.languages),  # the values a language filter takes (or extensions)
+        "pending_vectors": status.pending_vectors,
     }
-    if status.stale_files is not None:
-        out["stale_files"] = status.stale_files
-    out["languages"] = dict(status.languages)  # the values a language filter takes (or extensions)
-    out["pending_vectors"] = status.pending_vectors
-    return StatusOut(**out)
 
 
 def server_status_json(
     status: IndexStatus, *, watching: bool, last_refresh_at: str | None, indexing: bool = False
 ) -> ServerStatusOut:
     """sai_index_status: the status, the server's --watch state and its own index build."""
-    return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at,
-                           indexing=indexing)
+    return {**status_json(status), "watching": watching, "last_refresh_at": last_refresh_at, "indexing": indexing}
 
 
-def index_json(report: IndexReport) -> dict[str, int]:
+def index_json(report: IndexReport) -> IndexCountsOut:
     """An index run's counts (`sai --json`, docs/output-schemas.md "CLI-only JSON")."""
-    return {"chunks": report.chunks, "files": report.files, "skipped": report.skipped,
-            "embedded": report.embedded, "unchanged": report.unchanged, "removed": report.removed}
+    return IndexCountsOut(chunks=report.chunks, files=report.files, skipped=report.skipped,
+                          embedded=report.embedded, unchanged=report.unchanged, removed=report.removed)
+
+
+def index_run_json(report: IndexReport, *, collection: str) -> IndexRunOut:
+    """`sai --json` without --query: the run's counts and the collection."""
+    return IndexRunOut(indexed=index_json(report), collection=collection)
+
+
+def dry_run_json(walk: WalkResult, *, root: str, collection: str) -> DryRunOut:
+    """`sai --dry-run --json`: the keys a run would index, those it leaves out and why."""
+    return DryRunOut(
+        root=root, collection=collection, would_index=[s.key for s in walk.included],
+        excluded=[ExcludedOut(path=key, reason=reason) for key, reason in walk.excluded],
+        pruned_dirs=list(walk.pruned_dirs),
+    )
+
+
+def flush_json(collection: str, *, deleted: bool) -> FlushOut:
+    return FlushOut(collection=collection, deleted=deleted)
+
+
+def copy_json(report: CopyReport, *, collection: str) -> CopyOut:
+    """`sai copy --json`: where the index went (the location: a file, a directory or a URL)."""
+    return CopyOut({"collection": collection, "from": report.source, "to": report.target,
+                    "location": report.location, "files": report.files, "chunks": report.chunks})
+
+
+def init_json(wrote: str) -> InitOut:
+    return InitOut(wrote=wrote)
 
 
 def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> RefreshOut:
-    out: dict[str, Any] = {
-        "refreshed": [RefreshedOut(path=r.path, chunks=r.chunks) for r in report.refreshed],
-        "removed": [r.path for r in report.removed],
-    }
+    out = RefreshOut(
+        refreshed=[RefreshedOut(path=r.path, chunks=r.chunks or 0) for r in report.refreshed],
+        removed=[r.path for r in report.removed],
+    )
     if report.not_found:
         out["not_found"] = list(report.not_found)
     if note_when_empty and not report.refreshed and not report.removed and not report.not_found:
         out["note"] = "no changed files"
-    return RefreshOut(**out)
+    return out
 
 
 def watch_json(batch: Batch) -> WatchBatchOut:
     """One `sai watch --json` line for a handled batch."""
     return WatchBatchOut(
         at=batch.at, changes=batch.changes, full_run=batch.full_run,
-        refreshed=[RefreshedOut(path=r.path, chunks=r.chunks) for r in batch.refreshed],
+        refreshed=[RefreshedOut(path=r.path, chunks=r.chunks or 0) for r in batch.refreshed],
         removed=list(batch.removed),
     )
 
@@ -352,7 +418,7 @@ def stored_chunk_json(chunk: StoredChunk) -> ChunkOut:
 def chunk_context_json(context: ChunkContext) -> ReadChunkOut:
     """sai_read_chunk / `sai read --json`: the chunk, its neighbours and its enclosing unit."""
     return ReadChunkOut(
-        chunk=ReadChunkMainOut(**stored_chunk_json(context.chunk), stale=context.stale),
+        chunk={**stored_chunk_json(context.chunk), "stale": context.stale},
         before=[stored_chunk_json(c) for c in context.before],
         after=[stored_chunk_json(c) for c in context.after],
         enclosing=None if context.enclosing is None else stored_chunk_json(context.enclosing),
