@@ -20,7 +20,7 @@ def row(chunk_id: int, path: str, *, symbol: str | None = None, score: float = 0
 # --- fusion arithmetic ------------------------------------------------------------------------
 
 def test_fusion_sums_reciprocal_ranks_of_both_lists(monkeypatch):
-    monkeypatch.setattr(ranking, "FILE_SUPPORT", 0.0)  # the file signals are tested below
+    monkeypatch.setattr(ranking.signals, "FILE_SUPPORT", 0.0)  # the file signals are tested below
     a, b, c = row(1, "a.py"), row(2, "b.py"), row(3, "c.py")
     fused = fuse(merge([a, b], [(c, 9.0), (b, 5.0)]), "some words here")
     k = ranking.RRF_K

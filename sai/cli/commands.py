@@ -133,8 +133,8 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         from sai.source.files import walk
 
         walked, config = walk(project.config), project.config
-        payload = payloads.dry_run_json(walked, root=str(config.root), collection=config.collection)
-        return _emit(as_json, payload, render.dry_run(walked, config))
+        plan = payloads.dry_run_json(walked, root=str(config.root), collection=config.collection)
+        return _emit(as_json, plan, render.dry_run(walked, config))
     if not args.query_only:
         silent = bool(getattr(args, "silent", False))
         answered = []
@@ -150,8 +150,8 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
             report = indexer.index(project, recreate=args.recreate, progress=progress.update,
                                    on_searchable=answer_early)
         if not args.query:
-            payload = payloads.index_run_json(report, collection=project.config.collection)
-            return _emit(as_json, payload, render.index_summary(report, project.config))
+            counts = payloads.index_run_json(report, collection=project.config.collection)
+            return _emit(as_json, counts, render.index_summary(report, project.config))
         if not silent and not as_json:
             sys.stderr.write(render.index_summary(report, project.config))
         if answered:

@@ -20,8 +20,10 @@ from sai.models import (
     IndexReport,
     IndexStatus,
     RefreshReport,
+    Signals,
     StoredChunk,
 )
+from sai.query.ranking import SIGNALS
 
 if TYPE_CHECKING:
     from sai.duplicates.clusters import DuplicateReport
@@ -34,14 +36,11 @@ SNIPPET_BYTES = 800
 
 
 # ---------------------------------------------------------------- the shapes
-class SignalsOut(TypedDict):
-    name_match: float
-    definition: float
-    path_match: float
-    test_penalty: float
-    file_support: float
-    repeat: float
-    kind_factor: float
+# One number per ranking signal, named and ordered as sai/query/ranking/signals.py declares them.
+if TYPE_CHECKING:
+    SignalsOut = dict[str, float]
+else:
+    SignalsOut = TypedDict("SignalsOut", {signal.name: float for signal in SIGNALS})
 
 
 class ExplainOut(TypedDict):
@@ -279,18 +278,16 @@ def explain_json(explain: Explain) -> ExplainOut:
         "lexical_rank": explain.lexical_rank,
         "bm25": _rounded(explain.bm25, 4),
         "rrf": _rounded(explain.rrf, 6),
-        "signals": None if signals is None else SignalsOut(
-            name_match=round(signals.name_match, 6),
-            definition=round(signals.definition, 6),
-            path_match=round(signals.path_match, 6),
-            test_penalty=signals.test_penalty,
-            file_support=round(signals.file_support, 6),
-            repeat=signals.repeat,
-            kind_factor=signals.kind_factor,
-        ),
+        "signals": None if signals is None else _signals_json(signals),
         "fused": _rounded(explain.fused, 6),
         "pending_vector": explain.pending_vector,
     })
+
+
+def _signals_json(signals: Signals) -> SignalsOut:
+    """What a signal adds keeps 6 decimals; a factor shows as it is."""
+    additive = {s.name: s.additive for s in SIGNALS}
+    return SignalsOut({name: round(value, 6) if additive[name] else value for name, value in signals.values})
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
