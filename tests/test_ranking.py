@@ -115,9 +115,7 @@ def test_fuse_records_what_each_signal_added():
     assert first.signals.definition == ranking.NAME_QUERY_BOOST and first.signals.test_penalty == 1.0
     assert second.signals.test_penalty == ranking.TEST_PENALTY and second.signals.definition == 0.0
     for c in (first, second):
-        s = c.signals
-        base = (c.rrf + s.name_match + s.definition + s.path_match) * s.test_penalty * s.kind_factor
-        assert c.fused == pytest.approx((base + s.file_support) * s.repeat)
+        assert c.fused == pytest.approx(ranking.recombined(c.rrf, dict(c.signals.values)))
 
 
 # --- file-level signals -----------------------------------------------------------------------

@@ -21,10 +21,11 @@ from sai.query.ranking.signals import (
     TEST_PENALTY,
     Signal,
     formula,
+    recombined,
 )
 
 __all__ = [
     "ACTION_UNIT", "DEFINITION_BOOST", "FILE_NAMED", "FILE_SUPPORT", "FIRST_PLACE", "NAMED_INSIDE", "NAME_MATCH",
     "NAME_QUERY_BOOST", "PATH_MATCH", "REPEAT_DECAY", "REPEAT_FREE", "RRF_K", "SIGNALS", "TEST_PENALTY",
-    "Candidate", "Signal", "bare_name", "formula", "fuse", "merge",
+    "Candidate", "Signal", "bare_name", "formula", "fuse", "merge", "recombined",
 ]

@@ -13,7 +13,7 @@ Adding a signal is one entry in SIGNALS (and its measure here), plus its row in 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
@@ -194,6 +194,17 @@ def formula() -> str:
     filed = "".join(f" + {s.name}" for s in of_kind("file"))
     spread = "".join(f" × {s.name}" for s in of_kind("spread"))
     return f"(({added}){factors}{filed}){spread}"
+
+
+def recombined(rrf: float, values: Mapping[str, float]) -> float:
+    """The fused score from its parts as formula() writes them: what `--explain`'s numbers add up to."""
+    total = rrf + sum(values[s.name] for s in of_kind("add"))
+    for s in of_kind("factor"):
+        total *= values[s.name]
+    total += sum(values[s.name] for s in of_kind("file"))
+    for s in of_kind("spread"):
+        total *= values[s.name]
+    return total
 
 
 def table() -> list[str]:
