@@ -23,7 +23,7 @@ from sai.output.render import printable
 from sai.project import Project, built_with
 from sai.query import lookup
 from sai.query.search import check_query, search
-from sai.query.similar import Spelling, find_similar, similar_request
+from sai.query.similar import Spelling, check_threshold, find_similar, similar_request
 from sai.query.status import status
 from sai.source.files import key_for
 from sai.store import open_store
@@ -68,6 +68,8 @@ def _check_args(args: argparse.Namespace) -> None:
         check_query(query, name="--query")
     if getattr(args, "code", None) is not None:
         _check_utf8("the --code snippet", args.code)
+    if args.command == "similar" and args.min_score is not None:
+        check_threshold(args.min_score, name=FLAGS.min_score)
 
 
 def _check_utf8(what: str, text: str) -> None:

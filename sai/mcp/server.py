@@ -1,5 +1,6 @@
 """The MCP server (docs/mcp.md): the seven contract tools and two extensions (sai_read_chunk,
-sai_find_symbol), thin wrappers over search.py, lookup.py and indexer.py.
+sai_find_symbol), thin wrappers over the core (query/, duplicates/, indexing/); the setup tool's
+runner is mcp/setup.py, the threads beside the tools mcp/background.py.
 
 One `Project` (config, store, lazy embedder) serves every call; the SDK runs the sync tools in
 worker threads. Failures become JSON-RPC errors in one place, `SaiMCPServer.call_tool`: the
@@ -220,10 +221,8 @@ class SaiTools(LookupTools):
         root = self.project.config.root
         plan = setup_plan(target_of(root, target_directory), backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
-        payload = dict(plan.payload())
-        if execute:
-            payload.update(setup.execute(plan, root=root, allow_setup=self.allow_setup))
-        return tool_result(payload)
+        ran = setup.execute(plan, root=root, allow_setup=self.allow_setup) if execute else {}
+        return tool_result({**plan.payload(), **ran})
 
     def _check_writable(self, what: str) -> None:
         if not self.allow_write:

@@ -10,13 +10,13 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import sai
 from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.mcp.calls import escaped, no_nul
-from sai.mcp.schemas import EMBEDDER_ALIASES, SetupOut
+from sai.mcp.schemas import EMBEDDER_ALIASES
 from sai.models import BACKENDS, EMBEDDERS
+from sai.output.payloads import SetupOut, SetupRunOut, setup_blocked_json, setup_json, setup_ran_json
 
 log = logging.getLogger("sai.mcp")
 
@@ -38,7 +38,7 @@ def target_of(root: Path, directory: str | None) -> Path:
                          "give an existing directory") from None
 
 
-def execute(plan: SetupPlan, *, root: Path, allow_setup: bool) -> dict[str, Any]:
+def execute(plan: SetupPlan, *, root: Path, allow_setup: bool) -> SetupRunOut:
     """Run the plan when the server may (--allow-setup) and its target lies inside `root`;
     else the fields that say why not."""
     blocked = None
@@ -48,9 +48,7 @@ def execute(plan: SetupPlan, *, root: Path, allow_setup: bool) -> dict[str, Any]
     elif not SETUP_SCRIPT.is_file():
         blocked = f"{SETUP_SCRIPT} was not found; run it from a source checkout"
     if blocked:
-        return {"execution_attempted": False, "success": False, "stdout": None,
-                "stderr": None, "error": blocked, "execution_blocked": True,
-                "execution_blocked_reason": blocked}
+        return setup_blocked_json(blocked)
     if not plan.target.is_relative_to(root):  # the server never writes outside the root
         raise OutsideRootError(
             f"target_directory {shown(str(plan.target))} is outside the project root {root}; "
@@ -86,25 +84,8 @@ class SetupPlan:
         return command + (" --install-global" if self.install_globally else "")
 
     def payload(self) -> SetupOut:
-        sai_command = _sai_command()
-        # an absolute --config: a client that ignores `cwd` still serves this project
-        server = {"command": sai_command, "args": ["mcp", "--config", str(self.target / "sai-cfg.yml")],
-                  "cwd": str(self.target)}
-        return SetupOut({
-            "target_directory": str(self.target),
-            "recommended_command": self.command(),
-            "mcp_server_config_example": {"mcpServers": {"sai": server}},
-            "next_steps": [
-                "1. Run the recommended_command in a terminal "
-                "(it can take 5-20 minutes the first time).",
-                "2. After it finishes, index your project: "
-                f"cd <your-project> && {sai_command} --dry-run",
-                "3. Then run without --dry-run to actually build the index.",
-                "4. Add the mcp_server_config_example to your agent's MCP settings.",
-                "5. Restart your agentic tool.",
-            ],
-            "notes": SETUP_NOTES[SETUP_SCRIPT.is_file()],
-        })
+        return setup_json(target=str(self.target), command=self.command(), sai_command=_sai_command(),
+                          config_file=str(self.target / "sai-cfg.yml"), notes=SETUP_NOTES[SETUP_SCRIPT.is_file()])
 
 
 SETUP_NOTES = {
@@ -130,7 +111,7 @@ def setup_plan(
     return SetupPlan(target, backend, embedder, features, install_globally)
 
 
-def run_setup(plan: SetupPlan) -> dict[str, Any]:
+def run_setup(plan: SetupPlan) -> SetupRunOut:
     """Run the setup script as argv, never through a shell: the target comes from the caller."""
     log.warning("running %s", plan.command())
     try:
@@ -147,8 +128,7 @@ def run_setup(plan: SetupPlan) -> dict[str, Any]:
 
 def _ran(
     exit_code: int | None, stdout: str | bytes | None, stderr: str | bytes | None
-) -> dict[str, Any]:
-    """A run's result: the original tool's fields (success, stdout, error, ...) and SAI's."""
+) -> SetupRunOut:
     out, err = _tail(stdout), _tail(stderr)
     if exit_code is None:
         error = f"setup.sh did not finish within {SETUP_TIMEOUT_S:.0f}s; run the " \
@@ -158,9 +138,7 @@ def _ran(
         error = f"setup.sh exited with code {exit_code}: {escaped(last) or 'no message'}"
     else:
         error = None
-    return {"execution_attempted": True, "success": exit_code == 0, "stdout": out, "stderr": err,
-            "error": error, "executed": True, "exit_code": exit_code,
-            "timed_out": exit_code is None, "stdout_tail": out, "stderr_tail": err}
+    return setup_ran_json(exit_code, stdout=out, stderr=err, error=error)
 
 
 def _tail(output: str | bytes | None) -> str:

@@ -6,7 +6,7 @@ outputSchema the SDK derives from it (sai/mcp/schemas.py), so the two cannot dri
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NotRequired
+from typing import TYPE_CHECKING, Any, NotRequired
 
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
@@ -197,6 +197,43 @@ CopyOut = TypedDict("CopyOut", {"collection": str, "from": str, "to": str, "loca
 
 class InitOut(TypedDict):
     wrote: str
+
+
+class SetupRunOut(TypedDict, total=False):
+    """What sai_prepare_mcp_setup adds with execute=true: the run's result, or why it was blocked."""
+
+    execution_attempted: bool
+    success: bool
+    stdout: str | None
+    stderr: str | None
+    error: str | None
+    execution_blocked: bool
+    execution_blocked_reason: str
+    executed: bool
+    exit_code: int | None
+    timed_out: bool
+    stdout_tail: str
+    stderr_tail: str
+
+
+class SetupOut(TypedDict):
+    target_directory: str
+    recommended_command: str
+    mcp_server_config_example: dict[str, Any]
+    next_steps: list[str]
+    notes: str
+    execution_blocked: NotRequired[bool]
+    execution_blocked_reason: NotRequired[str]
+    executed: NotRequired[bool]
+    exit_code: NotRequired[int | None]
+    timed_out: NotRequired[bool]
+    stdout_tail: NotRequired[str]
+    stderr_tail: NotRequired[str]
+    execution_attempted: NotRequired[bool]
+    success: NotRequired[bool]
+    stdout: NotRequired[str | None]
+    stderr: NotRequired[str | None]
+    error: NotRequired[str | None]
 
 
 class ChunkOut(TypedDict):
@@ -429,3 +466,36 @@ def definitions_json(definitions: list[Definition]) -> SymbolsOut:
                       end_line=d.end_line, language=d.language, chunk_id=d.chunk_id, match=d.match)
         for d in definitions
     ])
+
+
+def setup_json(*, target: str, command: str, sai_command: str, config_file: str, notes: str) -> SetupOut:
+    """sai_prepare_mcp_setup: how to set SAI up for `target` (the command, the client config)."""
+    # an absolute --config: a client that ignores `cwd` still serves this project
+    server = {"command": sai_command, "args": ["mcp", "--config", config_file], "cwd": target}
+    return {
+        "target_directory": target,
+        "recommended_command": command,
+        "mcp_server_config_example": {"mcpServers": {"sai": server}},
+        "next_steps": [
+            "1. Run the recommended_command in a terminal "
+            "(it can take 5-20 minutes the first time).",
+            "2. After it finishes, index your project: "
+            f"cd <your-project> && {sai_command} --dry-run",
+            "3. Then run without --dry-run to actually build the index.",
+            "4. Add the mcp_server_config_example to your agent's MCP settings.",
+            "5. Restart your agentic tool.",
+        ],
+        "notes": notes,
+    }
+
+
+def setup_blocked_json(reason: str) -> SetupRunOut:
+    return {"execution_attempted": False, "success": False, "stdout": None, "stderr": None, "error": reason,
+            "execution_blocked": True, "execution_blocked_reason": reason}
+
+
+def setup_ran_json(exit_code: int | None, *, stdout: str, stderr: str, error: str | None) -> SetupRunOut:
+    """A run's result: the original tool's fields (success, stdout, error, ...) and SAI's."""
+    return {"execution_attempted": True, "success": exit_code == 0, "stdout": stdout, "stderr": stderr,
+            "error": error, "executed": True, "exit_code": exit_code,
+            "timed_out": exit_code is None, "stdout_tail": stdout, "stderr_tail": stderr}

@@ -46,8 +46,7 @@ def similar_request(
 ) -> SimilarRequest:
     """The target and threshold, checked; the config's threshold when none is given."""
     threshold = config.find_similar_min_score if min_score is None else min_score
-    if not -1.0 <= threshold <= 1.0:  # 7 would answer nothing, as if nothing were similar
-        raise UsageError(f"{spelling.min_score} {threshold} is not a cosine similarity; give a value in [-1, 1]")
+    check_threshold(threshold, name=spelling.min_score)
     if code is not None and prefer_code:
         path = line = None
     if code is not None:
@@ -60,6 +59,13 @@ def similar_request(
             raise UsageError("path and line go together; give both")
         raise UsageError("give code, or path and line of an indexed chunk")
     return SimilarRequest(code, path, line, threshold)
+
+
+def check_threshold(min_score: float, *, name: str = "min_score") -> None:
+    """A cosine threshold lies in [-1, 1] (7 would answer nothing, as if nothing were similar);
+    the command line asks before it loads the config, as `--min-score`."""
+    if not -1.0 <= min_score <= 1.0:
+        raise UsageError(f"{name} {min_score} is not a cosine similarity; give a value in [-1, 1]")
 
 
 def find_similar(
