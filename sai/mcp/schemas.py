@@ -1,6 +1,6 @@
 """What the MCP tools take and return: argument types (inputSchema) and result shapes
 (outputSchema), as the SDK derives the tools' JSON schemas from them. The result shapes are the
-payload TypedDicts of sai/output/payloads.py, re-exported here."""
+payload TypedDicts of sai/output/shapes.py, re-exported here."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from sai.models import BACKENDS, EMBEDDERS, GROUPS, MAX_LIMIT, MODES, DuplicateMetric
-from sai.output.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
-from sai.output.payloads import HitsOut as HitsOut
-from sai.output.payloads import ReadChunkOut as ReadChunkOut
-from sai.output.payloads import RefreshOut as RefreshOut
-from sai.output.payloads import ServerStatusOut as ServerStatusOut
-from sai.output.payloads import SetupOut as SetupOut
-from sai.output.payloads import SymbolsOut as SymbolsOut
+from sai.output.shapes import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
+from sai.output.shapes import HitsOut as HitsOut
+from sai.output.shapes import ReadChunkOut as ReadChunkOut
+from sai.output.shapes import RefreshOut as RefreshOut
+from sai.output.shapes import ServerStatusOut as ServerStatusOut
+from sai.output.shapes import SetupOut as SetupOut
+from sai.output.shapes import SymbolsOut as SymbolsOut
 
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
 EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
