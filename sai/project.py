@@ -9,7 +9,7 @@ from sai.config import Config
 from sai.embedders import Embedder, make_embedder
 from sai.errors import ConfigError, IndexMismatchError, StoreError
 from sai.models import SCHEMA_VERSION, IndexMeta
-from sai.store import open_store
+from sai.store import IndexReader, open_store
 from sai.store.base import Store
 from sai.text.lexical import LEXEMES_VERSION
 from sai.text.shape import SHAPE_VERSION
@@ -73,6 +73,16 @@ class Project:
             # the model's own vectors changed: only a rebuild helps
             raise IndexMismatchError(self._mismatch("vector_dim" if not vector_dim else "model_output",
                                                     stored_dim, wanted))
+
+    def indexed_meta(self, reader: IndexReader) -> dict[str, str]:
+        """The index's meta, checked against this config; an index without the collection says
+        to run `sai` (every question asks this before it reads or embeds anything)."""
+        if not reader.has_index():
+            raise StoreError(f"the index at {self.store.location} has no collection '{self.config.collection}'; "
+                             "run `sai` to build it")
+        meta = reader.meta()
+        self.check_meta(meta)
+        return meta
 
     def _check_model_dim(self, vector_dim: int | None) -> None:
         """The config's vector_dim, when set, holds for every vector the model gives: checked on

@@ -9,11 +9,13 @@ run made them. An index already at the target is replaced.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sai.errors import StoreError
+from sai.errors import StoreError, UsageError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta, NewChunk
+from sai.project import Project
+from sai.store import open_store
 from sai.text.lexical import lexemes
 
 BATCH = 512  # chunks per write (whole files)
@@ -24,6 +26,22 @@ _NOT_COPIED = {"token", "lexicon_token", "fts_token", "run_state", "created_at",
 class CopyReport:
     files: int
     chunks: int
+    source: str = ""  # the backends copied from and to, and where the copy now lives
+    target: str = ""
+    location: str = ""
+
+
+def copy_to(project: Project, backend: str) -> CopyReport:
+    """`sai copy --to`: the project's index copied to the other backend (opened and closed here)."""
+    config = project.config
+    if backend == config.backend:
+        raise UsageError(f"the index already lives on backend {backend}; give --to with the other backend")
+    target = open_store(config, backend=backend)  # a local Qdrant opens once
+    try:
+        report = copy_index(project.store, target, collection=config.collection)
+    finally:
+        target.close()
+    return replace(report, source=config.backend, target=backend, location=target.location)
 
 
 def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:

@@ -221,7 +221,8 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
 def check_glob(pattern: str | None) -> None:
     """Raise GlobError if `pattern` is not a valid glob (None or '' means no glob).
 
-    Front ends call it before any work, so a bad `path_glob` fails before the index is read.
+    Config validation calls it; a question's `path_glob` is compiled by the core before the
+    index is read (sai/query/hits.py, sai/duplicates/clusters.py), so a bad one fails first.
     """
     if pattern:
         compile_glob(pattern)
