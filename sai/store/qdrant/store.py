@@ -179,7 +179,7 @@ class QdrantReader(IndexReader):
         if not self.client.call("collection_exists", self.store.files_name):
             return {}
         filter_ = qp.keys_filter(keys) if keys is not None else None
-        rows = (qp.file_row(p.payload) for p in self._scroll(self.store.files_name, filter_=filter_))
+        rows = (qp.file_row(p) for p in self._scroll(self.store.files_name, filter_=filter_))
         return {row.path: row for row in rows}
 
     def summary(self) -> IndexSummary:
@@ -189,8 +189,8 @@ class QdrantReader(IndexReader):
         stamps: list[str] = []
         if self.client.call("collection_exists", self.store.files_name):
             for point in self._scroll(self.store.files_name):
-                payload = point.payload or {}
-                files[payload["key"]] = qp.file_row(payload)
+                payload = qp.payload_of(point)
+                files[payload["key"]] = qp.file_row(point)
                 stamps.append(payload["indexed_at"])
         return IndexSummary(meta=self.meta(), files=files, chunk_count=self.chunk_count(),
                             languages=self._language_counts(), indexed_at=max(stamps) if stamps else None)
@@ -204,11 +204,11 @@ class QdrantReader(IndexReader):
         return int(self.client.call("count", self.name, count_filter=filter_, exact=True).count)
 
     def _language_counts(self) -> dict[str, int]:
-        counts = Counter(p.payload.get("language") for p in self._scroll(self.name, payload=["language"]))
+        counts = Counter(qp.payload_of(p).get("language") for p in self._scroll(self.name, payload=["language"]))
         return {name: counts[name] for name in sorted(n for n in counts if n is not None)}
 
     def content_hashes(self) -> set[str]:
-        return {p.payload["content_hash"] for p in self._scroll(self.name, payload=["content_hash"])}
+        return {qp.payload_of(p)["content_hash"] for p in self._scroll(self.name, payload=["content_hash"])}
 
     # -- search
     def nearest(
@@ -245,29 +245,29 @@ class QdrantReader(IndexReader):
                                 with_payload=payload, with_vectors=[qp.DENSE] if vectors else False)
 
     def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
-        return {int(p.id): np.asarray(p.vector[qp.DENSE], dtype=np.float32)
+        return {int(p.id): np.asarray(qp.dense_of(p), dtype=np.float32)
                 for p in self._points(ids, payload=False, vectors=True)}
 
     # -- chunks
     def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
         fields = True if text else _NO_TEXT
-        held = {int(p.id): qp.chunk_row(p.id, p.payload, text=text) for p in self._points(ids, payload=fields)}
+        held = {int(p.id): qp.chunk_row(p, text=text) for p in self._points(ids, payload=fields)}
         return [held[int(i)] for i in ids if int(i) in held]
 
     def chunks_of_file(self, key: str, *, line: int | None = None) -> list[ChunkRow]:
         if line is None:
-            rows = [qp.chunk_row(p.id, p.payload) for p in self._scroll(self.name, filter_=qp.keys_filter([key]))]
+            rows = [qp.chunk_row(p) for p in self._scroll(self.name, filter_=qp.keys_filter([key]))]
             return sorted(rows, key=lambda r: (r.start_line, r.end_line, r.id))
         filter_ = models.Filter(must=[
             qp.match("key", key),
             models.FieldCondition(key="start_line", range=models.Range(lte=line)),
             models.FieldCondition(key="end_line", range=models.Range(gte=line)),
         ])
-        rows = [qp.chunk_row(p.id, p.payload) for p in self._scroll(self.name, filter_=filter_)]
+        rows = [qp.chunk_row(p) for p in self._scroll(self.name, filter_=filter_)]
         return sorted(rows, key=lambda r: (r.end_line - r.start_line, r.start_line, r.id))
 
     def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
-        held = [(qp.chunk_row(p.id, p.payload, text=False), p.vector[qp.DENSE], qp.shape_of(p.payload))
+        held = [(qp.chunk_row(p, text=False), qp.dense_of(p), qp.shape_of(p))
                 for p in self._scroll(self.name, payload=_NO_TEXT, vectors=[qp.DENSE])]
         if not held:
             return [], np.zeros((0, 0), dtype=np.float32), []
@@ -280,9 +280,9 @@ class QdrantReader(IndexReader):
 
     def symbols_at(self, token: str) -> SymbolTable:
         def build() -> SymbolTable:
-            rows = [(int(p.id), p.payload["key"], p.payload.get("language"), int(p.payload["start_line"]),
-                     int(p.payload["end_line"]), p.payload.get("symbol"), p.payload.get("kind"),
-                     p.payload["content_hash"]) for p in self._scroll(self.name, payload=_SYMBOL_FIELDS)]
+            payloads = [(int(p.id), qp.payload_of(p)) for p in self._scroll(self.name, payload=_SYMBOL_FIELDS)]
+            rows = [(i, d["key"], d.get("language"), int(d["start_line"]), int(d["end_line"]), d.get("symbol"),
+                     d.get("kind"), d["content_hash"]) for i, d in payloads]
             return SymbolTable(token, sorted(rows))
 
         return self.store.derived.get(token, build, name="symbols") if token else build()
@@ -360,7 +360,7 @@ class QdrantWriter(QdrantReader, IndexWriter):
         if not keys:
             return out
         for p in self._scroll(self.name, filter_=qp.keys_filter(keys), payload=["key", "content_hash"]):
-            out.setdefault(p.payload["key"], []).append(p.payload["content_hash"])
+            out.setdefault(qp.payload_of(p)["key"], []).append(qp.payload_of(p)["content_hash"])
         return out
 
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -368,7 +368,7 @@ class QdrantWriter(QdrantReader, IndexWriter):
         for start in range(0, len(hashes), PAGE):
             wanted = models.Filter(must=[qp.match_any("content_hash", hashes[start:start + PAGE])])
             for p in self._scroll(self.name, filter_=wanted, payload=["content_hash"], vectors=[qp.DENSE]):
-                out.setdefault(p.payload["content_hash"], np.asarray(p.vector[qp.DENSE], dtype=np.float32))
+                out.setdefault(qp.payload_of(p)["content_hash"], np.asarray(qp.dense_of(p), dtype=np.float32))
         return out
 
     def replace_files(self, files: list[FileRow], chunks: list[NewChunk], vectors: np.ndarray) -> None:
@@ -382,8 +382,9 @@ class QdrantWriter(QdrantReader, IndexWriter):
             points = [_chunk_point(i, c, v) for i, c, v in zip(ids[start:start + PAGE], chunks[start:start + PAGE],
                                                               vectors[start:start + PAGE], strict=True)]
             self.client.call("upsert", self.name, points)
+        kept: list[models.ExtendedPointId] = list(ids)
         stale = models.Filter(must=[qp.match_any("key", keys)],
-                              must_not=[models.HasIdCondition(has_id=ids)] if ids else None)
+                              must_not=[models.HasIdCondition(has_id=kept)] if kept else None)
         self._delete(self.name, stale)
         self.touch_files(files)
 
