@@ -102,7 +102,7 @@ def queries(batches: list[list[NewChunk]], n: int) -> list[tuple[str, np.ndarray
 
 def open_backend(name: str, where: Path):  # type: ignore[no-untyped-def]
     if name == "duckdb":
-        from sai.store import DuckDBStore
+        from sai.store.duckdb import DuckDBStore
 
         return DuckDBStore(where / "bench.duckdb", collection="bench")
     from sai.store.qdrant import QdrantStore
@@ -123,7 +123,7 @@ class Ops:
         if self.duck:
             c = self.r.conn
             return len(c.meta()) + len(c.files()) + len(c.content_hashes())
-        return len(self.r.meta()) + len(self.r.files()) + len(self.r.known_hashes())
+        return len(self.r.meta()) + len(self.r.files()) + len(self.r.content_hashes())
 
     def semantic(self, vector: np.ndarray, keys: frozenset[str] | None = None) -> list:
         if self.duck:
@@ -134,14 +134,14 @@ class Ops:
         return self.r.nearest(vector, 50, scope=Scope(keys=keys) if keys else None)
 
     def lexical(self, words: str) -> list:
-        return self.r.conn.bm25(words, 50) if self.duck else self.r.lexical(words, 50)
+        return self.r.conn.lexical(words, 50) if self.duck else self.r.lexical(words, 50)
 
     def top_chunk_ids(self, found: list) -> list[str]:
         """The chunk_ids of a hit list's first 10 (ids differ between backends, chunk_ids do not)."""
         return [row.chunk_id for row in self.chunks([int(i) for i, _ in found[:10]])]
 
     def chunks(self, ids: list[int]) -> list:
-        return self.r.conn.chunks_by_ids(ids, vectors=False)[0] if self.duck else self.r.chunks(ids)
+        return self.r.conn.chunks(ids) if self.duck else self.r.chunks(ids)
 
     def all_chunks(self) -> tuple:
         if self.duck:

@@ -67,10 +67,10 @@ import numpy as np
 from _common import CACHE_DIR, STDLIB, log
 
 from sai.config import load_config
+from sai.duplicates.clusters import find_duplicates
 from sai.duplicates.edges import Shapes
 from sai.indexing import indexer
 from sai.project import Project
-from sai.query import search
 from sai.text import shape
 
 SLICE = ("email", "http", "urllib", "logging", "json", "concurrent")
@@ -489,7 +489,7 @@ def main() -> None:
           f"{'cluster prec: renamed':>21}  {'all':>5}  {'pair prec':>9}  {'clusters':>8}  "
           f"{'w/ copy':>7}  {'other':>5}")
     for t in thresholds:
-        clusters = search.find_duplicates(project, min_score=t, min_cluster_size=2,
+        clusters = find_duplicates(project, min_score=t, min_cluster_size=2,
                                           max_clusters=10**9)
         s = score(clusters, planted)
         mark = "  <- default" if t == default else ""

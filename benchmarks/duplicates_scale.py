@@ -121,13 +121,13 @@ def build(root: Path, size: int, chunks, vectors: np.ndarray) -> float:
 
 def child(root: Path, top_k: int, min_score: float | None) -> None:
     """Run in a fresh process: time find_duplicates end to end and report peak RSS."""
-    from sai.query import search
+    from sai.duplicates.clusters import find_duplicates
 
     project = project_at(root)
     threshold = project.config.duplicate_min_score if min_score is None else min_score
     baseline = current_rss_mb()
     started = time.perf_counter()
-    clusters = search.find_duplicates(project, top_k=top_k, min_score=threshold, max_clusters=10**9)
+    clusters = find_duplicates(project, top_k=top_k, min_score=threshold, max_clusters=10**9)
     seconds = time.perf_counter() - started
     peak = peak_rss_mb()
     started = time.perf_counter()

@@ -56,7 +56,7 @@ from sai.config import load_config
 from sai.indexing.indexer import index
 from sai.models import IndexReport
 from sai.project import Project
-from sai.store.tables import Connection
+from sai.store.duckdb.tables import Connection
 
 CONFIG_TEXT = "embedder: local\n"
 

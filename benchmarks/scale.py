@@ -227,7 +227,7 @@ def recall(project: Project, url: str, count: int = 60) -> dict[str, float]:
         found.append(min(1.0, len(got & exact) / 10))
     return {"recall_at_10": round(float(np.mean(found)), 4), "worst": float(np.min(found)),
             "scan_ms": pct(timings), "rows": int(len(live)),
-            "first_pass_rows": getattr(sys.modules["sai.store.vectors"], "FIRST_PASS_ROWS", None)}
+            "first_pass_rows": getattr(sys.modules["sai.store.duckdb.vectors"], "FIRST_PASS_ROWS", None)}
 
 
 def start_workers(root: Path, n: int) -> list[subprocess.Popen[str]]:
@@ -290,7 +290,7 @@ def refresh_one(project: Project, root: Path, key: str, n: int) -> float:
 # -- the vector store alone, at sizes the machine cannot index in time ------------------------
 
 class ArraySource:
-    """A VectorSource (store/sidecar.py) over arrays: `n` rows made from a built index's vectors,
+    """A VectorSource (store/duckdb/sidecar.py) over arrays: `n` rows made from a built index's vectors,
     each a base vector plus noise (cosine ~0.85 to it), 20 chunks per file."""
 
     def __init__(self, base: np.ndarray, n: int) -> None:
@@ -321,8 +321,8 @@ class ArraySource:
 
 
 def vectors_only(args: argparse.Namespace) -> dict[str, Any]:
-    from sai.store.sidecar import Sidecar
-    from sai.store.vectors import VectorTable
+    from sai.store.duckdb.sidecar import Sidecar
+    from sai.store.duckdb.vectors import VectorTable
 
     if args.base_vectors is not None:
         base = np.load(args.base_vectors).astype(np.float32)
@@ -391,8 +391,8 @@ def scan_figures(table: Any, source: ArraySource, count: int = 40) -> dict[str, 
 
 
 def vector_worker(directory: Path) -> None:
-    from sai.store.sidecar import Manifest, Sidecar
-    from sai.store.vectors import VectorTable
+    from sai.store.duckdb.sidecar import Manifest, Sidecar
+    from sai.store.duckdb.vectors import VectorTable
 
     sys.stdin.readline()
     sidecar = Sidecar(directory)
@@ -517,7 +517,7 @@ def main() -> int:
                         help="run the bit first pass above N rows (default: vectors.FIRST_PASS_ROWS)")
     args = parser.parse_args()
     if args.first_pass_rows is not None:
-        import sai.store.vectors as vectors
+        import sai.store.duckdb.vectors as vectors
 
         vectors.FIRST_PASS_ROWS = args.first_pass_rows
     if args.serve:

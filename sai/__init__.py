@@ -25,9 +25,9 @@ _API = {
     "refresh": "sai.indexing.indexer",
     "sync": "sai.indexing.indexer",
     "search": "sai.query.search",
-    "find_similar": "sai.query.search",
-    "find_duplicates": "sai.query.search",
-    "status": "sai.query.search",
+    "find_similar": "sai.query.similar",
+    "find_duplicates": "sai.duplicates.clusters",
+    "status": "sai.query.status",
 }
 __all__ = [
     "load_config", "Project", "index", "refresh", "sync", "search", "find_similar", "find_duplicates", "status",
@@ -38,9 +38,12 @@ if TYPE_CHECKING:
     from typing import Any
 
     from sai.config import load_config
+    from sai.duplicates.clusters import find_duplicates
     from sai.indexing.indexer import index, refresh, sync
     from sai.project import Project
-    from sai.query.search import find_duplicates, find_similar, search, status
+    from sai.query.search import search
+    from sai.query.similar import find_similar
+    from sai.query.status import status
 
 
 def __getattr__(name: str) -> Any:

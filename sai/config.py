@@ -59,7 +59,6 @@ SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
                          "duplicate_cosine_min_score": 0.80},
     "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
 }
-DUPLICATE_METRICS = METRICS  # the name search.py knows them by
 LOCK_TIMEOUT_S = 30.0  # lock_timeout_s (or its old name duckdb.lock_timeout_s) when neither is set
 SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, status or repr
 

@@ -29,6 +29,14 @@ BACKENDS: tuple[BackendName, ...] = get_args(BackendName)
 PREFIX_STYLES: tuple[PrefixStyle, ...] = get_args(PrefixStyle)
 
 
+MAX_LIMIT = 50  # the most results a clamped count (an MCP tool's limit or top_k) asks for
+
+
+def clamped(value: int, *, high: int = MAX_LIMIT) -> int:
+    """A count brought into 1..high: the MCP tools clamp what the command line refuses."""
+    return max(1, min(high, int(value)))
+
+
 def sha256_hex(data: str | bytes) -> str:
     """Hex SHA-256 of text (UTF-8) or bytes; the content hash used across SAI."""
     if isinstance(data, str):
@@ -138,17 +146,22 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Signals:
-    """What hybrid ranking added to a candidate's reciprocal-rank score (sai/query/ranking.py):
-    fused = ((rrf + name_match + definition + path_match) * test_penalty * kind_factor + file_support)
-    * repeat."""
+    """What each hybrid-ranking signal contributed to a candidate, by name, in the order
+    sai/query/ranking/signals.py declares them (its SIGNALS say what each is and how the fused
+    score combines them); read as attributes, `signals.path_match`."""
 
-    name_match: float = 0.0
-    definition: float = 0.0
-    test_penalty: float = 1.0  # the factor applied: 1, or ranking.TEST_PENALTY for a test file
-    path_match: float = 0.0  # the query's words name the file or its folder
-    file_support: float = 0.0  # the file's best chunk: its file's share of the candidates' score (x test_penalty)
-    repeat: float = 1.0  # the factor for chunks of its file ranked above it
-    kind_factor: float = 1.0  # ranking.ACTION_UNIT for a non-callable chunk when the query starts with a verb
+    values: tuple[tuple[str, float], ...] = ()
+
+    def __getattr__(self, name: str) -> float:
+        if not name.startswith("__"):
+            for key, value in object.__getattribute__(self, "values"):
+                if key == name:
+                    return value
+        raise AttributeError(f"no ranking signal {name!r}")
+
+    def with_value(self, name: str, value: float) -> Signals:
+        """These signals with `name`'s contribution set to `value`."""
+        return Signals(tuple((key, value if key == name else old) for key, old in self.values))
 
 
 @dataclass(frozen=True)

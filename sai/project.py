@@ -7,9 +7,9 @@ import threading
 from sai.chunking.base import CHUNKER_VERSION
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
-from sai.errors import ConfigError, IndexMismatchError
+from sai.errors import ConfigError, IndexMismatchError, StoreError
 from sai.models import SCHEMA_VERSION, IndexMeta
-from sai.store import open_store
+from sai.store import IndexReader, open_store
 from sai.store.base import Store
 from sai.text.lexical import LEXEMES_VERSION
 from sai.text.shape import SHAPE_VERSION
@@ -74,6 +74,16 @@ class Project:
             raise IndexMismatchError(self._mismatch("vector_dim" if not vector_dim else "model_output",
                                                     stored_dim, wanted))
 
+    def indexed_meta(self, reader: IndexReader) -> dict[str, str]:
+        """The index's meta, checked against this config; an index without the collection says
+        to run `sai` (every question asks this before it reads or embeds anything)."""
+        if not reader.has_index():
+            raise StoreError(f"the index at {self.store.location} has no collection '{self.config.collection}'; "
+                             "run `sai` to build it")
+        meta = reader.meta()
+        self.check_meta(meta)
+        return meta
+
     def _check_model_dim(self, vector_dim: int | None) -> None:
         """The config's vector_dim, when set, holds for every vector the model gives: checked on
         the first embedding of a run, before anything is written."""
@@ -96,22 +106,26 @@ class Project:
             stored = _schema_number(reader.meta().get("schema_version")) if reader.has_index() else SCHEMA_VERSION
         if not UPGRADABLE_FROM <= stored < SCHEMA_VERSION:
             return False
+        if not self.store.can_upgrade:
+            raise StoreError(f"the index '{self.config.collection}' at {self.store.location} has index format "
+                             f"{stored}, which SAI cannot upgrade on the {self.store.backend} backend; "
+                             "rebuild it with `sai --recreate`")
         self.store.upgrade(stored)
         return True
 
     def _mismatch(self, key: str, stored: object, wanted: object) -> str:
         if key == "schema_version" and UPGRADABLE_FROM <= _schema_number(str(stored)) < SCHEMA_VERSION:
             return (
-                f"the index '{self.config.collection}' at {self.config.db_path} was written by an "
+                f"the index '{self.config.collection}' at {self.store.location} was written by an "
                 f"older SAI (index format {stored}); run `sai` in the project to upgrade it in place "
                 "(nothing is re-embedded)"
             )
         if key == "model_output":
-            return (f"the index '{self.config.collection}' at {self.config.db_path} was built with vector_dim "
+            return (f"the index '{self.config.collection}' at {self.store.location} was built with vector_dim "
                     f"{stored}, but the model now answers with {wanted}-d vectors; {_REBUILD}")
         what = "an index format of another SAI version" if key == "schema_version" else f"{key} {stored}"
         return (
-            f"the index '{self.config.collection}' at {self.config.db_path} was built with {what}, "
+            f"the index '{self.config.collection}' at {self.store.location} was built with {what}, "
             f"but this run uses {key} {wanted}; {_FIXES.get(key, _REBUILD).format(stored=stored)}"
         )
 

@@ -17,7 +17,7 @@ from sai.config import load_config
 from sai.errors import UsageError
 from sai.indexing import indexer
 from sai.project import Project
-from sai.query import search
+from sai.query.similar import find_similar
 
 
 @pytest.mark.parametrize(("argv", "unknown", "close"), [
@@ -46,10 +46,14 @@ def test_an_unknown_flag_with_nothing_close_points_at_the_help(
 
 
 def _project(root: Path, server: OllamaStandIn) -> Path:
-    """Two small Python files and a config that names the stand-in but no embedder or model."""
+    """Two small Python files (renamed copies, shaped enough to pair) and a config that names
+    the stand-in but no embedder or model."""
     write_tree(root, {
-        "src/cart.py": "def cart_total(items):\n    return sum(i.price for i in items)\n",
-        "src/copy.py": "def basket_total(things):\n    return sum(t.price for t in things)\n",
+        "src/cart.py": "def cart_total(items):\n    total = 0\n    for item in items:\n"
+                       "        if item.price > 0:\n            total += item.price * item.count\n    return total\n",
+        "src/copy.py": "def basket_total(things):\n    total = 0\n    for thing in things:\n"
+                       "        if thing.price > 0:\n            total += thing.price * thing.count\n"
+                       "    return total\n",
     })
     (root / "sai-cfg.yml").write_text(f"ollama:\n  url: {server.url}\n  backoff_s: 0.01\n", encoding="utf-8")
     return root
@@ -163,7 +167,7 @@ def test_the_core_refuses_a_directory_to_refresh_and_a_similarity_past_one(
         with pytest.raises(UsageError, match=r"^path src is a directory; give files$"):
             indexer.refresh(project, ["src"])
         with pytest.raises(UsageError, match=r"^min_score 7 is not a cosine similarity; give a value in \[-1, 1\]$"):
-            search.find_similar(project, path="src/cart.py", line=1, min_score=7)
+            find_similar(project, path="src/cart.py", line=1, min_score=7)
         assert indexer.refresh(project, ["src/cart.py"]).refreshed  # a file still refreshes
     finally:
         project.close()

@@ -162,3 +162,16 @@ def test_readme_links_every_reference_doc() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     for name in ("cli.md", "configuration.md", "mcp.md", "output-schemas.md", "design.md", "glossary.md"):
         assert f"docs/{name}" in readme, f"README does not point at docs/{name}"
+
+
+def test_design_md_states_the_ranking_signals_as_declared() -> None:
+    """docs/design.md's formula and signal table, and output-schemas.md's formula, are those that
+    sai/query/ranking/signals.py's SIGNALS give: a new signal cannot be left out of the docs."""
+    from sai.query.ranking import formula
+    from sai.query.ranking.signals import table
+
+    design = _read("design.md")
+    assert f"    fused = {formula()}\n" in design
+    missing = [row for row in table() if row not in design.splitlines()]
+    assert not missing, f"docs/design.md lacks these rows of the signal table: {missing}"
+    assert f"`{formula()}`" in _read("output-schemas.md")

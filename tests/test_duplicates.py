@@ -31,8 +31,9 @@ from fixtures_tree import (
 
 from sai.duplicates import edges as duplicates
 from sai.duplicates import units
+from sai.duplicates.clusters import find_duplicates
 from sai.project import Project
-from sai.query import search
+from sai.query.similar import find_similar
 
 TOTAL_MEMBERS = [
     "  lib/vendor_billing.py:1-6  total_price",
@@ -171,7 +172,7 @@ def test_clusters_are_ordered_by_size_then_max_sim_then_first_member(tmp_path, o
         "b/session.py": SESSION,  # size 2: the method and the function (cosine 0.93, shape 0.56)
     }
     project = index_tree(tmp_path, ollama_server.url, files)
-    clusters = search.find_duplicates(project, min_score=0.65)
+    clusters = find_duplicates(project, min_score=0.65)
     assert [(c.size, c.members[0].path) for c in clusters] == [
         (3, "m/one.py"), (2, "a/one.py"), (2, "z/one.py"), (2, "b/session.py")
     ]
@@ -181,18 +182,18 @@ def test_clusters_are_ordered_by_size_then_max_sim_then_first_member(tmp_path, o
     for c in clusters:
         keys = [(m.path, m.start_line) for m in c.members]
         assert keys == sorted(keys)
-    assert search.find_duplicates(project, min_score=0.65) == clusters
-    assert search.find_duplicates(project, min_score=0.65, max_clusters=2) == clusters[:2]
+    assert find_duplicates(project, min_score=0.65) == clusters
+    assert find_duplicates(project, min_score=0.65, max_clusters=2) == clusters[:2]
 
 
 def test_min_cluster_size_drops_smaller_groups(project):
-    clusters = search.find_duplicates(project, min_score=0.93, min_cluster_size=3)
+    clusters = find_duplicates(project, min_score=0.93, min_cluster_size=3)
     assert [c.size for c in clusters] == [4]
 
 
 def test_path_glob_keeps_only_pairs_with_both_ends_inside(project, capsys):
     # lib/helpers.py and src/helpers.py are an exact pair: with one end outside, no cluster.
-    clusters = search.find_duplicates(project, min_score=0.93)
+    clusters = find_duplicates(project, min_score=0.93)
     assert {"lib/helpers.py", "src/helpers.py"} in [{m.path for m in c.members} for c in clusters]
     _, out, _ = run_cli(capsys, "duplicates", "--min-score", "0.93", "--path-glob", "src/**")
     members = [line.strip() for line in out.splitlines() if line.startswith("  ")]
@@ -203,34 +204,34 @@ def test_path_glob_keeps_only_pairs_with_both_ends_inside(project, capsys):
 
 
 def test_noduplicate_marked_chunk_never_joins_a_cluster(project):
-    every = [m.path for c in search.find_duplicates(project, min_score=0.5) for m in c.members]
+    every = [m.path for c in find_duplicates(project, min_score=0.5) for m in c.members]
     assert "src/marked.py" not in every
     # ... although it is as close to the originals as the commented copy that does join
-    similar = search.find_similar(project, path="src/billing.py", line=5, min_score=0.93)
+    similar = find_similar(project, path="src/billing.py", line=5, min_score=0.93)
     assert "src/marked.py" in [h.path for h in similar]
 
 
 def test_chunk_is_never_paired_with_the_chunk_that_contains_it(tmp_path, ollama_server, monkeypatch):
     monkeypatch.chdir(tmp_path)
     project = index_tree(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
-    neighbours = search.find_similar(project, path="src/totals.py", line=8, min_score=0.0)
+    neighbours = find_similar(project, path="src/totals.py", line=8, min_score=0.0)
     outer = [h for h in neighbours if (h.start_line, h.end_line) == (1, 12)]
     assert outer and outer[0].score >= 0.8  # the class chunk spans its method and is close
     # their duplicate score is 0.70 (cosine 0.81, shape 0.64): only the nesting keeps them apart
-    assert search.find_duplicates(project, min_score=0.65) == []
+    assert find_duplicates(project, min_score=0.65) == []
 
 
 def test_nested_exclusion_is_per_file(tmp_path, ollama_server):
     # The same class in two files: the copies pair across files, never within one file.
     files = {"a/totals.py": TOTALS, "b/totals.py": TOTALS}
     project = index_tree(tmp_path, ollama_server.url, files)
-    clusters = search.find_duplicates(project, min_score=0.99)
+    clusters = find_duplicates(project, min_score=0.99)
     assert sorted((c.members[0].start_line, c.members[1].start_line) for c in clusters) == [
         (1, 1), (6, 6)
     ]
     assert all({m.path for m in c.members} == {"a/totals.py", "b/totals.py"} for c in clusters)
     # At 0.65 the class of one file and the method of the other (0.70) join the two pairs.
-    assert [c.size for c in search.find_duplicates(project, min_score=0.65)] == [4]
+    assert [c.size for c in find_duplicates(project, min_score=0.65)] == [4]
 
 
 def test_seeding_with_file_keeps_only_clusters_of_that_file(project, capsys):
@@ -302,11 +303,11 @@ def test_neighbour_edges_match_brute_force(monkeypatch, settings):
 
 def test_renamed_copy_clusters_with_its_original_and_unrelated_code_does_not(local_project, monkeypatch):
     monkeypatch.chdir(local_project.config.root)
-    clusters = search.find_duplicates(local_project)
+    clusters = find_duplicates(local_project)
     assert [[m.path for m in c.members] for c in clusters] == [["a/intervals.py", "b/ranges.py"]]
     # MiniLM gives the pair a cosine of about 0.83; their token shapes are the same, which lifts
     # the duplicate score (the mean of the two) above the cosine
-    cosine = search.find_similar(local_project, path="a/intervals.py", line=5)[0].score
+    cosine = find_similar(local_project, path="a/intervals.py", line=5)[0].score
     assert cosine < 0.9 < clusters[0].min_sim
 
 
@@ -319,9 +320,9 @@ def test_identical_functions_too_small_for_a_shape_form_a_cluster_of_score_1(tmp
     files = {"a.py": TINY, "b.py": TINY, "c/d.py": "class Box:\n    " + TINY.replace("\n", "\n    "),
              "e.py": "def is_done(self):\n    return self.done\n"}
     project = index_tree(tmp_path, ollama_server.url, files)
-    clusters = search.find_duplicates(project)
-    seeded = search.find_duplicates(project, seed_paths=["b.py"])
-    unrelated = search.find_duplicates(project, seed_paths=["e.py"])
+    clusters = find_duplicates(project)
+    seeded = find_duplicates(project, seed_paths=["b.py"])
+    unrelated = find_duplicates(project, seed_paths=["e.py"])
     project.close()
     assert [[m.path for m in c.members] for c in clusters] == [["a.py", "b.py", "c/d.py"]]
     assert (clusters[0].min_sim, clusters[0].max_sim) == (1.0, 1.0)
@@ -372,7 +373,7 @@ def test_a_long_function_cut_into_windows_pairs_whole_with_its_renamed_copy(tmp_
         rows, _, _ = reader.all_chunks()
     windows = {path: [(r.start_line, r.end_line) for r in rows if r.path == path] for path in ("a.py", "b.py")}
     assert len(windows["a.py"]) >= 2 and len(windows["b.py"]) > len(windows["a.py"])
-    clusters = search.find_duplicates(project)
+    clusters = find_duplicates(project)
     project.close()
     assert len(clusters) == 1
     members = clusters[0].members

@@ -13,6 +13,7 @@ from ollama_standin import OllamaStandIn
 from sai.errors import UsageError
 from sai.indexing import indexer
 from sai.query import search
+from sai.query.similar import find_similar
 
 TS_FILES = {
     "web/cart.ts": ("export class Cart {\n  computeTotal(items: Item[]): number {\n"
@@ -92,7 +93,7 @@ def test_an_unknown_language_is_a_usage_error_listing_the_names(indexed: Path, o
 def test_similar_with_a_filter_searches_the_subset(indexed: Path, ollama_server: OllamaStandIn) -> None:
     write_config(indexed, ollama_server.url)
     project = open_project(indexed)
-    hits = search.find_similar(project, path="gen/mod_000.py", line=1, limit=5, min_score=-1.0,
+    hits = find_similar(project, path="gen/mod_000.py", line=1, limit=5, min_score=-1.0,
                                path_glob="gen/mod_02*.py")
     project.close()
     assert len(hits) == 5 and all(h.path.startswith("gen/mod_02") for h in hits)
@@ -131,9 +132,9 @@ def test_after_fifty_refreshes_searches_stay_exact(
         exact = [rows[i].id for i in np.argsort(-(matrix @ vector), kind="stable")[:10]]
         hits = search.search(project, query, limit=10, mode="semantic")
         with project.store.read() as reader:
-            found = [reader.chunks_at(h.path, h.start_line)[0].id for h in hits]
+            found = [reader.chunks_of_file(h.path, line=h.start_line)[0].id for h in hits]
         recalls.append(len(set(found) & set(exact)) / 10)
-    similar = search.find_similar(project, path="gen/mod_001.py", line=1, limit=5, min_score=-1.0)
+    similar = find_similar(project, path="gen/mod_001.py", line=1, limit=5, min_score=-1.0)
     project.close()
     assert recalls == [1.0] * len(QUERIES)
     assert len(similar) == 5

@@ -29,14 +29,16 @@ from ollama_standin import OllamaStandIn
 
 from sai.chunking.base import CHUNKER_VERSION
 from sai.cli import commands as cli
+from sai.duplicates.clusters import find_duplicates
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import ConfigError, EmbedderError, IndexMismatchError, StoreError
 from sai.indexing import indexer
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.query import lookup, search
-from sai.store import DuckDBStore
-from sai.store.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
+from sai.query.status import status as index_status
+from sai.store.duckdb import DuckDBStore
+from sai.store.duckdb.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
@@ -177,7 +179,7 @@ def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_ser
     project = open_project(indexed)
     with project.store.read() as reader:
         assert "leftover" not in reader.meta()
-        assert reader.lexical_current()
+        assert reader.run_finished()
     project.close()
 
 
@@ -304,7 +306,7 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
         writer.conn.con.execute("ALTER TABLE source_code DROP COLUMN shape")
         writer.set_meta({"schema_version": "2", "chunking": "ast/3/2000/strip=False/lexemes=2"})
     with pytest.raises(IndexMismatchError, match="older SAI") as caught:
-        search.find_duplicates(project)
+        find_duplicates(project)
     assert "run `sai` in the project to upgrade it in place" in str(caught.value)
     project.close()
     report = _index(indexed)
@@ -313,12 +315,12 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
     assert _snapshot(indexed) == original  # every vector kept, bit for bit
     project = open_project(indexed)
     with project.store.read() as reader:
-        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.lexical_current()
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.run_finished()
         rows, _, shapes = reader.all_chunks()
         rows = reader.chunks([r.id for r in rows])
     assert shapes == [signature(r.text, r.language) for r in rows] and any(shapes)
     assert {r.symbol: r.kind for r in rows}["Cart.add"] == "method"  # format 5's kind, filled in
-    search.find_duplicates(project, min_score=0.5)  # readable again
+    find_duplicates(project, min_score=0.5)  # readable again
     project.close()
 
 
@@ -401,7 +403,7 @@ def test_refresh_of_a_deleted_file_removes_its_rows(indexed: Path, ollama_server
 def test_flush_drops_the_collection_and_status_then_shows_no_chunks(indexed: Path) -> None:
     project = open_project(indexed)
     assert indexer.flush(project) is True
-    assert search.status(project).chunk_count == 0
+    assert index_status(project).chunk_count == 0
     assert indexer.flush(project) is False
     with pytest.raises(StoreError, match="`sai`"):
         search.search(project, "total price")
@@ -425,14 +427,14 @@ import sys
 from pathlib import Path
 import sai.indexing.backfill
 import sai.indexing.indexer
-import sai.store
+import sai.store.duckdb
 from sai.config import load_config
 from sai.project import Project
 sai.indexing.indexer.FLUSH_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.EMBED_GROUP = 20
 sai.indexing.backfill.WRITE_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.AHEAD = 0
-sai.store.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
+sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
 sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
 
@@ -468,10 +470,10 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
         time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
 
     project = open_project(root)
-    status = search.status(project)
+    status = index_status(project)
     assert (status.chunk_count, status.pending_vectors, status.file_count) == (functions, functions - written, 20)
     with project.store.read() as reader:
-        assert reader.lexical_current()
+        assert reader.run_finished()
     assert search.search(project, "gen_150", mode="lexical")[0].path == "gen/mod_015.py"
     hits = search.search(project, "gen_150", explain=True)  # hybrid over every chunk, vector or not
     assert hits[0].path == "gen/mod_015.py" and hits[0].explain and hits[0].explain.pending_vector
@@ -486,7 +488,7 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     assert _index(clean).chunks == functions
     assert _snapshot(root) == _snapshot(clean)
     project = open_project(root)
-    assert search.status(project).pending_vectors == 0
+    assert index_status(project).pending_vectors == 0
     project.close()
 
 
@@ -508,10 +510,10 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
         time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
 
     project = open_project(root)
-    status = search.status(project)
+    status = index_status(project)
     assert status.chunk_count == batch
     with project.store.read() as reader:
-        assert reader.lexical_current()  # postings are written with their chunks: none behind them
+        assert reader.run_finished()  # postings are written with their chunks: none behind them
     assert search.search(project, "gen_7 value")
     assert search.search(project, "gen_7", mode="lexical")[0].path == "gen/mod_000.py"
     ollama_server.reset_counts()
@@ -526,7 +528,7 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     assert _snapshot(root) == _snapshot(clean)
     project = open_project(root)
     with project.store.read() as reader:
-        assert reader.lexical_current()  # rebuilt at the end of the completed run
+        assert reader.run_finished()  # rebuilt at the end of the completed run
     project.close()
 
 
@@ -583,7 +585,7 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
     assert ollama_server.requests == 0 and _snapshot(indexed) == original
     project = open_project(indexed)
     with project.store.read() as reader:
-        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) == "5" and reader.lexical_current()
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) == "5" and reader.run_finished()
     (found,) = lookup.find_symbol(project, "add")
     assert (found.symbol, found.kind, found.path) == ("Cart.add", "method", "billing.py")
     assert [d.kind for d in lookup.find_symbol(project, "Normalize")] == ["function"]
@@ -646,9 +648,9 @@ def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
 POOLED_CLI_RUN = """
 import sys
 import sai.indexing.indexer
-import sai.store
+import sai.store.duckdb
 from sai.cli import commands as cli
-sai.store.DuckDBStore.pending_vectors = sys.argv[1] == "two-phase"
+sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[1] == "two-phase"
 sai.indexing.indexer.POOL_MIN_FILES = 1
 sai.indexing.indexer.FLUSH_CHUNKS = 1
 sai.indexing.indexer.IN_FLIGHT = sai.indexing.indexer.IN_FLIGHT_LARGE = 0
@@ -729,11 +731,11 @@ def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishe
     assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
     project = open_project(root)
     try:
-        assert search.status(project).pending_vectors == TREE_CHUNKS  # stored, none embedded
+        assert index_status(project).pending_vectors == TREE_CHUNKS  # stored, none embedded
         assert search.search(project, "parseDate", mode="lexical")[0].path == "web/dates.js"
         ollama_server.reset_counts()
         assert indexer.index(project).embedded == ollama_server.inputs_embedded > 0
-        assert search.status(project).pending_vectors == 0
+        assert index_status(project).pending_vectors == 0
     finally:
         project.close()
 
@@ -830,7 +832,7 @@ def test_two_index_runs_started_at_once_embed_everything_once(tmp_path: Path, ol
     assert sum("waiting for it to finish" in err for err in errors) == 1, errors
     project = open_project(root)
     try:
-        status = search.status(project)
+        status = index_status(project)
         assert (status.chunk_count, status.pending_vectors) == (200, 0)
     finally:
         project.close()

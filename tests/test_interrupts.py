@@ -85,19 +85,22 @@ def test_a_run_that_cannot_get_the_lock_while_the_model_embeds_exits_1_with_one_
     assert err.startswith("error: the index ") and "held by another process" in err and err.count("\n") == 1, err
 
 
-# Qdrant's BM25 terms are stemmed by DuckDB, a short query per new batch of words: a loop of
-# them, as a Qdrant run makes, answering Ctrl-C as the CLI does. argv: marker.
-TERMS_LOOP = """
+# A loop of short DuckDB queries inside the store's translation of errors (as a reader's many
+# small questions run), answering Ctrl-C as the CLI does. argv: marker.
+QUERY_LOOP = """
 import sys, time
 from pathlib import Path
-from sai.store.terms import Terms
-terms = Terms(lambda stem: len(stem))
-terms.dimensions("warm up")  # the first call's lazy imports done: the SIGINT lands among queries
+import duckdb
+from sai.store.duckdb.errors import translate
+con = duckdb.connect(":memory:")
+with translate(Path("memory")):
+    con.execute("SELECT 1").fetchall()  # the first call's lazy imports done: the SIGINT lands among queries
 try:
     Path(sys.argv[1]).touch()
     deadline, n = time.monotonic() + 20, 0
     while time.monotonic() < deadline:
-        terms.dimensions(" ".join(f"word{n}x{i}" for i in range(100)))
+        with translate(Path("memory")):
+            con.execute("SELECT count(*) FROM range(?) AS t(i) WHERE i % 7 = 3", [20000 + n]).fetchall()
         n += 1
     print("finished")
 except KeyboardInterrupt:
@@ -109,7 +112,7 @@ def test_ctrl_c_during_duckdb_queries_is_never_lost_nor_a_runtime_error(tmp_path
     """DuckDB drops a Ctrl-C that comes while a query runs, or raises RuntimeError for it."""
     for trial in range(3):  # most SIGINTs land inside a query; one lost or mistranslated fails
         marker = tmp_path / f"looping{trial}"
-        proc = _start(TERMS_LOOP, str(marker), cwd=tmp_path)
+        proc = _start(QUERY_LOOP, str(marker), cwd=tmp_path)
         _wait_for(marker, proc)
         time.sleep(0.5)
         sent = time.monotonic()
@@ -124,7 +127,7 @@ def test_ctrl_c_during_duckdb_queries_is_never_lost_nor_a_runtime_error(tmp_path
 SLOW_POSTINGS_RUN = """
 import sys
 from pathlib import Path
-from sai.store import lexicon
+from sai.store.duckdb import postings as lexicon
 real = lexicon.Postings.add
 def slow(self, source, where=""):
     Path(sys.argv[1]).touch()

@@ -86,7 +86,7 @@ def _contents(root: Path, backend: str) -> tuple[set[tuple[str, int, int, str]],
         with store.read() as reader:
             rows, _, _ = reader.all_chunks()
             files = {key: row.file_hash for key, row in reader.files().items()}
-            finished = reader.lexical_current()
+            finished = reader.run_finished()
     finally:
         store.close()
     assert finished, "the run did not record itself finished"

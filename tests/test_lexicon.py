@@ -1,4 +1,5 @@
-"""The lexical index (store/lexicon.py): postings kept with the chunks, scored as DuckDB's FTS did."""
+"""The lexical index (store/duckdb/postings.py, store/terms.py): postings kept with the chunks, scored as
+DuckDB's FTS did."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import numpy as np
 import pytest
 
 from sai.models import IndexMeta, NewChunk
-from sai.store import DuckDBStore as Store
-from sai.store.lexicon import STOPWORDS
-from sai.store.rows import extension_path
-from sai.store.tables import Connection
+from sai.store import terms
+from sai.store.duckdb import DuckDBStore as Store
+from sai.store.duckdb.rows import extension_path
+from sai.store.duckdb.tables import Connection
+from sai.store.terms import STOPWORDS
 from sai.text.lexical import lexemes, query_lexemes
 
 DIM = 8
@@ -61,7 +63,7 @@ def _vectors(n: int) -> np.ndarray:
 def store(tmp_path: Path) -> Store:
     store = Store(tmp_path / "code.duckdb", collection="code", lock_timeout_s=10)
     with _conn(store.write()) as conn:
-        conn.create_collection(META)
+        conn.create(META)
         conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS[:5])], _vectors(5))
     with _conn(store.write()) as conn:
         conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS) if k >= 5], _vectors(3))
@@ -94,7 +96,7 @@ def test_bm25_answers_what_duckdbs_fts_index_answered(store: Store) -> None:
     for query in QUERIES:
         expected = _fts_scores(store, query)
         with _conn(store.read()) as conn:
-            got = conn.bm25(query_lexemes(query), 10)
+            got = conn.lexical(query_lexemes(query), 10)
         assert [i for i, _ in got] == [i for i, _ in expected], query
         # the extension's macro takes log10 for the idf, SAI (before and now) the natural log:
         # every score differs by the factor ln 10, the order not at all
@@ -109,14 +111,14 @@ def test_postings_follow_inserts_and_deletes_and_equal_a_rebuild(store: Store) -
     kept = _postings(store)
     with _conn(store.read()) as conn:
         ids = {i for i, _, _ in kept}
-        assert conn.fts_current()
+        assert conn.run_finished()
         assert ids == {r[0] for r in conn.con.execute("SELECT id FROM code WHERE lexemes <> ''").fetchall()}
     with _conn(store.write()) as conn:
-        conn.rebuild_fts()
+        conn.finish_run()
     assert _postings(store) == kept
     with _conn(store.read()) as conn:
-        hits = conn.bm25(query_lexemes("compress data"), 5)
-        assert conn.fts_current()
+        hits = conn.lexical(query_lexemes("compress data"), 5)
+        assert conn.run_finished()
     assert hits == []  # its only chunk was deleted
 
 
@@ -125,23 +127,23 @@ def test_stopwords_are_dropped_and_words_stemmed(store: Store) -> None:
     assert {"pars", "header", "compress", "send"} <= terms  # Porter stems, as FTS stemmed them
     assert not terms & STOPWORDS
     with _conn(store.read()) as conn:
-        assert conn.bm25(query_lexemes("the and of"), 5) == []
-        assert conn.bm25(query_lexemes("compressing"), 5)[0][0] == 4
+        assert conn.lexical(query_lexemes("the and of"), 5) == []
+        assert conn.lexical(query_lexemes("compressing"), 5)[0][0] == 4
 
 
 def test_a_scoped_search_answers_as_an_index_of_only_that_scope(store: Store, tmp_path: Path) -> None:
     scope = [1, 2, 6, 8]
     with _conn(store.read()) as conn:
-        scoped = {q: conn.bm25(query_lexemes(q), 10, among=np.array(scope)) for q in QUERIES}
+        scoped = {q: conn.lexical(query_lexemes(q), 10, among=np.array(scope)) for q in QUERIES}
     alone = Store(tmp_path / "alone.duckdb", collection="code")
     with _conn(alone.write()) as conn:
-        conn.create_collection(META)
+        conn.create(META)
         for k, text in enumerate(TEXTS):
             conn.insert_chunks([_row(k, text)], _vectors(1))  # the same ids: 1..8
         conn.delete_chunks([f"src/m{k - 1}.py" for k in range(1, 9) if k not in scope])
     with _conn(alone.read()) as conn:
         for query in QUERIES:
-            alone_hits = conn.bm25(query_lexemes(query), 10)
+            alone_hits = conn.lexical(query_lexemes(query), 10)
             assert [i for i, _ in scoped[query]] == [i for i, _ in alone_hits], query
             assert [s for _, s in scoped[query]] == pytest.approx([s for _, s in alone_hits]), query
     alone.close()
@@ -153,10 +155,53 @@ def test_chunks_written_without_postings_leave_the_index_behind_until_a_rebuild(
         conn.postings.drop()  # as an SAI before postings left the index
         conn.insert_chunks([_row(20, "def brand_new_helper():\n    pass\n")], _vectors(1))
     with _conn(store.read()) as conn:
-        assert not conn.fts_current()
-        assert conn.bm25(query_lexemes("brand_new_helper"), 5) == []
+        assert not conn.run_finished()
+        assert conn.lexical(query_lexemes("brand_new_helper"), 5) == []
     with _conn(store.write()) as conn:
-        conn.rebuild_fts()
+        conn.finish_run()
     with _conn(store.read()) as conn:
-        assert conn.fts_current()
-        assert conn.bm25(query_lexemes("brand_new_helper"), 5)[0][0] == 9
+        assert conn.run_finished()
+        assert conn.lexical(query_lexemes("brand_new_helper"), 5)[0][0] == 9
+
+
+def test_an_index_of_format_5_loses_its_fts_index_and_gains_postings(store: Store) -> None:
+    """SAI no longer loads the fts extension: a file that still holds the FTS index SAI built up to
+    format 5 opens without it, and the run's finish drops that index and writes the postings."""
+    with _conn(store.write()) as conn:
+        conn.postings.drop()
+    store.close()
+    con = duckdb.connect(str(store.path), config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{extension_path('fts')}'")
+    con.execute(f"PRAGMA create_fts_index('code', 'id', 'lexemes', {FTS_OPTIONS})")
+    con.close()
+    with _conn(store.write()) as conn:
+        assert not conn.run_finished()
+        conn.finish_run()
+    with _conn(store.read()) as conn:
+        schemas = {r[0] for r in conn.con.execute(
+            "SELECT schema_name FROM duckdb_schemas() WHERE database_name = 'sai'").fetchall()}
+        assert conn.run_finished() and "fts_main_code" not in schemas
+        assert conn.lexical(query_lexemes("compress data"), 5)[0][0] == 4
+
+
+def test_the_stop_words_are_the_fts_extensions_english_list(tmp_path: Path) -> None:
+    """store/terms.py keeps the list the extension made (less words with an apostrophe, which
+    lexemes never hold): the Qdrant backend no longer asks DuckDB for it."""
+    con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{extension_path('fts')}'")
+    con.execute("CREATE TABLE probe (id INTEGER, t VARCHAR)")
+    con.execute("INSERT INTO probe VALUES (1, 'x')")
+    con.execute(f"PRAGMA create_fts_index('probe', 'id', 't', {FTS_OPTIONS})")
+    listed = {r[0] for r in con.execute("SELECT sw FROM fts_main_probe.stopwords").fetchall()}
+    con.close()
+    assert STOPWORDS == {w for w in listed if "'" not in w}
+
+
+def test_terms_stem_as_the_fts_extension_does() -> None:
+    words = ["parsing", "headers", "compressed", "connection", "generously", "happily", "sai_store_v2", "x"]
+    con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
+    con.execute(f"LOAD '{extension_path('fts')}'")
+    expected = dict(con.execute("SELECT w, stem(w, 'porter') FROM unnest(?::VARCHAR[]) AS u(w)", [words]).fetchall())
+    con.close()
+    assert terms.stems(words) == expected
+    assert terms.terms("the parsing of headers and the headers") == ["pars", "header", "header"]

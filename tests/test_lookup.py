@@ -19,7 +19,7 @@ from ollama_standin import OllamaStandIn
 from test_mcp_server import Session, _env, index_project, mcp_session
 
 from sai.models import chunk_id, sha256_hex
-from sai.query.ranking import TEST_PENALTY
+from sai.query.ranking import TEST_PENALTY, recombined
 
 CART = """\
 import { Item } from "./item";
@@ -232,10 +232,7 @@ def test_hybrid_explain_adds_up_to_the_fused_score_and_orders_the_hits(session: 
         signals = why["signals"]
         assert why["semantic_rank"] is not None or why["lexical_rank"] is not None
         assert why["cosine"] == hit["score"]
-        base = (why["rrf"] + signals["name_match"] + signals["definition"] + signals["path_match"]) \
-            * signals["test_penalty"] * signals["kind_factor"]
-        total = (base + signals["file_support"]) * signals["repeat"]
-        assert why["fused"] == pytest.approx(total, abs=4e-6)
+        assert why["fused"] == pytest.approx(recombined(why["rrf"], signals), abs=4e-6)
         expected_penalty = TEST_PENALTY if hit["path"].startswith("tests/") else 1.0
         assert signals["test_penalty"] == expected_penalty
         fused.append(why["fused"])

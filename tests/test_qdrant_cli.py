@@ -174,3 +174,23 @@ def test_backend_qdrant_needs_a_url_or_a_path(
 ) -> None:
     write_config(project, ollama_server, "backend: qdrant\n")
     assert_one_error_line(sai(capsys, "status"), "needs qdrant.url (or QDRANT_URL)")
+
+
+def test_an_index_of_an_older_format_on_qdrant_asks_for_a_rebuild_naming_where_it_is(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a store that `can_upgrade` migrates in place; on Qdrant the run says where the index is
+    and how to rebuild it, in one line, and leaves the index as it was."""
+    assert sai(capsys, "--backend", "qdrant", "--silent").code == 0
+    store = QdrantStore("demo", path=project / ".index" / "qdrant")
+    with store.write() as writer:
+        writer.set_meta({"schema_version": "4"})
+    with store.read() as reader:
+        chunks = reader.chunk_count()
+    store.close()
+    line = assert_one_error_line(sai(capsys, "--backend", "qdrant", "--silent"), "cannot upgrade on the qdrant backend")
+    assert str(project / ".index" / "qdrant") in line and "'demo'" in line and "sai --recreate" in line
+    store = QdrantStore("demo", path=project / ".index" / "qdrant")
+    with store.read() as reader:
+        assert reader.chunk_count() == chunks and reader.meta()["schema_version"] == "4"
+    store.close()

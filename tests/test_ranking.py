@@ -20,7 +20,7 @@ def row(chunk_id: int, path: str, *, symbol: str | None = None, score: float = 0
 # --- fusion arithmetic ------------------------------------------------------------------------
 
 def test_fusion_sums_reciprocal_ranks_of_both_lists(monkeypatch):
-    monkeypatch.setattr(ranking, "FILE_SUPPORT", 0.0)  # the file signals are tested below
+    monkeypatch.setattr(ranking.signals, "FILE_SUPPORT", 0.0)  # the file signals are tested below
     a, b, c = row(1, "a.py"), row(2, "b.py"), row(3, "c.py")
     fused = fuse(merge([a, b], [(c, 9.0), (b, 5.0)]), "some words here")
     k = ranking.RRF_K
@@ -115,9 +115,7 @@ def test_fuse_records_what_each_signal_added():
     assert first.signals.definition == ranking.NAME_QUERY_BOOST and first.signals.test_penalty == 1.0
     assert second.signals.test_penalty == ranking.TEST_PENALTY and second.signals.definition == 0.0
     for c in (first, second):
-        s = c.signals
-        base = (c.rrf + s.name_match + s.definition + s.path_match) * s.test_penalty * s.kind_factor
-        assert c.fused == pytest.approx((base + s.file_support) * s.repeat)
+        assert c.fused == pytest.approx(ranking.recombined(c.rrf, dict(c.signals.values)))
 
 
 # --- file-level signals -----------------------------------------------------------------------

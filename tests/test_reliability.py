@@ -95,13 +95,13 @@ def test_a_function_moved_between_files_written_in_different_batches_keeps_a_vec
 PAUSE_IN_LAST_STEP = """
 import sys, time
 from pathlib import Path
-from sai.store import tables
-real = tables.Connection.rebuild_fts
+from sai.store.duckdb import tables
+real = tables.Connection.finish_run
 def slow(self):
     real(self)
     print("last step", flush=True)
     time.sleep(30)
-tables.Connection.rebuild_fts = slow
+tables.Connection.finish_run = slow
 from sai.cli import commands as cli
 sys.exit(cli.main(["--root", sys.argv[1], "--config", sys.argv[1] + "/sai-cfg.yml"]))
 """
@@ -131,7 +131,7 @@ def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
         assert err.splitlines()[-1].startswith("error: interrupted")  # above it: progress lines
     project = open_project(root)
     with project.store.read() as reader:
-        assert not reader.lexical_current()  # the chunks are in, the BM25 index is behind them
+        assert not reader.run_finished()  # the chunks are in, the BM25 index is behind them
     project.close()
     ollama_server.reset_counts()
     report = _index(root)
@@ -140,7 +140,7 @@ def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
     project = open_project(root)
     hits = search.search(project, "freshly_written_helper", mode="lexical")
     with project.store.read() as reader:
-        assert reader.lexical_current()
+        assert reader.run_finished()
     project.close()
     assert hits and hits[0].path == "gen/new.py"
 
@@ -150,7 +150,7 @@ def _forget_postings(root: Path) -> None:
     project = open_project(root)
     with project.store.write() as writer:
         writer.conn.postings.drop()  # the DuckDB store's own table: below the contract
-        assert not writer.lexical_current()
+        assert not writer.run_finished()
     project.close()
 
 
@@ -285,7 +285,7 @@ def test_a_reader_searching_through_a_recreate_gets_the_old_answers_then_the_new
 # about to replace it), where it says so and sleeps to be killed.
 PAUSE_IN_COMPACTION = """
 import os, sys, time
-from sai.store import compaction
+from sai.store.duckdb import compaction
 moment = sys.argv[3]
 def pause(real):
     def paused(*args):

@@ -30,6 +30,7 @@ from sai.errors import EmbedderError, NotFoundError, UsageError
 from sai.indexing import indexer
 from sai.project import Project
 from sai.query import ranking, search
+from sai.query.similar import find_similar
 
 SIMILAR_ROW_RE = re.compile(r"^  (\d\.\d{4})  (\S+):(\d+)-(\d+)  (\S*)$")
 HTTP = '''"""Small HTTP helpers."""
@@ -199,7 +200,7 @@ def test_similar_by_location_uses_the_innermost_chunk_and_excludes_it(
 ):
     monkeypatch.chdir(tmp_path)
     project = index_tree(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
-    hits = search.find_similar(project, path="src/totals.py", line=8, min_score=0.0)
+    hits = find_similar(project, path="src/totals.py", line=8, min_score=0.0)
     spans = [(h.start_line, h.end_line, h.symbol) for h in hits]
     assert (6, 10, "Totals.total") not in spans  # the source chunk excludes itself
     assert (1, 12, "Totals") in spans  # the enclosing class is a neighbour, not the source
@@ -235,27 +236,27 @@ def test_similar_json_has_the_hit_shape(project, capsys):
 
 
 def test_min_score_filters_similar_hits(project):
-    everything = search.find_similar(project, code=TOTAL, min_score=0.0, limit=20)
-    close = search.find_similar(project, code=TOTAL, min_score=0.95, limit=20)
+    everything = find_similar(project, code=TOTAL, min_score=0.0, limit=20)
+    close = find_similar(project, code=TOTAL, min_score=0.95, limit=20)
     assert len(close) < len(everything)
     assert close == [h for h in everything if h.score >= 0.95]
     assert {h.path for h in close} == {
         "lib/vendor_billing.py", "src/billing.py", "src/legacy/billing_v1.py",
         "src/commented.py", "src/marked.py",
     }
-    assert len(search.find_similar(project, code=TOTAL, min_score=0.0, limit=2)) == 2
+    assert len(find_similar(project, code=TOTAL, min_score=0.0, limit=2)) == 2
 
 
 def test_similar_default_min_score_comes_from_the_config(project):
     assert project.config.find_similar_min_score == 0.85
-    hits = search.find_similar(project, path="src/session.py", line=6)
+    hits = find_similar(project, path="src/session.py", line=6)
     assert [h.path for h in hits] == ["src/session.py"] and hits[0].symbol == "create_session"
 
 
 def test_similar_at_a_line_without_a_chunk_is_not_found(project):
     # the CLI's one error line for it: test_cli.py, test_similar_at_a_line_outside_every_chunk_...
     with pytest.raises(NotFoundError, match=r"^no indexed chunk at src/session\.py:99$"):
-        search.find_similar(project, path="src/session.py", line=99)
+        find_similar(project, path="src/session.py", line=99)
 
 
 @pytest.mark.parametrize(
@@ -270,7 +271,7 @@ def test_similar_at_a_line_without_a_chunk_is_not_found(project):
 )
 def test_similar_rejects_bad_targets(project, kwargs, message):
     with pytest.raises(UsageError, match=message):
-        search.find_similar(project, **kwargs)
+        find_similar(project, **kwargs)
 
 
 # --- the local model ----------------------------------------------------------------------------
@@ -284,9 +285,9 @@ def test_local_model_has_its_own_calibrated_defaults(local_project):
 
 def test_renamed_copy_is_the_nearest_similar_chunk(local_project, monkeypatch):
     monkeypatch.chdir(local_project.config.root)
-    hits = search.find_similar(local_project, path="a/intervals.py", line=5)
+    hits = find_similar(local_project, path="a/intervals.py", line=5)
     assert [h.path for h in hits] == ["b/ranges.py"]
-    everything = search.find_similar(local_project, path="a/intervals.py", line=5, min_score=-1)
+    everything = find_similar(local_project, path="a/intervals.py", line=5, min_score=-1)
     assert max(h.score for h in everything if h.path in ("c/config.py", "d/report.py")) < 0.5
 
 

@@ -1,4 +1,4 @@
-"""What the vector sidecar's changes patch (store/sidecar_source.py): chunks stored without a
+"""What the vector sidecar's changes patch (store/duckdb/sidecar_source.py): chunks stored without a
 vector and given one later by set_vectors, writers killed around set_vectors, and a process's
 row and lexical tables patched per write, which answer as tables read whole."""
 
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from sai.models import FileRow, NewChunk
-from sai.store import DuckDBStore, sidecar_source
-from sai.store.lexicon import LexicalTable
-from sai.store.sidecar import Sidecar
+from sai.store.duckdb import DuckDBStore, sidecar_source
+from sai.store.duckdb.postings import LexicalTable
+from sai.store.duckdb.sidecar import Sidecar
 from sai.text.lexical import lexemes, query_lexemes
 from tests.test_vectors import COLLECTION, DIM, HELPERS, META, _check, _env, _manifest
 
@@ -69,7 +69,7 @@ def _answers(store: DuckDBStore) -> tuple[list[object], list[object]]:
         conn.vector_table()
         ids = [r[0] for r in conn.con.execute(f"SELECT id FROM {COLLECTION} ORDER BY id").fetchall()]
         scope = np.asarray(ids[::3], np.int64)
-        hits = [conn.bm25(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
+        hits = [conn.lexical(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
         rows = conn.row_table().rows(ids + [10**6], lambda t: t.to_pylist())
     return [[(i, round(s, 9)) for i, s in found] for found in hits], rows
 

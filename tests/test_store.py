@@ -15,10 +15,11 @@ import duckdb
 import numpy as np
 import pytest
 
-import sai.store as store_module
+import sai.store.duckdb.store as store_module
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
-from sai.store import READ_LEASE_S, DuckDBStore, describe
+from sai.store.duckdb.errors import describe
+from sai.store.duckdb.store import READ_LEASE_S, DuckDBStore
 
 DIM = 16
 COLLECTION = "code"
@@ -31,7 +32,7 @@ META = IndexMeta(
 HOLD_WRITER = """
 import sys, time
 from pathlib import Path
-from sai.store import DuckDBStore
+from sai.store.duckdb import DuckDBStore
 store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=10)
 with store.write() as writer:
     writer.set_meta({"holder": "done"})
@@ -43,7 +44,7 @@ with store.write() as writer:
 WRITE_ONCE = """
 import sys
 from pathlib import Path
-from sai.store import DuckDBStore
+from sai.store.duckdb import DuckDBStore
 with DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.argv[2])).write() as writer:
     writer.set_meta({"other_process": "wrote"})
 """
@@ -54,7 +55,7 @@ with DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=float(sys.
 HOLD_RUN = """
 import sys, time
 from pathlib import Path
-from sai.store import DuckDBStore as Store, tables
+from sai.store.duckdb import DuckDBStore as Store, tables
 opens = 0
 real = tables.Connection.open.__func__
 def counted(cls, *args, **kwargs):
@@ -173,7 +174,7 @@ def test_stored_vectors_read_back_bit_for_bit(built: DuckDBStore) -> None:
     vectors = _vectors(40)
     with built.read() as reader:
         rows, matrix, shapes = reader.all_chunks()
-        one = reader.vector_of(rows[0].id)
+        one = reader.vectors([rows[0].id])[rows[0].id]
     with built.write() as writer:
         by_hash = writer.vectors_by_hash(["hash3", "hash39", "absent"])
     order = [int(r.symbol[1:]) for r in rows]
@@ -322,7 +323,7 @@ def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
 
 
 def test_migrations_are_numbered_up_to_this_schema_version() -> None:
-    from sai.store.migrations import MIGRATIONS
+    from sai.store.duckdb.migrations import MIGRATIONS
 
     assert sorted(MIGRATIONS) == list(range(min(MIGRATIONS), SCHEMA_VERSION + 1))
 
@@ -398,19 +399,29 @@ def _count(store: DuckDBStore) -> int:
         return conn.chunk_count()
 
 
+def test_chunks_with_text_read_only_their_texts_when_the_rows_are_in_memory(built: DuckDBStore) -> None:
+    built.derived.clear()
+    with built.read() as reader:
+        conn = reader.conn
+        cold = conn.chunks([7, 3, 999, 12])  # no row table held: every column read by SQL
+        conn.row_table()
+        warm = conn.chunks([7, 3, 999, 12])  # rows from memory, only the texts by SQL
+    assert cold == warm and [r.text for r in warm] == ["def f6(): pass", "def f2(): pass", "def f11(): pass"]
+
+
 def test_rows_without_text_come_from_memory_as_the_table_holds_them(built: DuckDBStore) -> None:
     with built.read() as reader:
         conn = reader.conn
         table = conn.row_table()
-        rows, matrix = conn.chunks_by_ids([7, 3, 999, 12], vectors=False, text=False)
-        from_sql, _ = conn.chunks_by_ids([7, 3, 12], vectors=False, text=True)
-    assert [r.id for r in rows] == [7, 3, 12] and matrix.shape == (3, 0)  # order kept, 999 unknown
+        rows = conn.chunks([7, 3, 999, 12], text=False)
+        from_sql = conn.chunks([7, 3, 12], text=True)
+    assert [r.id for r in rows] == [7, 3, 12]  # order kept, 999 unknown
     assert rows == [replace(r, text="") for r in from_sql]
     with built.write() as writer:
         conn = writer.conn
         conn.delete_chunks(["src/f2.py"])  # chunk 3
-        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]
+        assert [r.id for r in conn.chunks([3, 7], text=False)] == [7]
     with built.read() as reader:
         conn = reader.conn
         assert conn.row_table() is not table
-        assert [r.id for r in conn.chunks_by_ids([3, 7], vectors=False, text=False)[0]] == [7]
+        assert [r.id for r in conn.chunks([3, 7], text=False)] == [7]

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, chunk_id
-from sai.store import DuckDBStore, Scope
+from sai.store import Scope
 from sai.store.base import Store
+from sai.store.duckdb import DuckDBStore
 from sai.store.qdrant import QdrantStore
 
 BACKENDS = ["duckdb", "qdrant-local"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
-TRANSACTIONAL = {"duckdb"}  # backends whose readers never see a writer's open transaction
 DIM = 8
 META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
                  vector_dim=DIM, chunker="ast", chunker_version=3, chunking="ast/3/test")
@@ -108,7 +108,7 @@ def test_create_records_the_meta_and_an_empty_index(store: Store) -> None:
     with store.read() as reader:
         meta = reader.meta()
         assert reader.has_index() and reader.chunk_count() == 0 and reader.files() == {}
-        assert reader.known_hashes() == set() and reader.nearest(_vectors(1)[0], 3) == []
+        assert reader.content_hashes() == set() and reader.nearest(_vectors(1)[0], 3) == []
     assert {k: meta[k] for k in ("backend", "model", "vector_dim", "chunking", "schema_version")} == {
         "backend": "duckdb", "model": "nomic-embed-text", "vector_dim": str(DIM), "chunking": "ast/3/test",
         "schema_version": str(META.schema_version)}
@@ -131,8 +131,7 @@ def test_replace_files_records_files_and_chunks(filled) -> None:
         assert set(files) == {"src/cart.py", "src/dates.py", "web/view.js", "notes/todo.txt"}
         assert set(reader.files(["web/view.js", "absent.py"])) == {"web/view.js"}
         assert reader.chunk_count() == len(chunks) and reader.chunk_count(["src/cart.py", "absent.py"]) == 3
-        assert reader.known_hashes() == {c.content_hash for c in chunks}
-        assert reader.last_indexed_at() is not None
+        assert reader.content_hashes() == {c.content_hash for c in chunks}
 
 
 def test_replace_files_replaces_only_the_named_files_chunks(filled) -> None:
@@ -178,10 +177,24 @@ def test_chunk_hashes_and_vectors_by_hash(filled) -> None:
     assert found[chunks[4].content_hash].tobytes() == vectors[4].tobytes()  # bit for bit
 
 
-def test_language_counts_leave_unknown_languages_out(filled) -> None:
-    store, _, _ = filled
+def test_summary_holds_what_status_shows_and_leaves_unknown_languages_out(filled) -> None:
+    store, chunks, _ = filled
     with store.read() as reader:
-        assert reader.language_counts() == {"javascript": 2, "python": 4}
+        summary = reader.summary()
+        files = reader.files()
+    assert summary.languages == {"javascript": 2, "python": 4}
+    assert (summary.chunk_count, summary.files, summary.pending) == (len(chunks), files, 0)
+    assert summary.meta["model"] == "nomic-embed-text" and summary.indexed_at is not None
+
+
+def test_summary_of_a_dropped_index_is_empty(filled) -> None:
+    store, _, _ = filled
+    with store.write() as writer:
+        writer.drop()
+    with store.read() as reader:
+        summary = reader.summary()
+    assert (summary.meta, summary.files, summary.chunk_count, summary.languages, summary.indexed_at) == (
+        {}, {}, 0, {}, None)
 
 
 # ---------------------------------------------------------------- search
@@ -214,15 +227,16 @@ def test_nearest_within_a_scope_and_excluding_a_chunk(filled) -> None:
     assert own not in [i for i, _ in without] and len(without) == len(CHUNKS) - 1
 
 
-def test_cosines_and_vector_of(filled) -> None:
+def test_vectors_by_id_leave_unknown_ids_out(filled) -> None:
     store, chunks, vectors = filled
     ids = _ids(store)
-    first = ids[("src/cart.py", 1, 20)]
+    first, second = ids[("src/cart.py", 1, 20)], ids[("web/view.js", 1, 4)]
     with store.read() as reader:
-        cosines = reader.cosines([first, 10_000], vectors[0])
-        assert reader.vector_of(first).tobytes() == vectors[0].tobytes()
-        assert reader.vector_of(10_000) is None
-    assert set(cosines) == {first} and cosines[first] == pytest.approx(1.0, abs=1e-5)
+        found = reader.vectors([second, 10_000, first])
+        assert reader.vectors([]) == {}
+    assert set(found) == {first, second} and found[first].dtype == np.float32
+    # Qdrant normalises cosine vectors again: equal to 1e-6, not bit for bit
+    assert np.allclose(found[first], vectors[0], atol=1e-6) and np.allclose(found[second], vectors[4], atol=1e-6)
 
 
 def test_lexical_ranks_matches_and_scopes_its_statistics(filled, tmp_path: Path, request) -> None:
@@ -259,22 +273,21 @@ def test_chunks_come_in_the_order_given_and_unknown_ids_are_left_out(filled) -> 
     with store.read() as reader:
         rows = reader.chunks(wanted)
         bare = reader.chunks(wanted, text=False)
-        texts = reader.texts(wanted)
     assert [(r.path, r.start_line) for r in rows] == [("web/view.js", 6), ("src/cart.py", 3)]
     view = rows[0]
     assert (view.symbol, view.kind, view.language, view.no_duplicate) == ("renderAll", "function", "javascript", True)
     assert view.text == chunks[5].text and view.content_hash == chunks[5].content_hash
     assert view.chunk_id == chunk_id("web/view.js", 6, 9, chunks[5].content_hash)
     assert [r.text for r in bare] == ["", ""] and [r.id for r in bare] == [r.id for r in rows]
-    assert texts == {wanted[0]: chunks[5].text, wanted[2]: chunks[1].text}
+    assert [r.text for r in rows] == [chunks[5].text, chunks[1].text]
 
 
-def test_chunks_at_a_line_come_innermost_first(filled) -> None:
+def test_chunks_of_file_at_a_line_come_innermost_first(filled) -> None:
     store, _, _ = filled
     with store.read() as reader:
-        inner = reader.chunks_at("src/cart.py", 5)
-        outer_only = reader.chunks_at("src/cart.py", 9)
-        assert reader.chunks_at("src/cart.py", 99) == [] and reader.chunks_at("absent.py", 1) == []
+        inner = reader.chunks_of_file("src/cart.py", line=5)
+        outer_only = reader.chunks_of_file("src/cart.py", line=9)
+        assert reader.chunks_of_file("src/cart.py", line=99) == [] and reader.chunks_of_file("absent.py", line=1) == []
     assert [(r.start_line, r.end_line) for r in inner] == [(3, 8), (1, 20)]
     assert [(r.start_line, r.end_line) for r in outer_only] == [(1, 20)]
 
@@ -313,10 +326,10 @@ def test_symbols_find_definitions_and_chunk_ids(filled) -> None:
 
 
 # ---------------------------------------------------------------- runs, drop, transactions
-def test_lexical_index_is_current_after_finish_run(store: Store) -> None:
+def test_run_finished_holds_after_finish_run(store: Store) -> None:
     _fill(store)
     with store.read() as reader:
-        assert reader.lexical_current()
+        assert reader.run_finished()
     with store.write() as writer:
         writer.remove_files(["src/dates.py"])
     # here a backend may be behind (Qdrant records a run's end) or current (DuckDB writes the
@@ -324,7 +337,7 @@ def test_lexical_index_is_current_after_finish_run(store: Store) -> None:
     with store.write() as writer:
         writer.finish_run()
     with store.read() as reader:
-        assert reader.lexical_current() and reader.lexical("date", 5) == []
+        assert reader.run_finished() and reader.lexical("date", 5) == []
 
 
 def test_drop_removes_the_index(filled) -> None:
@@ -336,9 +349,9 @@ def test_drop_removes_the_index(filled) -> None:
         assert reader.chunk_count() == 0
 
 
-def test_a_reader_never_sees_an_open_write_transaction(filled, request) -> None:
+def test_a_reader_never_sees_an_open_write_transaction(filled) -> None:
     store, _, _ = filled
-    if request.node.callspec.params["store"] not in TRANSACTIONAL:
+    if not store.transactional:
         pytest.skip("the backend has no transactions")
     seen: list[int] = []
 
@@ -356,15 +369,36 @@ def test_a_reader_never_sees_an_open_write_transaction(filled, request) -> None:
     assert seen in ([len(CHUNKS)], [len(CHUNKS) - 2])
 
 
-def test_a_failed_write_leaves_nothing_behind(filled, request) -> None:
+def test_a_failed_write_leaves_nothing_behind(filled) -> None:
     store, _, _ = filled
-    if request.node.callspec.params["store"] not in TRANSACTIONAL:
+    if not store.transactional:
         pytest.skip("the backend has no transactions")
     with pytest.raises(RuntimeError), store.write() as writer:
         writer.remove_files(["src/cart.py"])
         raise RuntimeError("stop")
     with store.read() as reader:
         assert reader.chunk_count() == len(CHUNKS) and "src/cart.py" in reader.files()
+
+
+def test_recreate_leaves_no_index_to_read_and_a_new_one_can_be_built(filled) -> None:
+    store, _, _ = filled
+    store.close()
+    store.recreate()  # moved aside (keeps_old_on_recreate) or dropped: either way gone from the store
+    assert not store.exists
+    _fill(store, CHUNKS[:2])
+    with store.read() as reader:
+        assert reader.chunk_count() == 2
+
+
+def test_upgrade_keeps_every_chunk_where_the_store_can_upgrade(filled) -> None:
+    store, chunks, _ = filled
+    if not store.can_upgrade:
+        with pytest.raises(NotImplementedError):
+            store.upgrade(4)
+        return
+    store.upgrade(4)
+    with store.read() as reader:
+        assert reader.chunk_count() == len(chunks) and reader.meta()["schema_version"] == str(META.schema_version)
 
 
 # ---------------------------------------------------------------- pending vectors
@@ -405,14 +439,14 @@ def test_chunks_without_a_vector_are_searchable_lexically_and_get_it_later(store
         assert reader.pending_count() == len(waiting)
         assert reader.pending_hashes() == [c.content_hash for c in waiting]  # in the order stored
         assert reader.texts_by_hash([waiting[0].content_hash]) == {waiting[0].content_hash: waiting[0].text}
-        assert reader.known_hashes() == ({c.content_hash for c in chunks[:3]} if dim else set())
+        assert reader.content_hashes() == ({c.content_hash for c in chunks[:3]} if dim else set())
         assert {i for i, _ in reader.lexical("render", 10)}  # every stored chunk is in the postings
         near = reader.nearest(vectors[4], 10)
         assert len(near) == (0 if dim == 0 else 3)  # only chunks with a vector are scanned
         rows, matrix, shapes = reader.all_chunks()
         assert len(rows) == len(matrix) == len(shapes) == (0 if dim == 0 else 3)
         ids = {r.path + str(r.start_line): r.id for r in reader.chunks_of_file("web/view.js")}
-        assert reader.vector_of(ids["web/view.js1"]) is None
+        assert reader.vectors([ids["web/view.js1"]]) == {}
         scoped = reader.lexical("render", 10, scope=Scope(language="javascript"))
         assert {i for i, _ in scoped} == set(ids.values())  # a scope masks chunks without a vector too
     with store.write() as writer:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fixtures_tree import OPEN, index_template, indexed_copy, load, run_cli
 
-import sai.store.tables as tables
+import sai.store.duckdb.tables as tables
 from sai.errors import OutsideRootError
 from sai.indexing import indexer
 from sai.models import PathResult
@@ -111,7 +111,8 @@ def test_refresh_cli_prints_one_line_per_path_and_a_summary(project, tmp_path, c
 
 
 def test_the_core_takes_keys_whatever_the_process_cwd(project, tmp_path, monkeypatch):
-    from sai.query import lookup, search
+    from sai.query import lookup
+    from sai.query.similar import find_similar
 
     elsewhere = tmp_path.parent / "elsewhere"
     (elsewhere / "src").mkdir(parents=True)
@@ -121,7 +122,7 @@ def test_the_core_takes_keys_whatever_the_process_cwd(project, tmp_path, monkeyp
     report = indexer.refresh(project, ["src/a.py"])
     assert report.refreshed == (PathResult("src/a.py", chunks=2),)
     assert lookup.read_chunk(project, path="src/a.py", start_line=5).chunk.text == EDITED_TAX.rstrip("\n")
-    hits = search.find_similar(project, path="src/a.py", line=5, min_score=-1.0)
+    hits = find_similar(project, path="src/a.py", line=5, min_score=-1.0)
     assert hits and ("src/a.py", 5) not in [(h.path, h.start_line) for h in hits]
 
 
@@ -201,11 +202,12 @@ def test_refresh_rebuilds_no_vector_index_and_leaves_bm25_current(project, tmp_p
     assert any(s.startswith("INSERT INTO") for s in statements)  # the recorder did see writes
     assert [s for s in statements if re.search(r"CREATE INDEX|DROP INDEX|hnsw_compact", s)] == []
     with project.store.read() as reader:
-        assert reader.lexical_current()
+        assert reader.run_finished()
     # searches follow the refreshed rows: the edited chunk is its own nearest neighbour
     from sai.query import search
+    from sai.query.similar import find_similar
 
-    hits = search.find_similar(project, code=EDITED_TAX.rstrip("\n"), min_score=0.99)
+    hits = find_similar(project, code=EDITED_TAX.rstrip("\n"), min_score=0.99)
     assert [(h.path, h.start_line) for h in hits] == [("src/a.py", 5)]
     assert search.search(project, "taxed", mode="lexical")[0].path == "src/a.py"
 

@@ -1,4 +1,4 @@
-"""The shared vector sidecar (store/sidecar.py): answers equal an exact scan of what DuckDB holds
+"""The shared vector sidecar (store/duckdb/sidecar.py): answers equal an exact scan of what DuckDB holds
 after any sequence of writes, kills of writers and of patching readers, compactions and
 concurrent readers in other processes."""
 
@@ -16,11 +16,11 @@ import duckdb
 import numpy as np
 import pytest
 
-import sai.store.sidecar as sidecar_module
-import sai.store.vectors as vectors_module
+import sai.store.duckdb.sidecar as sidecar_module
+import sai.store.duckdb.vectors as vectors_module
 from sai.models import FileRow, IndexMeta, NewChunk
-from sai.store import DuckDBStore
-from sai.store.sidecar import Manifest, Sidecar
+from sai.store.duckdb import DuckDBStore
+from sai.store.duckdb.sidecar import Manifest, Sidecar
 
 DIM = 16
 COLLECTION = "code"
@@ -34,7 +34,7 @@ import sys, os, time, signal
 import numpy as np
 from pathlib import Path
 from sai.models import FileRow, NewChunk
-from sai.store import DuckDBStore
+from sai.store.duckdb import DuckDBStore
 DIM = {DIM}
 def chunks(key, count, seed):
     rng = np.random.default_rng(seed)
@@ -64,7 +64,7 @@ with store.run():
 # A reader that dies by SIGKILL inside a sidecar patch: after its rows are appended (`data`),
 # or with the new manifest written aside but not yet renamed into place (`manifest`).
 KILLED_PATCH = HELPERS + """
-from sai.store import sidecar
+from sai.store.duckdb import sidecar
 where = sys.argv[2]
 if where == "data":
     sidecar.Manifest.write = lambda self, path: os.kill(os.getpid(), signal.SIGKILL)

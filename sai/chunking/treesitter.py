@@ -110,6 +110,7 @@ def find_units(root: Node, grammar: Grammar, *, last_line: int) -> list[Unit]:
     depth = 0
     while True:
         node = cursor.node
+        assert node is not None  # a cursor from Node.walk() always stands on a node
         while enclosing and enclosing[-1][0] >= depth:  # left that unit's subtree
             enclosing.pop()
         # Named only: Ruby's `class` keyword token has the same type as its class node.
@@ -141,7 +142,7 @@ def make_unit(
         needed = resolve(node, rule.needs)
         if needed is None or (rule.needs_types and needed.type not in rule.needs_types):
             return None
-        if rule.needs_text and needed.text.decode("utf-8", "replace") not in rule.needs_text:
+        if rule.needs_text and node_text(needed) not in rule.needs_text:
             return None
     if rule.top_level and not all(u.container for u in enclosing):
         return None
@@ -166,13 +167,13 @@ def unit_kind(node: Node, rule: UnitRule, enclosing: list[Unit]) -> str | None:
     kind = rule.kind or KINDS.get(node.type)
     if rule.kinds is not None:
         by = resolve(node, rule.kind_from)
-        kind = None if by is None else rule.kinds.get(by.type) or rule.kinds.get(by.text.decode("utf-8", "replace"))
+        kind = None if by is None else rule.kinds.get(by.type) or rule.kinds.get(node_text(by))
     if kind != "function":
         return kind
     if enclosing and enclosing[-1].kind in CLASS_LIKE:
         return "method"
     name = resolve(node, rule.name)
-    return "method" if name is not None and _METHOD_NAME.search(name.text.decode("utf-8", "replace")) else kind
+    return "method" if name is not None and _METHOD_NAME.search(node_text(name)) else kind
 
 
 def unit_span(node: Node, grammar: Grammar, last_line: int) -> tuple[int, int]:
@@ -227,7 +228,7 @@ def clean_name(node: Node | None, *, symbolic: bool = False) -> str | None:
     """A name as a symbol segment: no type arguments, pointers or quotes; `::` and `\\` as '.'."""
     if node is None:
         return None
-    raw = " ".join(node.text.decode("utf-8", "replace").split())
+    raw = " ".join(node_text(node).split())
     if symbolic and raw.strip("()") and not any(ch.isalnum() or ch == "_" for ch in raw):
         return raw.strip("() ")  # an operator defined as a name: Haskell `(.:)`, Scala `+`
     text = _SCOPE.sub(".", raw)
@@ -239,6 +240,11 @@ def clean_name(node: Node | None, *, symbolic: bool = False) -> str | None:
         text = text.rsplit(" ", 1)[-1]
     text = text.strip("*&'\"` ")
     return text if any(ch.isalnum() or ch == "_" for ch in text) else None
+
+
+def node_text(node: Node) -> str:
+    """A node's source text (tree-sitter types `Node.text` as optional: None without source)."""
+    return (node.text or b"").decode("utf-8", "replace")
 
 
 def resolve(node: Node, path: str) -> Node | None:

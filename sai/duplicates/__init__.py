@@ -1,1 +1,1 @@
-"""Near-duplicate code: token shapes, edges between chunks and clusters."""
+"""Near-duplicate code: find_duplicates (clusters.py), its candidate edges (pairs.py, edges.py) and units."""

@@ -12,17 +12,21 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sai.embedders.base import PREFIXES, normalize
 from sai.embedders.minilm import MODEL_NAME, BertShape, load_tokenizer, model_dir, read_shape
 from sai.errors import EmbedderError
+from sai.models import PrefixStyle
+
+if TYPE_CHECKING:
+    from sai.embedders.onnx_model import Precision
 
 INT8_MODEL_NAME = f"{MODEL_NAME}-int8"
 # accepted spelling (lower case) -> (canonical name the index records, precision)
-_MODELS = {
+_MODELS: dict[str, tuple[str, Precision]] = {
     MODEL_NAME.lower(): (MODEL_NAME, "fp32"),
     f"sentence-transformers/{MODEL_NAME}".lower(): (MODEL_NAME, "fp32"),
     INT8_MODEL_NAME.lower(): (INT8_MODEL_NAME, "int8"),
@@ -36,7 +40,7 @@ class LocalEmbedder:
     name = "local"
 
     def __init__(
-        self, *, model: str = MODEL_NAME, prefix_style: str = "none", batch_size: int = BATCH_SIZE,
+        self, *, model: str = MODEL_NAME, prefix_style: PrefixStyle = "none", batch_size: int = BATCH_SIZE,
         cache_dir: Path | None = None, threads: int | None = None,
     ) -> None:
         if model.lower() not in _MODELS:

@@ -13,6 +13,7 @@ import ollama
 
 from sai.embedders.base import PREFIXES, normalize
 from sai.errors import EmbedderError
+from sai.models import PrefixStyle
 
 # What a call to the client can raise: the client turns refused connections into the builtin
 # ConnectionError and HTTP errors into ResponseError; other transport failures (timeouts, dropped
@@ -38,7 +39,7 @@ class OllamaEmbedder:
         url: str,
         timeout_s: float,
         batch_size: int,
-        prefix_style: str,
+        prefix_style: PrefixStyle,
         parallel: int = 4,
         retries: int = 3,
         backoff_s: float = 0.5,

@@ -9,21 +9,39 @@ run made them. An index already at the target is replaced.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sai.errors import StoreError
+from sai.errors import StoreError, UsageError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta, NewChunk
+from sai.project import Project
+from sai.store import open_store
 from sai.text.lexical import lexemes
 
 BATCH = 512  # chunks per write (whole files)
-_NOT_COPIED = {"token", "fts_token", "run_state", "created_at", "backend"}
+_NOT_COPIED = {"token", "lexicon_token", "fts_token", "run_state", "created_at", "backend"}  # fts_token: format 5
 
 
 @dataclass(frozen=True)
 class CopyReport:
     files: int
     chunks: int
+    source: str = ""  # the backends copied from and to, and where the copy now lives
+    target: str = ""
+    location: str = ""
+
+
+def copy_to(project: Project, backend: str) -> CopyReport:
+    """`sai copy --to`: the project's index copied to the other backend (opened and closed here)."""
+    config = project.config
+    if backend == config.backend:
+        raise UsageError(f"the index already lives on backend {backend}; give --to with the other backend")
+    target = open_store(config, backend=backend)  # a local Qdrant opens once
+    try:
+        report = copy_index(project.store, target, collection=config.collection)
+    finally:
+        target.close()
+    return replace(report, source=config.backend, target=backend, location=target.location)
 
 
 def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
@@ -43,7 +61,7 @@ def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
                 writer.drop()
             writer.create(_meta_for(meta, target.backend))
             for batch in _batches(rows):
-                texts = reader.texts([rows[k].id for k in batch])
+                texts = {r.id: r.text for r in reader.chunks([rows[k].id for k in batch])}
                 chunks = [_new_chunk(rows[k], texts.get(rows[k].id, ""), files, shapes[k]) for k in batch]
                 keys = {rows[k].path for k in batch}
                 writer.replace_files([files[key] for key in sorted(keys) if key in files], chunks, matrix[batch])

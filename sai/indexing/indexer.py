@@ -52,7 +52,7 @@ class StageTimes:
     """Seconds a run spent in each stage (cheap perf_counter sums).
 
     read_chunk, lexemes and shapes are summed over files, so with worker processes they add up
-    the workers' time (more than the wall clock); embed_wait, write and fts are what the writing
+    the workers' time (more than the wall clock); embed_wait, write and finish are what the writing
     thread waited; walk and close fall outside the writes. Logged at debug level at the end of
     index() with the record's `stage_times` attribute set, for benchmarks/index_throughput.py.
     """
@@ -63,7 +63,7 @@ class StageTimes:
     shapes: float = 0.0  # shape signatures and the rest of row building
     embed_wait: float = 0.0  # waiting for the embedder
     write: float = 0.0  # database writes
-    fts: float = 0.0  # the lexical index, when it is behind the chunks (an index of an older SAI)
+    finish: float = 0.0  # the store's finish_run (the DuckDB postings, when behind the chunks: an older SAI's index)
     close: float = 0.0  # closing the run's writer connection (DuckDB checkpoints the file)
     transactions: int = 0  # write transactions of chunk batches
 
@@ -135,7 +135,7 @@ class _Run:
                 self.rechunk = self.meta.get("chunking") != self.project.chunking_signature()
                 self.stored = reader.files()
                 self.had_rows = set(self.stored)
-                self.known = reader.known_hashes()
+                self.known = reader.content_hashes()
                 self.dim = int(self.meta["vector_dim"]) or None  # 0: no vector stored yet
 
     def probe_dim(self) -> None:
@@ -397,7 +397,7 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
     # files gone from the tree go last: until then their vectors serve renamed and moved code
     run.remove(sorted((set(run.stored) - wanted) | {key for key, _ in unreadable if key in run.stored}))
     chunking = project.expected_meta(0)
-    with run.stats.timing("fts"):
+    with run.stats.timing("finish"):
         _finish(project, meta={
             "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
             "chunking": chunking.chunking,
@@ -463,12 +463,12 @@ def _count_kept(old: list[str], new: list[str]) -> int:
 
 
 def _finish(project: Project, *, meta: dict[str, str] | None = None) -> None:
-    """Rebuild the BM25 index unless it already holds the committed chunks (a run killed in
+    """finish_run unless the store says the last run finished (a run killed in
     this step left it behind: the next run repairs it), and record the chunking settings."""
     if not project.store.exists:
         return
     with project.store.read() as reader:  # a current index needs no writer, which shuts readers out
-        if not reader.has_index() or (reader.lexical_current() and not meta):
+        if not reader.has_index() or (reader.run_finished() and not meta):
             return
     with project.store.write() as writer:
         if not writer.has_index():

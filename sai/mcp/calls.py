@@ -9,8 +9,8 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from sai.errors import UsageError, shown
-from sai.mcp.schemas import MAX_LIMIT
+from sai.errors import UsageError, redact, shown
+from sai.output.render import printable
 from sai.project import Project
 from sai.source import files
 
@@ -21,8 +21,10 @@ def tool_result(payload: Mapping[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dict(payload))
 
 
-def clamp(value: int) -> int:
-    return max(1, min(MAX_LIMIT, int(value)))
+def escaped(message: str) -> str:
+    """A message for a JSON-RPC error or the server log: on one line, control characters shown
+    escaped as in every output (sai/output/render.py `printable`), and no secret (`redact`)."""
+    return printable(redact(message))
 
 
 def key_of(project: Project, path: str) -> str:

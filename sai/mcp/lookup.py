@@ -7,7 +7,7 @@ from typing import Annotated
 
 from mcp_types import CallToolResult
 
-from sai.mcp.calls import clamp, key_of, tool_result
+from sai.mcp.calls import key_of, tool_result
 from sai.mcp.schemas import (
     ChunkId,
     Enclosing,
@@ -22,6 +22,7 @@ from sai.mcp.schemas import (
     SymbolName,
     SymbolsOut,
 )
+from sai.models import clamped
 from sai.output.payloads import chunk_context_json, definitions_json
 from sai.project import Project
 from sai.query import lookup
@@ -67,5 +68,5 @@ class LookupTools:
         needed. Use it to jump to a definition by name; sai_read_chunk reads it by chunk_id.
         """
         found = lookup.find_symbol(self.project, name, language=language, path_glob=path_glob,
-                                   limit=clamp(limit))
+                                   limit=clamped(limit))
         return tool_result(definitions_json(found))

@@ -1,48 +1,24 @@
 """What the MCP tools take and return: argument types (inputSchema) and result shapes
 (outputSchema), as the SDK derives the tools' JSON schemas from them. The result shapes are the
-payload TypedDicts of sai/output/payloads.py, re-exported here, and SetupOut."""
+payload TypedDicts of sai/output/shapes.py, re-exported here."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any
 
 from pydantic import Field
-from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
-from sai.models import BACKENDS, EMBEDDERS, GROUPS, MODES, DuplicateMetric
-from sai.output.payloads import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
-from sai.output.payloads import HitsOut as HitsOut
-from sai.output.payloads import ReadChunkOut as ReadChunkOut
-from sai.output.payloads import RefreshOut as RefreshOut
-from sai.output.payloads import ServerStatusOut as ServerStatusOut
-from sai.output.payloads import SymbolsOut as SymbolsOut
+from sai.models import BACKENDS, EMBEDDERS, GROUPS, MAX_LIMIT, MODES, DuplicateMetric
+from sai.output.shapes import DuplicatesOut as DuplicatesOut  # the outputSchemas, re-exported
+from sai.output.shapes import HitsOut as HitsOut
+from sai.output.shapes import ReadChunkOut as ReadChunkOut
+from sai.output.shapes import RefreshOut as RefreshOut
+from sai.output.shapes import ServerStatusOut as ServerStatusOut
+from sai.output.shapes import SetupOut as SetupOut
+from sai.output.shapes import SymbolsOut as SymbolsOut
 
-MAX_LIMIT = 50  # limit and top_k are clamped to 1..MAX_LIMIT
 MAX_PATHS = 200  # paths per sai_refresh / sai_sync call
 EMBEDDER_ALIASES = {"ort": "local"}  # the original tool's name for its offline embedder
-
-
-# ---------------------------------------------------------------- result shapes (outputSchema)
-# The payload TypedDicts of sai/output/payloads.py are the outputSchemas; only the setup tool's own
-# result is declared here (it is MCP's alone).
-class SetupOut(TypedDict):
-    target_directory: str
-    recommended_command: str
-    mcp_server_config_example: dict[str, Any]
-    next_steps: list[str]
-    notes: str
-    execution_blocked: NotRequired[bool]
-    execution_blocked_reason: NotRequired[str]
-    executed: NotRequired[bool]
-    exit_code: NotRequired[int | None]
-    timed_out: NotRequired[bool]
-    stdout_tail: NotRequired[str]
-    stderr_tail: NotRequired[str]
-    execution_attempted: NotRequired[bool]
-    success: NotRequired[bool]
-    stdout: NotRequired[str | None]
-    stderr: NotRequired[str | None]
-    error: NotRequired[str | None]
 
 
 # ---------------------------------------------------------------- argument types (inputSchema)

@@ -1,14 +1,9 @@
-"""JSON shapes of results, shared by `--json` and the MCP tools (docs/output-schemas.md).
-
-One TypedDict per payload: the return type of its builder here and, for the MCP tools, the
-outputSchema the SDK derives from it (sai/mcp/schemas.py), so the two cannot drift apart.
-"""
+"""The builders of the JSON results, shared by `--json` and the MCP tools
+(docs/output-schemas.md); each returns its TypedDict of shapes.py."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NotRequired
-
-from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
+from typing import TYPE_CHECKING
 
 from sai.models import (
     ChunkContext,
@@ -20,168 +15,50 @@ from sai.models import (
     IndexReport,
     IndexStatus,
     RefreshReport,
+    Signals,
     StoredChunk,
 )
+from sai.output.shapes import (
+    ChunkOut,
+    ClusterOut,
+    CopyOut,
+    DefinitionOut,
+    DryRunOut,
+    DuplicatesOut,
+    ExcludedOut,
+    ExplainOut,
+    FileChunkOut,
+    FlushOut,
+    HitOut,
+    HitRankPart,
+    HitsOut,
+    IndexCountsOut,
+    IndexRunOut,
+    InitOut,
+    MemberOut,
+    ReadChunkOut,
+    RefreshedOut,
+    RefreshOut,
+    ServerStatusOut,
+    SetupOut,
+    SetupRunOut,
+    SignalsOut,
+    StaleFilesPart,
+    StatusOut,
+    SymbolsOut,
+    WatchBatchOut,
+    WatchFailureOut,
+)
+from sai.query.ranking import SIGNALS
 
 if TYPE_CHECKING:
+    from sai.duplicates.clusters import DuplicateReport
+    from sai.indexing.copy import CopyReport
     from sai.indexing.watch import Batch, BatchFailed
+    from sai.source.files import WalkResult
 
 SNIPPET_LINES = 8
 SNIPPET_BYTES = 800
-
-
-# ---------------------------------------------------------------- the shapes
-class SignalsOut(TypedDict):
-    name_match: float
-    definition: float
-    path_match: float
-    test_penalty: float
-    file_support: float
-    repeat: float
-    kind_factor: float
-
-
-class ExplainOut(TypedDict):
-    semantic_rank: int | None
-    cosine: float | None
-    lexical_rank: int | None
-    bm25: float | None
-    rrf: float | None
-    signals: SignalsOut | None
-    fused: float | None
-    pending_vector: bool  # no vector yet: lexical and symbol evidence alone found the hit
-
-
-
-class MemberOut(TypedDict):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    chunk_id: str
-
-
-class FileChunkOut(TypedDict):
-    start_line: int
-    end_line: int
-    symbol: str | None
-    chunk_id: str
-
-
-class HitOut(MemberOut):
-    score: float
-    snippet: str
-    language: str | None
-    stale: bool
-    rank: NotRequired[int]
-    score_kind: NotRequired[str]
-    explain: NotRequired[ExplainOut]
-    chunks: NotRequired[list[FileChunkOut]]
-
-
-class HitsOut(TypedDict):
-    hits: list[HitOut]
-
-
-class ClusterOut(TypedDict):
-    size: int
-    members: list[MemberOut]
-    min_sim: float
-    max_sim: float
-
-
-class DuplicatesOut(TypedDict):
-    min_score: float
-    min_cluster_size: int
-    top_k: int
-    seeded: bool
-    count: int
-    clusters: list[ClusterOut]
-    metric: str
-
-
-class StatusOut(TypedDict):
-    backend: str
-    collection: str
-    model: str | None
-    vector_dim: int | None
-    chunk_count: int
-    chunker: str | None
-    embedder: str | None
-    file_count: int
-    indexed_at: str | None
-    stale_files: NotRequired[int]
-    languages: dict[str, int]
-    pending_vectors: int  # chunks searchable lexically and by symbol that still wait for a vector
-
-
-class ServerStatusOut(StatusOut):
-    watching: bool  # sai mcp --watch: re-indexing files as they change
-    last_refresh_at: str | None  # when the watcher last brought the index up to date
-    indexing: bool  # this server is building the index (--allow-write, no index at start)
-
-
-class RefreshedOut(TypedDict):
-    path: str
-    chunks: int
-
-
-class RefreshOut(TypedDict):
-    refreshed: list[RefreshedOut]
-    removed: list[str]
-    not_found: NotRequired[list[str]]
-    note: NotRequired[str]
-
-
-class WatchBatchOut(TypedDict):
-    at: str
-    changes: int
-    full_run: bool
-    refreshed: list[RefreshedOut]
-    removed: list[str]
-
-
-class WatchFailureOut(TypedDict):
-    at: str
-    changes: int
-    error: str
-
-
-class ChunkOut(TypedDict):
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str | None
-    kind: str | None
-    language: str | None
-    chunk_id: str
-    text: str
-
-
-class ReadChunkMainOut(ChunkOut):
-    stale: bool
-
-
-class ReadChunkOut(TypedDict):
-    chunk: ReadChunkMainOut
-    before: list[ChunkOut]
-    after: list[ChunkOut]
-    enclosing: ChunkOut | None
-
-
-class DefinitionOut(TypedDict):
-    symbol: str
-    kind: str | None
-    path: str
-    start_line: int
-    end_line: int
-    language: str | None
-    chunk_id: str
-    match: str
-
-
-class SymbolsOut(TypedDict):
-    definitions: list[DefinitionOut]
 
 
 # ---------------------------------------------------------------- the builders
@@ -199,27 +76,22 @@ def snippet(text: str, *, full: bool = False) -> str:
 
 
 def hit_json(hit: Hit, *, include_text: bool = False) -> HitOut:
-    out: dict[str, Any] = {
-        "path": hit.path,
-        "start_line": hit.start_line,
-        "end_line": hit.end_line,
-        "symbol": hit.symbol,
-        "score": round(hit.score, 4),
-        "snippet": snippet(hit.text, full=include_text),
-        "language": hit.language,
-        "stale": hit.stale,
-    }
+    ranked: HitRankPart = {}
     if hit.rank is not None:
-        out["rank"] = hit.rank
+        ranked["rank"] = hit.rank
     if hit.score_kind != "cosine":
-        out["score_kind"] = hit.score_kind
-    out["chunk_id"] = hit.chunk_id
+        ranked["score_kind"] = hit.score_kind
+    out: HitOut = {
+        "path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line, "symbol": hit.symbol,
+        "score": round(hit.score, 4), "snippet": snippet(hit.text, full=include_text),
+        "language": hit.language, "stale": hit.stale, **ranked, "chunk_id": hit.chunk_id,
+    }
     if hit.explain is not None:
         out["explain"] = explain_json(hit.explain)
     if hit.chunks is not None:
         out["chunks"] = [FileChunkOut(start_line=c.start_line, end_line=c.end_line, symbol=c.symbol,
                                       chunk_id=c.chunk_id) for c in hit.chunks]
-    return HitOut(**out)
+    return out
 
 
 def explain_json(explain: Explain) -> ExplainOut:
@@ -231,18 +103,16 @@ def explain_json(explain: Explain) -> ExplainOut:
         "lexical_rank": explain.lexical_rank,
         "bm25": _rounded(explain.bm25, 4),
         "rrf": _rounded(explain.rrf, 6),
-        "signals": None if signals is None else SignalsOut(
-            name_match=round(signals.name_match, 6),
-            definition=round(signals.definition, 6),
-            path_match=round(signals.path_match, 6),
-            test_penalty=signals.test_penalty,
-            file_support=round(signals.file_support, 6),
-            repeat=signals.repeat,
-            kind_factor=signals.kind_factor,
-        ),
+        "signals": None if signals is None else _signals_json(signals),
         "fused": _rounded(explain.fused, 6),
         "pending_vector": explain.pending_vector,
     })
+
+
+def _signals_json(signals: Signals) -> SignalsOut:
+    """What a signal adds keeps 6 decimals; a factor shows as it is."""
+    additive = {s.name: s.additive for s in SIGNALS}
+    return SignalsOut({name: round(value, 6) if additive[name] else value for name, value in signals.values})
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
@@ -267,71 +137,89 @@ def cluster_json(cluster: Cluster) -> ClusterOut:
     )
 
 
-def duplicates_json(
-    clusters: list[Cluster], *, min_score: float, min_cluster_size: int, top_k: int, seeded: bool,
-    metric: str = "duplicate",
-) -> DuplicatesOut:
+def duplicates_json(report: DuplicateReport) -> DuplicatesOut:
+    params = report.params
     return DuplicatesOut(
-        min_score=min_score,
-        min_cluster_size=min_cluster_size,
-        top_k=top_k,
-        seeded=seeded,
-        count=len(clusters),
-        clusters=[cluster_json(c) for c in clusters],
-        metric=metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
+        min_score=params.min_score,
+        min_cluster_size=params.min_cluster_size,
+        top_k=params.top_k,
+        seeded=report.seeded,
+        count=len(report.clusters),
+        clusters=[cluster_json(c) for c in report.clusters],
+        metric=params.metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
     )
 
 
 def status_json(status: IndexStatus) -> StatusOut:
-    out: dict[str, Any] = {
-        "backend": status.backend,
-        "collection": status.collection,
-        "model": status.model,
-        "vector_dim": status.vector_dim,
-        "chunk_count": status.chunk_count,
-        "chunker": status.chunker,
-        "embedder": status.embedder,
-        "file_count": status.file_count,
-        "indexed_at": status.indexed_at,
+    stale: StaleFilesPart = {} if status.stale_files is None else {"stale_files": status.stale_files}
+    return {
+        "backend": status.backend, "collection": status.collection, "model": status.model,
+        "vector_dim": status.vector_dim, "chunk_count": status.chunk_count, "chunker": status.chunker,
+        "embedder": status.embedder, "file_count": status.file_count, "indexed_at": status.indexed_at,
+        **stale,
+        "languages": dict(status.languages),  # the values a language filter takes (or extensions)
+        "pending_vectors": status.pending_vectors,
     }
-    if status.stale_files is not None:
-        out["stale_files"] = status.stale_files
-    out["languages"] = dict(status.languages)  # the values a language filter takes (or extensions)
-    out["pending_vectors"] = status.pending_vectors
-    return StatusOut(**out)
 
 
 def server_status_json(
     status: IndexStatus, *, watching: bool, last_refresh_at: str | None, indexing: bool = False
 ) -> ServerStatusOut:
     """sai_index_status: the status, the server's --watch state and its own index build."""
-    return ServerStatusOut(**status_json(status), watching=watching, last_refresh_at=last_refresh_at,
-                           indexing=indexing)
+    return {**status_json(status), "watching": watching, "last_refresh_at": last_refresh_at, "indexing": indexing}
 
 
-def index_json(report: IndexReport) -> dict[str, int]:
+def index_json(report: IndexReport) -> IndexCountsOut:
     """An index run's counts (`sai --json`, docs/output-schemas.md "CLI-only JSON")."""
-    return {"chunks": report.chunks, "files": report.files, "skipped": report.skipped,
-            "embedded": report.embedded, "unchanged": report.unchanged, "removed": report.removed}
+    return IndexCountsOut(chunks=report.chunks, files=report.files, skipped=report.skipped,
+                          embedded=report.embedded, unchanged=report.unchanged, removed=report.removed)
+
+
+def index_run_json(report: IndexReport, *, collection: str) -> IndexRunOut:
+    """`sai --json` without --query: the run's counts and the collection."""
+    return IndexRunOut(indexed=index_json(report), collection=collection)
+
+
+def dry_run_json(walk: WalkResult, *, root: str, collection: str) -> DryRunOut:
+    """`sai --dry-run --json`: the keys a run would index, those it leaves out and why."""
+    return DryRunOut(
+        root=root, collection=collection, would_index=[s.key for s in walk.included],
+        excluded=[ExcludedOut(path=key, reason=reason) for key, reason in walk.excluded],
+        pruned_dirs=list(walk.pruned_dirs),
+    )
+
+
+def flush_json(collection: str, *, deleted: bool) -> FlushOut:
+    return FlushOut(collection=collection, deleted=deleted)
+
+
+def copy_json(report: CopyReport, *, collection: str) -> CopyOut:
+    """`sai copy --json`: where the index went (the location: a file, a directory or a URL)."""
+    return CopyOut({"collection": collection, "from": report.source, "to": report.target,
+                    "location": report.location, "files": report.files, "chunks": report.chunks})
+
+
+def init_json(wrote: str) -> InitOut:
+    return InitOut(wrote=wrote)
 
 
 def refresh_json(report: RefreshReport, *, note_when_empty: bool = False) -> RefreshOut:
-    out: dict[str, Any] = {
-        "refreshed": [RefreshedOut(path=r.path, chunks=r.chunks) for r in report.refreshed],
-        "removed": [r.path for r in report.removed],
-    }
+    out = RefreshOut(
+        refreshed=[RefreshedOut(path=r.path, chunks=r.chunks or 0) for r in report.refreshed],
+        removed=[r.path for r in report.removed],
+    )
     if report.not_found:
         out["not_found"] = list(report.not_found)
     if note_when_empty and not report.refreshed and not report.removed and not report.not_found:
         out["note"] = "no changed files"
-    return RefreshOut(**out)
+    return out
 
 
 def watch_json(batch: Batch) -> WatchBatchOut:
     """One `sai watch --json` line for a handled batch."""
     return WatchBatchOut(
         at=batch.at, changes=batch.changes, full_run=batch.full_run,
-        refreshed=[RefreshedOut(path=r.path, chunks=r.chunks) for r in batch.refreshed],
+        refreshed=[RefreshedOut(path=r.path, chunks=r.chunks or 0) for r in batch.refreshed],
         removed=list(batch.removed),
     )
 
@@ -352,7 +240,7 @@ def stored_chunk_json(chunk: StoredChunk) -> ChunkOut:
 def chunk_context_json(context: ChunkContext) -> ReadChunkOut:
     """sai_read_chunk / `sai read --json`: the chunk, its neighbours and its enclosing unit."""
     return ReadChunkOut(
-        chunk=ReadChunkMainOut(**stored_chunk_json(context.chunk), stale=context.stale),
+        chunk={**stored_chunk_json(context.chunk), "stale": context.stale},
         before=[stored_chunk_json(c) for c in context.before],
         after=[stored_chunk_json(c) for c in context.after],
         enclosing=None if context.enclosing is None else stored_chunk_json(context.enclosing),
@@ -366,3 +254,36 @@ def definitions_json(definitions: list[Definition]) -> SymbolsOut:
                       end_line=d.end_line, language=d.language, chunk_id=d.chunk_id, match=d.match)
         for d in definitions
     ])
+
+
+def setup_json(*, target: str, command: str, sai_command: str, config_file: str, notes: str) -> SetupOut:
+    """sai_prepare_mcp_setup: how to set SAI up for `target` (the command, the client config)."""
+    # an absolute --config: a client that ignores `cwd` still serves this project
+    server = {"command": sai_command, "args": ["mcp", "--config", config_file], "cwd": target}
+    return {
+        "target_directory": target,
+        "recommended_command": command,
+        "mcp_server_config_example": {"mcpServers": {"sai": server}},
+        "next_steps": [
+            "1. Run the recommended_command in a terminal "
+            "(it can take 5-20 minutes the first time).",
+            "2. After it finishes, index your project: "
+            f"cd <your-project> && {sai_command} --dry-run",
+            "3. Then run without --dry-run to actually build the index.",
+            "4. Add the mcp_server_config_example to your agent's MCP settings.",
+            "5. Restart your agentic tool.",
+        ],
+        "notes": notes,
+    }
+
+
+def setup_blocked_json(reason: str) -> SetupRunOut:
+    return {"execution_attempted": False, "success": False, "stdout": None, "stderr": None, "error": reason,
+            "execution_blocked": True, "execution_blocked_reason": reason}
+
+
+def setup_ran_json(exit_code: int | None, *, stdout: str, stderr: str, error: str | None) -> SetupRunOut:
+    """A run's result: the original tool's fields (success, stdout, error, ...) and SAI's."""
+    return {"execution_attempted": True, "success": exit_code == 0, "stdout": stdout, "stderr": stderr,
+            "error": error, "executed": True, "exit_code": exit_code,
+            "timed_out": exit_code is None, "stdout_tail": stdout, "stderr_tail": stderr}

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sai.config import Config
-from sai.models import ChunkContext, Cluster, Definition, Explain, Hit, IndexReport, RefreshReport, StoredChunk
+from sai.models import (
+    ChunkContext,
+    Cluster,
+    Definition,
+    Explain,
+    Hit,
+    IndexReport,
+    RefreshReport,
+    Signals,
+    StoredChunk,
+)
+from sai.query.ranking.signals import Kind, of_kind
 from sai.source.files import WalkResult
 
 if TYPE_CHECKING:
@@ -66,12 +78,20 @@ def explanation(explain: Explain) -> str:
     if explain.bm25 is not None:
         parts.append(f"bm25 {explain.bm25:.4f}")
     if explain.signals is not None and explain.rrf is not None and explain.fused is not None:
-        s = explain.signals
-        parts.append(f"rrf {explain.rrf:.6f} + name_match {s.name_match:.6f} + definition "
-                     f"{s.definition:.6f} + path_match {s.path_match:.6f}, x test_penalty {s.test_penalty:g}"
-                     f" x kind_factor {s.kind_factor:g}"
-                     f" + file_support {s.file_support:.6f}, x repeat {s.repeat:g} = fused {explain.fused:.6f}")
+        parts.append(_fused_parts(explain.rrf, explain.signals, explain.fused))
     return "explain: " + ", ".join(parts)
+
+
+def _fused_parts(rrf: float, signals: Signals, fused: float) -> str:
+    """`rrf R + name_match V ..., x test_penalty F ... + file_support V, x repeat F = fused S`:
+    the fused score's parts in the order its formula takes them (sai/query/ranking/signals.py)."""
+    value = dict(signals.values)
+
+    def term(kind: Kind) -> str:
+        return "".join(f" + {s.name} {value[s.name]:.6f}" if s.additive else f" x {s.name} {value[s.name]:g}"
+                       for s in of_kind(kind))
+
+    return f"rrf {rrf:.6f}{term('add')},{term('factor')}{term('file')},{term('spread')} = fused {fused:.6f}"
 
 
 def _located(path: str, start: int, end: int, symbol: str | None) -> str:
@@ -96,7 +116,7 @@ def duplicate_clusters(
     return "\n".join(lines) + "\n"
 
 
-def status_lines(payload: dict[str, object], *, location: str = "") -> str:
+def status_lines(payload: Mapping[str, object], *, location: str = "") -> str:
     """`key: value` lines; without an index, a line saying so, then what `sai` would build with."""
     if payload.get("indexed_at") is None and not payload.get("chunk_count"):
         known = "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items()

@@ -1,6 +1,6 @@
 """What a query asks for, from its first words: a place (a question or a short topic), a function
 (a docstring-like sentence: "Return the MIME type", "Parses a header", "True if ..."), or
-something that acts (a verb first). sai/query/ranking.py weighs its file-level signals and chunk
+something that acts (a verb first). sai/query/ranking/ weighs its file-level signals and chunk
 kinds by it. The word lists are common docstring verbs, checked on quality.py's docstring queries
 (about 80% read as a function's description) and on semble's 1,049 multi-word questions and
 topics (none does).
@@ -44,9 +44,7 @@ _OBJECT = frozenset("""
 """.split())
 _DESCRIBES_RESULT = frozenset({"the", "true", "false", "if", "whether", "a", "an", "called", "used", "invoked"})
 _QUESTION = frozenset({"how", "where", "what", "which", "why", "when", "who"})
-# A topic is short: semble's are 2-8 words, docstring sentences run longer (quality.py tune
-# MRR@10 0.507 at 8 words, 0.512 at 7; semble's set 0.852 and 0.851).
-PLACE_WORDS = 7
+PLACE_WORDS = 7  # a topic is short; docstring sentences run longer (benchmarks/DECISIONS.md)
 
 
 def asks_for_place(words: list[str]) -> bool:

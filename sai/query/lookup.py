@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from sai.errors import NotFoundError, StoreError, UsageError, shown
+from sai.errors import NotFoundError, UsageError, shown
 from sai.models import ChunkContext, ChunkRow, Definition, StoredChunk
 from sai.project import Project
 from sai.query.freshness import stale_keys
@@ -39,7 +39,7 @@ def read_chunk(
     """
     _check_target(chunk_id, path, start_line, end_line)
     with project.store.read() as reader:
-        _check_index(project, reader)
+        project.indexed_meta(reader)
         if chunk_id is not None:
             rows, target = _by_chunk_id(reader, chunk_id.strip().lower())
         else:
@@ -144,7 +144,7 @@ def find_symbol(
     wanted = canonical_language(language) if language else None
     path_ok = _path_filter(path_glob) if path_glob else None
     with project.store.read() as reader:
-        _check_index(project, reader)
+        project.indexed_meta(reader)
         table = reader.symbols()
     return table.lookup(name, limit=max(1, int(limit)), language=wanted, path_ok=path_ok)
 
@@ -161,9 +161,3 @@ def _path_filter(path_glob: str) -> Callable[[str], bool]:
         return seen[key]
 
     return passes
-
-
-def _check_index(project: Project, reader: IndexReader) -> None:
-    if not reader.has_index():
-        raise StoreError(f"the index has no collection '{project.config.collection}'; run `sai` to build it")
-    project.check_meta(reader.meta())

@@ -1,38 +1,25 @@
-"""The one search core: search, find_similar, find_duplicates and status, for every front end."""
+"""search: the chunks that answer a question, for every front end (find_similar: similar.py;
+status: status.py; find_duplicates: sai/duplicates/clusters.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
-from sai.config import DUPLICATE_METRICS, Config
-from sai.duplicates.edges import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges, union_find_groups
-from sai.duplicates.units import Units, unit_members, whole_units
-from sai.errors import NotFoundError, StoreError, UsageError
-from sai.models import GROUPS, MODES, ChunkRow, Cluster, ClusterMember, Explain, FileChunk, Hit, IndexStatus
+from sai.errors import StoreError, UsageError
+from sai.models import GROUPS, MODES, ChunkRow, Explain, FileChunk, Hit
 from sai.project import Project
 from sai.query.freshness import stale_keys
+from sai.query.hits import Filters, best_first, hit_of
 from sai.query.ranking import Candidate, bare_name, fuse, merge
-from sai.source.globs import compile_glob, literal_prefix
-from sai.source.languages import canonical_language
 from sai.store import IndexReader, Scope
 from sai.text.lexical import query_lexemes
 
 FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
-METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
-
-
-def _scope(reader: IndexReader, *, language: str | None, path_glob: str | None) -> Scope:
-    """The chunks a filtered question is about: a language and the indexed keys a glob passes."""
-    name = canonical_language(language) if language else None
-    if not path_glob:
-        return Scope(name)
-    matches = compile_glob(path_glob)
-    return Scope(name, frozenset(key for key in reader.files() if matches(key)), literal_prefix(path_glob))
 
 
 def search(
@@ -59,13 +46,13 @@ def search(
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
     if group_by not in GROUPS:
         raise UsageError(f"unknown group_by '{group_by}'; choose one of: {', '.join(GROUPS)}")
-    if not query.strip():
-        raise UsageError("query is empty; give a few words describing the code you want")
+    check_query(query)
+    filters = Filters.of(language=language, path_glob=path_glob)
     by_file = group_by == "file"
     wanted = limit if mode == "semantic" and not by_file else max(CANDIDATES, 4 * limit)
     with project.store.read() as reader:
-        meta = _check(project, reader, None)  # before the embedder: a missing index is the error
-        scope = _scope(reader, language=language, path_glob=path_glob)
+        meta = project.indexed_meta(reader)  # before the embedder: a missing index is the error
+        scope = filters.scope(reader)
         embed = mode != "lexical" and _has_vectors(project, meta, mode)
         vector = project.embedder.embed_query(query) if embed else None
         if vector is not None:
@@ -86,6 +73,12 @@ def search(
         return hits
     return [replace(h, explain=_explain(c, mode, pending=c.row.id in pending))
             for h, c in zip(hits, chosen, strict=True)]
+
+
+def check_query(query: str, *, name: str = "query") -> None:
+    """Refuse an empty question (the command line asks before its index run, as `--query`)."""
+    if not query.strip():
+        raise UsageError(f"{name} is empty; give a few words describing the code you want")
 
 
 def _has_vectors(project: Project, meta: dict[str, str], mode: str) -> bool:
@@ -142,15 +135,9 @@ def _candidates(
     rows = reader.chunks(ids, text=False)
     cosine = dict(near)
     scored = {r.id: replace(r, score=float(cosine.get(r.id, 0.0))) for r in rows}
-    semantic = sorted((scored[i] for i, _ in near if i in scored), key=lambda r: _best_first(r.score, r))
-    lexical = sorted(((scored[i], score) for i, score in lex if i in scored), key=lambda p: _best_first(p[1], p[0]))
+    semantic = sorted((scored[i] for i, _ in near if i in scored), key=lambda r: best_first(r.score, r))
+    lexical = sorted(((scored[i], score) for i, score in lex if i in scored), key=lambda p: best_first(p[1], p[0]))
     return semantic, lexical
-
-
-def _best_first(score: float, row: ChunkRow) -> tuple[float, str, int, int]:
-    """Higher scores first; equal ones (to 1e-6: backends round vectors differently) by place,
-    so every backend orders ties alike whatever ids it gave the chunks."""
-    return -round(score, 6), row.path, row.start_line, row.end_line
 
 
 def _with_bodies(
@@ -159,8 +146,10 @@ def _with_bodies(
     """The chosen candidates with their text and their cosine to the query when there is one;
     and the ids of those whose chunk has no vector yet (their score stays 0)."""
     ids = [c.row.id for c in chosen]
-    texts = reader.texts(ids)
-    cosines = reader.cosines(ids, vector) if vector is not None else {}
+    texts = {r.id: r.text for r in reader.chunks(ids)}
+    vectors = reader.vectors(ids) if vector is not None else {}
+    scores = np.stack(list(vectors.values())) @ np.asarray(vector, dtype=np.float32) if vectors else np.zeros(0)
+    cosines = {i: float(s) for i, s in zip(vectors, scores, strict=True)}
     pending = set() if mode == "lexical" else set(ids) - set(cosines)
     return [replace(c, row=replace(c.row, text=texts.get(c.row.id, ""),
                                    score=cosines.get(c.row.id, c.row.score))) for c in chosen], pending
@@ -196,276 +185,6 @@ def _vector_share(reader: IndexReader) -> float:
 
 def _ranked_hit(c: Candidate, rank: int, mode: str, stale: set[str]) -> Hit:
     if mode == "lexical":
-        return replace(_hit(c.row, stale=c.row.path in stale), score=float(c.bm25 or 0.0),
+        return replace(hit_of(c.row, stale=c.row.path in stale), score=float(c.bm25 or 0.0),
                        rank=rank, score_kind="bm25")
-    return replace(_hit(c.row, stale=c.row.path in stale), rank=rank, fused=c.fused if mode == "hybrid" else None)
-
-
-def find_similar(
-    project: Project,
-    *,
-    code: str | None = None,
-    path: str | None = None,
-    line: int | None = None,
-    limit: int = 8,
-    min_score: float | None = None,
-    language: str | None = None,
-    path_glob: str | None = None,
-) -> list[Hit]:
-    """Neighbours of a snippet, or of the innermost stored chunk at path:line (itself excluded;
-    `path` is a key), among the chunks passing the language and glob filters."""
-    threshold = project.config.find_similar_min_score if min_score is None else min_score
-    if not -1.0 <= threshold <= 1.0:  # 7 would answer nothing, as if nothing were similar
-        raise UsageError(f"min_score {threshold} is not a cosine similarity; give a value in [-1, 1]")
-    if code is not None:
-        if path is not None or line is not None:
-            raise UsageError("give either code or path+line, not both")
-        if not code.strip():
-            raise UsageError("code is empty; pass the snippet to compare")
-    elif path is None or line is None:
-        if path is not None or line is not None:
-            raise UsageError("path and line go together; give both")
-        raise UsageError("give code, or path and line of an indexed chunk")
-    source_id = None
-    with project.store.read() as reader:
-        meta = _check(project, reader, None)  # before the embedder: a missing index is the error
-        scope = _scope(reader, language=language, path_glob=path_glob)
-        if code is not None:
-            vector = project.embedder.embed_documents([code])[0]
-            project.check_meta(meta, vector_dim=int(vector.shape[0]))
-        else:
-            source_id, vector = _chunk_vector(reader, str(path), int(line))
-        near = [(i, s) for i, s in reader.nearest(vector, limit, scope=scope, exclude=source_id) if s >= threshold]
-        rows = reader.chunks([i for i, _ in near])
-        score = dict(near)
-        rows = sorted((replace(r, score=score[r.id]) for r in rows), key=lambda r: _best_first(r.score, r))
-        stored = reader.files([r.path for r in rows])
-    stale = stale_keys(project.config.root, stored, [r.path for r in rows])
-    return [_hit(r, stale=r.path in stale) for r in rows]
-
-
-def _chunk_vector(reader: IndexReader, key: str, line: int) -> tuple[int, np.ndarray]:
-    found = reader.chunks_at(key, line)
-    vector = reader.vector_of(found[0].id) if found else None
-    if vector is None and found:
-        raise StoreError(f"the chunk at {key}:{line} has no vector yet (an index run is embedding the "
-                         "stored chunks); try again when `sai status` shows no pending vectors")
-    if vector is None:
-        raise NotFoundError(f"no indexed chunk at {key}:{line}")
-    return found[0].id, vector
-
-
-def find_duplicates(
-    project: Project,
-    *,
-    min_score: float | None = None,
-    min_cluster_size: int | None = None,
-    top_k: int | None = None,
-    max_clusters: int = 50,
-    path_glob: str | None = None,
-    seed_paths: list[str] | None = None,
-    metric: str | None = None,
-) -> list[Cluster]:
-    """Clusters of near-duplicate chunks (docs/design.md, "Duplicates"), deterministic in order.
-
-    `metric` "duplicate" (the default) scores a pair by a weighted mean of cosine and token shape, and
-    pairs chunks too small for a shape when their text is the same (score 1); "cosine" is the
-    original tool's plain cosine over every chunk.
-    """
-    params = duplicate_params(project.config, min_score=min_score, min_cluster_size=min_cluster_size,
-                              top_k=top_k, metric=metric)
-    _check_duplicate_args(params, max_clusters)
-    matches = compile_glob(path_glob) if path_glob else None  # a bad glob fails first
-    with project.store.read() as reader:
-        _check(project, reader, None)
-        rows, matrix, signatures = reader.all_chunks()
-        shapes = Shapes.of(signatures)
-        # marked chunks and those outside the glob go before the search: they take no place in a top k
-        eligible = [i for i, r in enumerate(rows) if not r.no_duplicate and (matches is None or matches(r.path))]
-        tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
-        texts = reader.texts([rows[i].id for i in tiny])
-    ends: dict[int, int] = {}
-    if params.metric == "cosine":
-        chosen, edges = eligible, _cosine_edges(rows, matrix, eligible, params, seed_paths)
-    else:
-        units = _units(rows, matrix, shapes, eligible)
-        joined = {i for m in units.members for i in m}
-        tiny = [i for i in tiny if i not in joined]  # a long unit's window without a shape joins its unit
-        chosen = [*units.first, *tiny]
-        # a long unit is one member: its first window's row and chunk_id, spanning to its last's end
-        ends = {at: rows[m[-1]].end_line for at, m in enumerate(units.members) if len(m) > 1}
-        unit_rows = [replace(rows[i], end_line=ends[at]) if at in ends else rows[i]
-                     for at, i in enumerate(units.first)]
-        edges = Edges.concat([
-            _shape_edges(unit_rows, units.matrix, units.shapes, params, seed_paths),
-            _identical_edges([rows[i] for i in tiny], texts, offset=len(unit_rows), seeds=seed_paths),
-        ])
-    ids = [rows[i].chunk_id for i in chosen]
-    rows = [rows[i] for i in chosen]
-    rows = [replace(r, end_line=ends[at]) if at in ends else r for at, r in enumerate(rows)]
-    clusters = [_cluster(rows, m, lo, hi, ids) for m, lo, hi in union_find_groups(len(rows), edges)]
-    clusters = [c for c in clusters if c.size >= params.min_cluster_size]
-    clusters.sort(key=lambda c: (-c.size, -c.max_sim, _member_key(c.members[0])))
-    return clusters[: max(0, int(max_clusters))]
-
-
-@dataclass(frozen=True)
-class DuplicateParams:
-    min_score: float
-    min_cluster_size: int
-    top_k: int
-    metric: str
-
-
-def duplicate_params(
-    config: Config, *, min_score: float | None, min_cluster_size: int | None, top_k: int | None,
-    metric: str | None = None,
-) -> DuplicateParams:
-    """The values given, else the config's (per model, and per metric for min_score)."""
-    chosen = metric or config.duplicate_metric
-    if chosen not in METRICS:
-        raise UsageError(f"unknown metric '{chosen}'; choose one of: {', '.join(METRICS)}")
-    default = config.duplicate_cosine_min_score if chosen == "cosine" else config.duplicate_min_score
-    return DuplicateParams(
-        min_score=default if min_score is None else float(min_score),
-        min_cluster_size=config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size),
-        top_k=config.top_k if top_k is None else int(top_k),
-        metric=chosen,
-    )
-
-
-def _seed_rows(rows: list[ChunkRow], chosen: list[int], seed_paths: list[str] | None) -> np.ndarray | None:
-    """Positions in `chosen` of the seed files' chunks (None: not seeded)."""
-    if seed_paths is None:
-        return None
-    seeds = set(seed_paths)
-    return np.array([k for k, i in enumerate(chosen) if rows[i].path in seeds], dtype=np.int64)
-
-
-def _cosine_edges(
-    rows: list[ChunkRow], matrix: np.ndarray, chosen: list[int], params: DuplicateParams, seeds: list[str] | None
-) -> Edges:
-    subset = matrix[chosen] if len(chosen) < len(rows) else matrix  # (a copy costs 150 MB at 100k)
-    return neighbour_edges(subset, top_k=params.top_k, min_score=params.min_score,
-                           queries=_seed_rows(rows, chosen, seeds), nesting=_nesting([rows[i] for i in chosen]))
-
-
-def _units(rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, eligible: list[int]) -> Units:
-    """The eligible rows joined into units (a long unit's windows into one), those with a shape."""
-    picked = [rows[i] for i in eligible]
-    members = unit_members([r.path for r in picked], [r.start_line for r in picked],
-                           [r.end_line for r in picked], [r.symbol for r in picked])
-    groups = [[eligible[k] for k in m] for m in members]
-    groups = [g for g in groups if shapes.known[g].any()]
-    return whole_units(groups, matrix, shapes)
-
-
-def _shape_edges(
-    rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, params: DuplicateParams, seeds: list[str] | None
-) -> Edges:
-    everyone = list(range(len(rows)))
-    return duplicate_edges(matrix, shapes, top_k=params.top_k, min_score=params.min_score,
-                           queries=_seed_rows(rows, everyone, seeds), nesting=_nesting(rows))
-
-
-def _identical_edges(
-    tiny: list[ChunkRow], texts: dict[int, str], *, offset: int, seeds: list[str] | None
-) -> Edges:
-    """Chunks too small for a shape whose text, line by line stripped, is the same: a chain of
-    score-1 edges per group (from a seed file's chunk when seeded). Nested chunks never pair."""
-    groups: dict[str, list[int]] = {}
-    for k, row in enumerate(tiny):
-        lines = [line.strip() for line in texts.get(row.id, "").split("\n")]
-        groups.setdefault("\n".join(line for line in lines if line), []).append(k)
-    seeded = None if seeds is None else set(seeds)
-    nesting = _nesting(tiny)
-    i, j = [], []
-    for members in groups.values():
-        if len(members) < 2 or (seeded is not None and not any(tiny[m].path in seeded for m in members)):
-            continue
-        i += members[:-1]
-        j += members[1:]
-    a, b = np.array(i, dtype=np.int64), np.array(j, dtype=np.int64)
-    keep = ~nesting.excluded(a, b) if len(a) else np.zeros(0, dtype=bool)
-    return Edges(a[keep] + offset, b[keep] + offset, np.ones(int(keep.sum()), dtype=np.float32))
-
-
-def _check_duplicate_args(params: DuplicateParams, max_clusters: int) -> None:
-    min_score, size, top_k = params.min_score, params.min_cluster_size, params.top_k
-    if not -1.0 <= min_score <= 1.0:
-        kind = "cosine" if params.metric == "cosine" else "duplicate score"
-        raise UsageError(f"min_score {min_score} is not a {kind}; give a value in [-1, 1]")
-    if size < 1:
-        raise UsageError(f"min_cluster_size {size} is too small; give 1 or more (a cluster has at least 2 members)")
-    if top_k < 1 or max_clusters < 1:
-        raise UsageError("top_k and max_clusters must be at least 1")
-
-
-def _nesting(rows: list[ChunkRow]) -> Nesting:
-    """Chunks of one file whose ranges hold one another (a method in its class) never pair."""
-    return Nesting.of([r.path for r in rows], [r.start_line for r in rows],
-                      [r.end_line for r in rows])
-
-
-def _cluster(rows: list[ChunkRow], members: list[int], lo: float, hi: float, ids: list[str]) -> Cluster:
-    chosen = sorted(members, key=lambda i: (rows[i].path, rows[i].start_line, rows[i].end_line))
-    return Cluster(
-        members=tuple(ClusterMember(rows[i].path, rows[i].start_line, rows[i].end_line, rows[i].symbol, ids[i])
-                      for i in chosen),
-        min_sim=float(lo),
-        max_sim=float(hi),
-    )
-
-
-def _member_key(member: ClusterMember) -> tuple[str, int, int]:
-    return (member.path, member.start_line, member.end_line)
-
-
-def status(project: Project) -> IndexStatus:
-    """What the index holds, or what it would be built with when there is none yet."""
-    config = project.config
-    meta: dict[str, str] = {}
-    chunks = 0
-    indexed_at = None
-    stored: dict = {}
-    languages: dict[str, int] = {}
-    pending = 0
-    if project.store.exists:
-        with project.store.read() as reader:
-            meta = reader.meta()
-            if reader.has_index():
-                chunks, stored, languages = reader.chunk_count(), reader.files(), reader.language_counts()
-                indexed_at = reader.last_indexed_at()
-                pending = reader.pending_count()
-    dim = meta.get("vector_dim")
-    return IndexStatus(
-        backend=meta.get("backend", config.backend),
-        collection=config.collection,
-        model=meta.get("model", config.model),
-        vector_dim=int(dim) or None if dim else None,  # 0: no vector stored yet
-        chunk_count=chunks,
-        chunker=meta.get("chunker", config.chunker),
-        embedder=meta.get("embedder", config.embedder),
-        file_count=len(stored),
-        indexed_at=indexed_at,
-        stale_files=len(stale_keys(config.root, stored, stored)),
-        languages=languages,
-        pending_vectors=pending,
-    )
-
-
-def _check(project: Project, reader: IndexReader, vector: np.ndarray | None) -> dict[str, str]:
-    if not reader.has_index():
-        raise StoreError(
-            f"the index has no collection '{project.config.collection}'; run `sai` to build it"
-        )
-    meta = reader.meta()
-    project.check_meta(meta, vector_dim=None if vector is None else int(vector.shape[0]))
-    return meta
-
-
-def _hit(row: ChunkRow, *, stale: bool) -> Hit:
-    return Hit(
-        path=row.path, start_line=row.start_line, end_line=row.end_line, symbol=row.symbol,
-        score=float(row.score), text=row.text, language=row.language, stale=stale, chunk_id=row.chunk_id,
-    )
+    return replace(hit_of(c.row, stale=c.row.path in stale), rank=rank, fused=c.fused if mode == "hybrid" else None)

@@ -221,20 +221,8 @@ def compile_glob(pattern: str) -> Callable[[str], bool]:
 def check_glob(pattern: str | None) -> None:
     """Raise GlobError if `pattern` is not a valid glob (None or '' means no glob).
 
-    Front ends call it before any work, so a bad `path_glob` fails before the index is read.
+    Config validation calls it; a question's `path_glob` is compiled by the core before the
+    index is read (sai/query/hits.py, sai/duplicates/clusters.py), so a bad one fails first.
     """
     if pattern:
         compile_glob(pattern)
-
-
-def literal_prefix(pattern: str) -> str:
-    """The directories every key the glob matches starts with ('src/' for 'src/**/*.py', '' when
-    none): a store filtering on its server may narrow by it before testing keys exactly."""
-    if "/" not in pattern:
-        return ""  # also matches a key's file name, at any depth
-    kept = []
-    for part in pattern.lstrip("/").split("/")[:-1]:
-        if not part or any(char in "*?[]{}\\" for char in part):
-            break
-        kept.append(part)
-    return "".join(f"{part}/" for part in kept)

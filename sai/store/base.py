@@ -3,8 +3,12 @@
 The indexer, search, duplicates and look-ups speak only these verbs, with the typed rows of
 `sai.models` (`ChunkRow`, `FileRow`, `IndexMeta`, `NewChunk`); no SQL, connection or client
 crosses this line. Derived state (the lexical index, in-memory vector and symbol tables) is the
-backend's own business: `finish_run` brings it up to date and a run killed before it leaves
-`lexical_current()` false, so the next run repairs it.
+backend's own business: `finish_run` brings it up to date, and a run killed before it leaves
+`run_finished()` false, so the next run repairs it.
+
+Capabilities: what a backend does beyond the verbs is declared on its Store (`transactional`,
+`pending_vectors`, `can_upgrade`, `keeps_old_on_recreate`), and callers and the contract test
+read those flags, never the backend's name.
 
 Ids: `ChunkRow.id` is an integer the backend chooses, stable while its index is unchanged; the
 public name of a chunk is `chunk_id` (models.chunk_id), the same on every backend and machine.
@@ -12,7 +16,7 @@ public name of a chunk is `chunk_id` (models.chunk_id), the same on every backen
 Pending vectors: a store that declares `pending_vectors` may hold chunks without a vector yet
 (the indexer stores chunks, postings and symbols first and embeds after, docs/design.md
 "Incremental indexing"): `replace_files` takes a row of NaN for such a chunk, `set_vectors`
-fills them later, and nearest/cosines/vector_of/all_chunks see only chunks that have one. A store
+fills them later, and nearest/vectors/all_chunks see only chunks that have one. A store
 without it (the default) holds every chunk with its vector, and the indexer embeds before it writes.
 
 Keys: every path here is a *key* (project-root-relative, '/'-separated); front ends turn what a
@@ -24,7 +28,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,15 +39,10 @@ from sai.store.symbols import SymbolTable
 
 @dataclass(frozen=True)
 class Scope:
-    """Which chunks a question is about: one language and the keys a glob passes (None: all).
-
-    `prefix` is the glob's literal leading directory ('' when none): a backend that filters on
-    its server may use it to narrow by key prefix before checking `keys` exactly.
-    """
+    """Which chunks a question is about: one language and the keys a glob passes (None: all)."""
 
     language: str | None = None
     keys: frozenset[str] | None = None
-    prefix: str = ""
 
     @property
     def everything(self) -> bool:
@@ -54,9 +53,22 @@ class Scope:
         return (self.language is None or language == self.language) and (self.keys is None or key in self.keys)
 
 
+@dataclass(frozen=True)
+class IndexSummary:
+    """What `status` reports of an index, read in one session (an empty one without an index)."""
+
+    meta: dict[str, str] = field(default_factory=dict)
+    files: dict[str, FileRow] = field(default_factory=dict)
+    chunk_count: int = 0
+    languages: dict[str, int] = field(default_factory=dict)  # chunks per known language
+    indexed_at: str | None = None  # when a file was last recorded (ISO 8601, UTC)
+    pending: int = 0  # chunks waiting for a vector
+
+
 class IndexReader(ABC):
-    """What a reader sees: one consistent state of the index while the session lasts. Without an
-    index (never created, or dropped) every verb answers as an empty index does."""
+    """What a reader sees: the index while the session lasts (one consistent state on a
+    `transactional` store). Without an index (never created, or dropped) every verb answers as
+    an empty index does."""
 
     # -- the index and its files
     @abstractmethod
@@ -73,23 +85,20 @@ class IndexReader(ABC):
         """The indexed files' state (size, mtime, hash, chunk count) by key; all when keys is None."""
 
     @abstractmethod
-    def last_indexed_at(self) -> str | None: ...
-
-    @abstractmethod
     def chunk_count(self, keys: list[str] | None = None) -> int: ...
 
     @abstractmethod
-    def language_counts(self) -> dict[str, int]:
-        """Chunks per language name held (no None key: unknown languages are left out)."""
+    def summary(self) -> IndexSummary:
+        """The meta, the files, and the counts `status` shows."""
 
     @abstractmethod
-    def known_hashes(self) -> set[str]:
-        """Content hashes of every stored chunk: texts an index run need not embed again."""
+    def content_hashes(self) -> set[str]:
+        """Content hashes of every chunk stored with its vector: texts an index run need not embed again."""
 
     @abstractmethod
-    def lexical_current(self) -> bool:
-        """True when the lexical index holds exactly the committed chunks (a reader asks first,
-        so that a run with nothing to repair takes no writer)."""
+    def run_finished(self) -> bool:
+        """True when `finish_run` would change nothing (a reader asks first, so that a run with
+        nothing to repair takes no writer)."""
 
     # -- search
     @abstractmethod
@@ -105,10 +114,8 @@ class IndexReader(ABC):
         within `scope`, best first; statistics over the scope as if the index held only it."""
 
     @abstractmethod
-    def cosines(self, ids: list[int], vector: np.ndarray) -> dict[int, float]: ...
-
-    @abstractmethod
-    def vector_of(self, chunk: int) -> np.ndarray | None: ...
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        """The stored vector of each of these chunks (chunks unknown or without one left out)."""
 
     # -- chunks
     @abstractmethod
@@ -117,15 +124,9 @@ class IndexReader(ABC):
         their text is '' (the costly column: ranking needs only paths and symbols)."""
 
     @abstractmethod
-    def texts(self, ids: list[int]) -> dict[int, str]: ...
-
-    @abstractmethod
-    def chunks_at(self, key: str, line: int) -> list[ChunkRow]:
-        """Chunks of `key` whose range holds `line`, innermost (shortest range) first."""
-
-    @abstractmethod
-    def chunks_of_file(self, key: str) -> list[ChunkRow]:
-        """Every chunk of one file with its text, in (start_line, end_line) order."""
+    def chunks_of_file(self, key: str, *, line: int | None = None) -> list[ChunkRow]:
+        """Every chunk of one file with its text, in (start_line, end_line) order; with `line`,
+        only those whose range holds it, innermost (shortest range) first."""
 
     @abstractmethod
     def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
@@ -151,7 +152,9 @@ class IndexReader(ABC):
 
 
 class IndexWriter(IndexReader):
-    """A write session: everything it does is one transaction, committed when it ends cleanly."""
+    """A write session, committed when it ends cleanly: one transaction on a `transactional`
+    store (readers never see it half done, an exception undoes it); elsewhere each verb lands
+    when called, in an order that leaves a killed run harmless (the backend's docstring)."""
 
     @abstractmethod
     def create(self, meta: IndexMeta) -> None:
@@ -193,17 +196,24 @@ class IndexWriter(IndexReader):
 
     @abstractmethod
     def finish_run(self) -> None:
-        """Bring derived state (the lexical index) up to date with the chunks; cheap when current."""
+        """Bring derived state up to date with the chunks and mark the run finished; cheap when
+        `run_finished()` already holds."""
 
 
 class Store(ABC):
-    """One index: where it lives, and sessions on it. Readers run in parallel with each other;
-    a writer excludes other writers (and, for the DuckDB file, readers of other processes while
-    its transaction lasts). Errors of the engine surface as StoreError with one line."""
+    """One index: where it lives, what it can do, and sessions on it. Readers run in parallel
+    with each other; a writer excludes other writers (and, for the DuckDB file, readers of other
+    processes while its transaction lasts). Errors of the engine surface as StoreError with one
+    line naming `location`."""
 
     backend: str  # the closed choice this implements (config `backend`)
+    location: str  # where the index lives, for messages: the file, or the Qdrant path or URL and collection
+    # capabilities (read by callers and the contract test instead of the backend's name)
+    transactional: bool = False  # a write session is one transaction (see IndexWriter)
     pending_vectors: bool = False  # may hold chunks without a vector yet (see the module's docstring)
-    location: str  # where the index lives, for messages: a file path or a server URL
+    can_upgrade: bool = False  # upgrade() migrates an index of an older format in place
+    keeps_old_on_recreate: bool = False  # rebuild() keeps the old index readable until the new one
+    # replaces it, and recreate() moves a damaged index aside; without it both drop the index
 
     @property
     @abstractmethod
@@ -233,9 +243,9 @@ class Store(ABC):
     def rebuild(self) -> Iterator[None]:
         """Around the writes of a `--recreate` run, which build the index from nothing.
 
-        By default the index is dropped first (a damaged one moved aside), so readers find no
-        index until the first batch is written; a backend that can build beside the current
-        index (DuckDB) lets readers keep it until the new one replaces it whole.
+        By default the index is dropped first, so readers find no index until the first batch
+        is written; a store that `keeps_old_on_recreate` lets readers keep it until the new one
+        replaces it whole.
         """
         if self.exists:
             try:
@@ -251,12 +261,12 @@ class Store(ABC):
 
     @abstractmethod
     def recreate(self) -> None:
-        """Start from nothing (--recreate): a damaged index is moved aside, not lost."""
+        """Start from nothing: a damaged index is moved aside when the store
+        `keeps_old_on_recreate`, else dropped."""
 
-    @abstractmethod
     def upgrade(self, from_version: int) -> None:
-        """Bring an index of an older schema version to this one in place (numbered migrations)."""
+        """Bring an index of an older format to this one in place (`can_upgrade` stores only)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot upgrade an index in place")
 
     @abstractmethod
     def close(self) -> None: ...
-

@@ -19,7 +19,7 @@ class TokenCache:
     def __init__(self) -> None:
         self._lock = threading.RLock()  # a patch asks for the vector table while holding it
         self._held: dict[str, tuple[str, object]] = {}
-        self.marks: dict[str, object] = {}  # token -> the vector sidecar's mark at it (store/sidecar_source.py)
+        self.marks: dict[str, object] = {}  # token -> the vector sidecar's mark at it (store/duckdb/sidecar_source.py)
 
     def get(self, token: str, load: Callable[[], T], *, name: str = "vectors",
             patch: Callable[[T], T | None] | None = None) -> T:

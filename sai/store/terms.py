@@ -1,70 +1,87 @@
-"""The BM25 terms of a lexeme string exactly as DuckDB's FTS index makes them: English stop words
-dropped, the rest Porter-stemmed. Asked of DuckDB itself (an in-memory connection with the fts
-extension), so that the Qdrant backend's sparse vectors hold the terms the DuckDB file's BM25
-index holds, and both backends rank alike (docs/design.md, "The Qdrant backend").
+"""The BM25 terms of a lexeme string, one rule for every backend: the words (sai.text.lexical
+writes lexemes as [a-z0-9_] words split by spaces) less English stop words, Porter-stemmed.
 
-Each distinct lexeme is looked up once per process and kept (with its sparse dimension).
+The stemmer is Snowball's `porter` through PyStemmer, the libstemmer C code DuckDB's fts
+extension embeds: its stems equal the extension's `stem(w, 'porter')` (400,040 distinct words of
+the benchmark checkouts compared, no difference), so the terms are those SAI's FTS index held up
+to index format 5 and both backends index the same terms (docs/design.md, "Lexical search").
+Each distinct word is stemmed once per process and kept.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Iterable
 
-import duckdb
+import Stemmer
 
-from sai.errors import StoreError
-from sai.store import interrupts
-from sai.store.rows import FTS_OPTIONS, extension_path
+_MAX_HELD = 1 << 20  # distinct words whose stems are kept; past this the table starts again
 
-_MAX_HELD = 1 << 20  # distinct lexemes kept; past this the table starts again
+# The English stop words of DuckDB's fts extension (its 571 words without the ones holding an
+# apostrophe, which lexemes never hold): the list SAI's FTS index used, kept so rankings do not move.
+STOPWORDS = frozenset("""
+    a able about above according accordingly across actually after afterwards again against all
+    allow allows almost alone along already also although always am among amongst an and another
+    any anybody anyhow anyone anything anyway anyways anywhere apart appear appreciate
+    appropriate are around as aside ask asking associated at available away awfully b be became
+    because become becomes becoming been before beforehand behind being believe below beside
+    besides best better between beyond both brief but by c came can cannot cant cause causes
+    certain certainly changes clearly co com come comes concerning consequently consider
+    considering contain containing contains corresponding could course currently d definitely
+    described despite did different do does doing done down downwards during e each edu eg eight
+    either else elsewhere enough entirely especially et etc even ever every everybody everyone
+    everything everywhere ex exactly example except f far few fifth first five followed
+    following follows for former formerly forth four from further furthermore g get gets getting
+    given gives go goes going gone got gotten greetings h had happens hardly has have having he
+    hello help hence her here hereafter hereby herein hereupon hers herself hi him himself his
+    hither hopefully how howbeit however i ie if ignored immediate in inasmuch inc indeed
+    indicate indicated indicates inner insofar instead into inward is it its itself j just k
+    keep keeps kept know known knows l last lately later latter latterly least less lest let
+    like liked likely little look looking looks ltd m mainly many may maybe me mean meanwhile
+    merely might more moreover most mostly much must my myself n name namely nd near nearly
+    necessary need needs neither never nevertheless new next nine no nobody non none noone nor
+    normally not nothing novel now nowhere o obviously of off often oh ok okay old on once one
+    ones only onto or other others otherwise ought our ours ourselves out outside over overall
+    own p particular particularly per perhaps placed please plus possible presumably probably
+    provides q que quite qv r rather rd re really reasonably regarding regardless regards
+    relatively respectively right s said same saw say saying says second secondly see seeing
+    seem seemed seeming seems seen self selves sensible sent serious seriously seven several
+    shall she should since six so some somebody somehow someone something sometime sometimes
+    somewhat somewhere soon sorry specified specify specifying still sub such sup sure t take
+    taken tell tends th than thank thanks thanx that thats the their theirs them themselves then
+    thence there thereafter thereby therefore therein theres thereupon these they think third
+    this thorough thoroughly those though three through throughout thru thus to together too
+    took toward towards tried tries truly try trying twice two u un under unfortunately unless
+    unlikely until unto up upon us use used useful uses using usually uucp v value various very
+    via viz vs w want wants was way we welcome well went were what whatever when whence whenever
+    where whereafter whereas whereby wherein whereupon wherever whether which while whither who
+    whoever whole whom whose why will willing wish with within without wonder would x y yes yet
+    you your yours yourself yourselves z zero
+""".split())
+
+_stemmer = Stemmer.Stemmer("porter")
+_lock = threading.Lock()  # a PyStemmer stemmer is not safe to share between threads
+_held: dict[str, str] = {}
 
 
-class Terms:
-    """lexeme -> its term's sparse dimension (`index_of(stem)`), or None for a stop word."""
+def stems(words: Iterable[str]) -> dict[str, str]:
+    """word -> its Porter stem, for each distinct word given (stop words too)."""
+    global _held
+    wanted = set(words)
+    held = _held
+    missing = [w for w in wanted if w not in held]
+    if missing:
+        with _lock:
+            found = _stemmer.stemWords(missing)
+            if len(_held) > _MAX_HELD:
+                _held = {}
+            _held.update(zip(missing, found, strict=True))
+            held = _held
+    return {w: held[w] for w in wanted}
 
-    def __init__(self, index_of: Callable[[str], int]) -> None:
-        self.index_of = index_of
-        self._lock = threading.Lock()
-        self._con: duckdb.DuckDBPyConnection | None = None
-        self._stop: frozenset[str] = frozenset()
-        self._held: dict[str, int | None] = {}
 
-    def dimensions(self, lexemes: str) -> list[int]:
-        """The sparse dimension of each term of `lexemes` (repeats kept, stop words left out)."""
-        words = lexemes.split()
-        held = self._held
-        missing = [w for w in set(words) if w not in held]
-        if missing:
-            self._look_up(missing)
-            held = self._held
-        return [d for w in words if (d := held.get(w)) is not None]
-
-    def _look_up(self, words: list[str]) -> None:
-        with self._lock:
-            try:
-                with interrupts.kept():
-                    con = self._connection()
-                    stems = con.execute("SELECT t, stem(t, 'porter') FROM unnest(?::VARCHAR[]) AS u(t)",
-                                        [words]).fetchall()
-            except duckdb.InterruptException as exc:
-                raise KeyboardInterrupt from exc
-            except duckdb.Error as exc:
-                raise StoreError(f"cannot stem BM25 terms with DuckDB's fts extension ({exc}); "
-                                 "reinstall duckdb-extension-fts") from exc
-            if len(self._held) > _MAX_HELD:
-                self._held = {}
-            for word, stem in stems:
-                self._held[word] = None if word in self._stop else self.index_of(stem)
-
-    def _connection(self) -> duckdb.DuckDBPyConnection:
-        if self._con is None:
-            con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
-            con.execute(f"LOAD '{extension_path('fts')}'")
-            # the stop-word list DuckDB's FTS uses: made by indexing one row with the same options
-            con.execute("CREATE TABLE sai_probe (id INTEGER, t VARCHAR)")
-            con.execute("INSERT INTO sai_probe VALUES (1, 'x')")
-            con.execute(f"PRAGMA create_fts_index('sai_probe', 'id', 't', {FTS_OPTIONS})")
-            self._stop = frozenset(r[0] for r in con.execute("SELECT sw FROM fts_main_sai_probe.stopwords").fetchall())
-            self._con = con
-        return self._con
+def terms(lexemes: str) -> list[str]:
+    """The BM25 terms of `lexemes`, in order, repeats kept, stop words left out."""
+    words = [w for w in lexemes.split() if w not in STOPWORDS]
+    stemmed = stems(words)
+    return [stemmed[w] for w in words]

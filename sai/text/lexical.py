@@ -1,6 +1,6 @@
 """Code-aware tokens for BM25: identifiers whole and split (camelCase, snake_case, dotted.names).
 
-The FTS index sees one space-separated string per chunk (the `lexemes` column); queries are
+The BM25 index sees one space-separated string per chunk (the `lexemes` column); queries are
 tokenised by the same function, so `getUserName`, `get_user_name` and "get user name" meet.
 """
 
@@ -42,7 +42,7 @@ def tokens(text: str) -> list[str]:
 
 
 def lexemes(text: str, *, path: str, symbol: str | None) -> str:
-    """The string the FTS index holds for a chunk: its path, symbol and text as tokens."""
+    """The string the BM25 index holds for a chunk: its path, symbol and text as tokens."""
     return " ".join(tokens(path) + tokens(symbol or "") + tokens(text))
 
 

@@ -34,10 +34,10 @@ import numpy as np
 from sai.source.languages import COMMENT_STYLES, STRING_LITERAL
 from sai.text.keywords import keywords_of
 
-SHAPE_VERSION = 4  # bump when signatures change: indexes then recompute them (no re-embedding)
+SHAPE_VERSION = 5  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625
 GRAM = 3  # tokens per shape element: a 3-gram of the stream
-MIN_GRAMS = 8
+MIN_GRAMS = 12  # fewer distinct 3-grams is a one-line body (`self._conn.close()`): no shape
 BANDS, BAND_ROWS = 16, 4  # LSH: pairs sharing any band of 4 minima are candidates
 # shape similarity at which band_pairs finds a pair with probability >= 0.988: 1 - (1 - J^4)^16
 FOUND_FROM = 0.7
@@ -147,10 +147,11 @@ def signatures(blobs: list[bytes | None]) -> tuple[np.ndarray, np.ndarray, np.nd
     """(n, SIGNATURE_SIZE) uint32 matrix of stored signatures, each row's element count and the
     mask of rows that have one (a signature of an older SHAPE_VERSION has none)."""
     width = 4 * (SIGNATURE_SIZE + 1)
-    known = np.array([bool(b) and len(b) == width for b in blobs], dtype=bool)
+    kept = [b if b is not None and len(b) == width else None for b in blobs]
+    known = np.array([b is not None for b in kept], dtype=np.bool_)
     matrix = np.zeros((len(blobs), SIGNATURE_SIZE + 1), dtype=np.uint32)
     if known.any():
-        chosen = [b for b, k in zip(blobs, known, strict=True) if k]
+        chosen = [b for b in kept if b is not None]
         matrix[known] = np.frombuffer(b"".join(chosen), dtype="<u4").reshape(-1, SIGNATURE_SIZE + 1)
     return np.ascontiguousarray(matrix[:, :SIGNATURE_SIZE]), matrix[:, SIGNATURE_SIZE].copy(), known
 

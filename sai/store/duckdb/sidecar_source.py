@@ -1,4 +1,4 @@
-"""The index file's side of the vector sidecar (store/sidecar.py): what a DuckDB connection
+"""The index file's side of the vector sidecar (store/duckdb/sidecar.py): what a DuckDB connection
 hands it, the table a reader searches, mapped from it, and the patches of a process's other
 copies that the sidecar's changes make possible.
 
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from sai.store.chunkrows import RowTable
-from sai.store.lexicon import LexicalTable
-from sai.store.sidecar import Mark, changes
-from sai.store.vectors import VectorTable
+from sai.store.duckdb.chunkrows import RowTable
+from sai.store.duckdb.postings import LexicalTable
+from sai.store.duckdb.sidecar import Mark, changes
+from sai.store.duckdb.vectors import VectorTable
 
 if TYPE_CHECKING:
-    from sai.store.tables import Connection
+    from sai.store.duckdb.tables import Connection
 
 log = logging.getLogger(__name__)
 # A chunk row's write time in µs, times 2 (the low bit says whether it has its vector): with its

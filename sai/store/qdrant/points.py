@@ -7,7 +7,7 @@ Pure functions, no client calls (docs/design.md, "The Qdrant backend").
   signed 64-bit integer (numpy int64, DuckDB BIGINT). It is also `ChunkRow.id` on this backend.
 - A file's point id is made the same way from its key.
 - The sparse vector "lexemes" holds, per term of the chunk's lexemes (sai/text/lexical.py; stop
-  words dropped and Porter-stemmed as DuckDB's FTS does, store/terms.py), the BM25-saturated
+  words dropped and Porter-stemmed as for the DuckDB file, store/terms.py), the BM25-saturated
   term frequency tf*(k1+1)/(tf + k1*(1-b+b*len/AVG_LEN)). Qdrant's IDF modifier multiplies in
   the inverse document frequency at query time, so a query of the distinct terms (value 1
   each) scores Okapi BM25 (k1 1.2, b 0.75). The length norm uses a fixed mean length instead
@@ -18,14 +18,17 @@ Pure functions, no client calls (docs/design.md, "The Qdrant backend").
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from qdrant_client import models
 
+from sai.errors import StoreError
 from sai.models import ChunkRow, FileRow, NewChunk, chunk_id
-from sai.store.terms import Terms
+from sai.store import terms
 
 K1, B = 1.2, 0.75
 AVG_LEN = 66.0  # terms per chunk: the mean (65.6) over the 20,000 stdlib chunks of benchmarks/backends.py
@@ -46,16 +49,14 @@ def file_point_id(key: str) -> int:
     return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], 16) >> 1
 
 
+@functools.lru_cache(maxsize=1 << 20)
 def term_index(term: str) -> int:
     """A term's sparse dimension: 32 bits of a fixed hash, the same in every process."""
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest(), "big")
 
 
-TERMS = Terms(term_index)  # lexeme -> dimension, as DuckDB's FTS stems it (store/terms.py)
-
-
 def _term_counts(lexemes: str) -> Counter[int]:
-    return Counter(TERMS.dimensions(lexemes))
+    return Counter(term_index(term) for term in terms.terms(lexemes))
 
 
 def document_vector(lexemes: str) -> models.SparseVector:
@@ -84,9 +85,26 @@ def chunk_payload(chunk: NewChunk) -> dict[str, object]:
     }
 
 
-def chunk_row(point_id_: int, payload: dict, *, text: bool = True) -> ChunkRow:
+Point = models.Record | models.ScoredPoint
+
+
+def payload_of(point: Point) -> dict[str, Any]:
+    """A point's payload (the client types it as optional: absent when not asked for)."""
+    return point.payload or {}
+
+
+def dense_of(point: Point) -> list[float]:
+    """A point's dense vector, read with `with_vectors=[DENSE]`."""
+    vector = point.vector
+    if not isinstance(vector, dict):
+        raise StoreError("the Qdrant collection answered a point without its named vector")
+    return vector[DENSE]  # type: ignore[return-value]  # the dense vector is a list of floats
+
+
+def chunk_row(point: Point, *, text: bool = True) -> ChunkRow:
+    payload = payload_of(point)
     return ChunkRow(
-        id=int(point_id_), path=payload["key"], language=payload.get("language"),
+        id=int(point.id), path=payload["key"], language=payload.get("language"),
         start_line=int(payload["start_line"]), end_line=int(payload["end_line"]),
         symbol=payload.get("symbol"), text=payload.get("text", "") if text else "",
         no_duplicate=bool(payload.get("no_duplicate")), content_hash=payload.get("content_hash", ""),
@@ -94,7 +112,8 @@ def chunk_row(point_id_: int, payload: dict, *, text: bool = True) -> ChunkRow:
     )
 
 
-def shape_of(payload: dict) -> bytes | None:
+def shape_of(point: Point) -> bytes | None:
+    payload = payload_of(point)
     encoded = payload.get("shape")
     return None if encoded is None else base64.b64decode(encoded)
 
@@ -104,12 +123,13 @@ def file_payload(row: FileRow, indexed_at: str) -> dict[str, object]:
             "chunk_count": row.chunk_count, "indexed_at": indexed_at}
 
 
-def file_row(payload: dict) -> FileRow:
+def file_row(point: Point) -> FileRow:
+    payload = payload_of(point)
     return FileRow(path=payload["key"], size=int(payload["size"]), mtime_ns=int(payload["mtime_ns"]),
                    file_hash=payload["file_hash"], chunk_count=int(payload.get("chunk_count", 0)))
 
 
-def match(field: str, value: object) -> models.FieldCondition:
+def match(field: str, value: bool | int | str) -> models.FieldCondition:
     return models.FieldCondition(key=field, match=models.MatchValue(value=value))
 
 
@@ -126,7 +146,7 @@ def scope_filter(
         must.append(match("language", language))
     if keys is not None:
         must.append(match_any("key", sorted(keys)))
-    must_not = [models.HasIdCondition(has_id=[exclude])] if exclude is not None else []
+    must_not: list[models.Condition] = [models.HasIdCondition(has_id=[exclude])] if exclude is not None else []
     if not must and not must_not:
         return None
     return models.Filter(must=must or None, must_not=must_not or None)

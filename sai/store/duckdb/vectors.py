@@ -13,7 +13,7 @@ its row is in the table, for the masks of filtered lexical search, but no scan o
 
 A process reads the table once per index *token* (a value every write transaction that changes
 chunks replaces) and shares it between threads. From an index file it maps the collection's
-vector sidecar (store/sidecar.py: one copy on disk and in the page cache for every process,
+vector sidecar (store/duckdb/sidecar.py: one copy on disk and in the page cache for every process,
 patched by the rows a write changed); a writer reading its own uncommitted rows, or an index in
 a read-only place, builds it in memory from one Arrow read (~55 ms at 20,000 chunks).
 
@@ -37,8 +37,8 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from sai.store.rows import matrix_of
-from sai.store.sidecar import Mark, View
+from sai.store.duckdb.rows import matrix_of
+from sai.store.duckdb.sidecar import Mark, View
 
 FIRST_PASS_ROWS = 150_000  # rows above which the bit pass runs (below it the exact scan is as fast)
 RESCORE_MIN = 2_000  # rows the bit pass hands to the exact scoring, at least
@@ -193,15 +193,6 @@ class VectorTable:
         at = np.searchsorted(ids, wanted).clip(max=len(ids) - 1)
         held = ids[at] == wanted
         return held, rows[at[held]]
-
-    def cosines(self, ids: Iterable[int], vector: np.ndarray) -> dict[int, float]:
-        """Cosine of each of these chunks to `vector` (ids not held, or without a vector, are left out)."""
-        wanted = np.asarray(list(ids), dtype=np.int64)
-        held, rows = self._rows_of(wanted)
-        if not len(rows):
-            return {}
-        scores = self.matrix[rows] @ np.asarray(vector, dtype=np.float32)
-        return {int(i): float(s) for i, s in zip(wanted[held], scores, strict=True)}
 
     def vector_of(self, chunk_id: int) -> np.ndarray | None:
         held, rows = self._rows_of(np.asarray([chunk_id], dtype=np.int64))

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import duckdb
 
-from sai.store.rows import quote
-from sai.store.tables import Connection
+from sai.store.duckdb.rows import quote
+from sai.store.duckdb.tables import Connection
 
 log = logging.getLogger(__name__)
 WASTE_RATIO = 0.4  # free blocks per used block above which a run's end compacts (file <= ~1.4x its data)

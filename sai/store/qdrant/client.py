@@ -40,7 +40,7 @@ class Client:
         self.url, self.path = url, path
         self._secrets = (api_key,)  # hidden from every message (redact)
         self.where = url if url is not None else str(path)
-        self._options = {"api_key": api_key, "timeout": max(1, math.ceil(timeout_s)), "prefer_grpc": prefer_grpc}
+        self.api_key, self.timeout, self.prefer_grpc = api_key, max(1, math.ceil(timeout_s)), prefer_grpc
         self._client: QdrantClient | None = None
         self._lock = threading.RLock()
 
@@ -61,7 +61,8 @@ class Client:
             # "Api key is used with an insecure connection": said once in docs/team-index.md instead
             warnings.simplefilter("ignore", UserWarning)
             try:
-                return QdrantClient(url=self.url, check_compatibility=False, **self._options)
+                return QdrantClient(url=self.url, api_key=self.api_key, timeout=self.timeout,
+                                    prefer_grpc=self.prefer_grpc, check_compatibility=False)
             except ValueError as exc:  # an unknown scheme, a bad port (urllib3's LocationParseError)
                 raise StoreError(f"qdrant.url {self.url} is not a URL of a Qdrant server ({self._quoted(str(exc))}); "
                                  "give one such as http://localhost:6333") from None
@@ -101,7 +102,7 @@ class Client:
         if isinstance(source, ValueError):  # pydantic's ValidationError
             return self._not_qdrant("JSON of another shape")
         if isinstance(source, httpx.TimeoutException):
-            return StoreError(f"the Qdrant server at {self.url} did not answer within {self._options['timeout']}s; "
+            return StoreError(f"the Qdrant server at {self.url} did not answer within {self.timeout}s; "
                               f"check it is healthy or raise qdrant.timeout_s")
         return StoreError(f"cannot reach the Qdrant server at {self.url} ({type(source).__name__}); {_FIX_URL}")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 from typing import TypeVar
@@ -19,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 
 from sai.models import NewChunk
-from sai.store import lexicon, sidecar_source
 from sai.store.cache import TokenCache
-from sai.store.chunkrows import RowTable
-from sai.store.rows import (
+from sai.store.duckdb import postings, sidecar_source
+from sai.store.duckdb.chunkrows import RowTable
+from sai.store.duckdb.rows import (
     CHUNK_COLS,
     ChunkRow,
     FileRow,
@@ -35,9 +36,9 @@ from sai.store.rows import (
     quote,
     utc_now,
 )
-from sai.store.sidecar import Sidecar
+from sai.store.duckdb.sidecar import Sidecar
+from sai.store.duckdb.vectors import VectorTable
 from sai.store.symbols import SYMBOL_COLS, SymbolTable
-from sai.store.vectors import VectorTable
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -67,7 +68,7 @@ class Connection:
         self.cache: dict[str, object] = {} if cache is None else cache
         self.collection = collection
         self.files_table = f"{collection}__files"
-        self.postings = lexicon.Postings(con, collection)
+        self.postings = postings.Postings(con, collection)
 
     @classmethod
     def open(
@@ -79,14 +80,13 @@ class Connection:
         check_collection(collection)
         config = {"allow_unsigned_extensions": "true"}
         if not read_only:
-            # A run keeps its writer open from start to end (store/__init__.py): without a cap,
+            # A run keeps its writer open from start to end (store.py): without a cap,
             # DuckDB keeps every block it wrote cached (1.4 GB after the whole stdlib); above
             # the cap it drops clean blocks and spills the rest next to the index.
             config |= {"memory_limit": WRITER_MEMORY, "temp_directory": f"{path}.tmp"}
         con = duckdb.connect(":memory:", config=config)
         try:
             con.execute(f"LOAD '{extension_path('vss')}'")
-            con.execute(f"LOAD '{extension_path('fts')}'")
             con.execute("SET hnsw_enable_experimental_persistence = true")
             mode = " (READ_ONLY)" if read_only else ""
             con.execute(f"ATTACH '{quote(str(path))}' AS sai{mode}")
@@ -118,7 +118,7 @@ class Connection:
         self.con.execute("BEGIN TRANSACTION")
 
     def commit(self) -> None:
-        if self.dirty and self.has_collection():
+        if self.dirty and self.has_index():
             self._next_token()  # readers reload their vector and symbol tables
         self.con.execute("COMMIT")
         self.dirty = False
@@ -149,7 +149,7 @@ class Connection:
 
         return self._cached(f"table:{schema}.{name}", count)
 
-    def has_collection(self) -> bool:
+    def has_index(self) -> bool:
         return self._table_exists(self.collection)
 
     def meta(self) -> dict[str, str]:
@@ -174,7 +174,7 @@ class Connection:
                 "INSERT INTO sai_meta VALUES (?, ?, ?)", [self.collection, key, str(value)]
             )
 
-    def create_collection(self, meta: IndexMeta) -> None:
+    def create(self, meta: IndexMeta) -> None:
         """Create the chunk and file tables and record what the index is built with.
 
         Without a dimension (a first run writes its chunks before the model has said how long
@@ -197,10 +197,10 @@ class Connection:
         )
         self.postings.create()
         self.set_meta({k: str(v) for k, v in meta.__dict__.items()}
-                      | {"created_at": now_iso(), "lexicon": lexicon.LEXICON_VERSION})
+                      | {"created_at": now_iso(), "lexicon": postings.LEXICON_VERSION})
         self.dirty = True
 
-    def drop_collection(self) -> None:
+    def drop(self) -> None:
         self.drop_hnsw()
         self.dirty = False
         self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
@@ -214,7 +214,7 @@ class Connection:
         """Make this connection's collection (a rebuild) the collection `collection`, in the
         transaction: the tables and meta rows of `collection` are dropped, this one's renamed."""
         check_collection(collection)
-        Connection(self.con, collection, read_only=False).drop_collection()
+        Connection(self.con, collection, read_only=False).drop()
         for suffix in ("", "__files", "__terms", "__postings"):
             if self._table_exists(self.collection + suffix):
                 self.con.execute(f"ALTER TABLE {self.collection}{suffix} RENAME TO {collection}{suffix}")
@@ -238,7 +238,7 @@ class Connection:
 
     def vector_table(self) -> VectorTable:
         """Every chunk's vector, from the shared sidecar when this reads committed rows
-        (store/sidecar.py), else from a copy in memory (store/vectors.py)."""
+        (store/duckdb/sidecar.py), else from a copy in memory (store/duckdb/vectors.py)."""
         token = self.token
         if self.dirty or self.sidecar is None or not token:
             return self._derived("vectors", VectorTable.from_arrow, self.vector_rows)
@@ -259,14 +259,14 @@ class Connection:
         finally:
             self.con.unregister("sai_wanted")
 
-    def symbol_table(self) -> SymbolTable:
+    def symbols(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
         return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows)
 
     def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R], *,
                  patch: Callable[[Connection, T, str], T | None] | None = None) -> T:
         """A table derived from the chunk rows, shared by the process's threads until the token
-        changes; then patched from its old copy by `patch` when it can (store/sidecar_source.py)."""
+        changes; then patched from its old copy by `patch` when it can (store/duckdb/sidecar_source.py)."""
         if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
             return build("", rows())
         token = self.token
@@ -347,28 +347,30 @@ class Connection:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
         self.con.execute(f"DROP INDEX IF EXISTS {self.collection}_hnsw")
 
-    def lexical_table(self) -> lexicon.LexicalTable:
-        """Every chunk's postings, from this process's copy when it is current (store/lexicon.py)."""
-        return self._derived("lexicon", lexicon.LexicalTable.from_arrow, self.postings.rows,
+    def lexical_table(self) -> postings.LexicalTable:
+        """Every chunk's postings, from this process's copy when it is current (store/duckdb/postings.py)."""
+        return self._derived("lexicon", postings.LexicalTable.from_arrow, self.postings.rows,
                              patch=sidecar_source.patch_lexicon)
 
-    def rebuild_fts(self) -> None:
-        """Build the lexical index (the postings table) from every chunk's lexemes, and record
-        which state of the chunks it holds, so a run that dies before this is repaired later.
+    def finish_run(self) -> None:
+        """Unless run_finished() holds: build the postings from every chunk's lexemes, and
+        record which state of the chunks they hold, so a run that dies before this is repaired later.
 
         Needed only by an index without postings (written by an older SAI, whose DuckDB FTS
         index is dropped here) or with postings of another LEXICON_VERSION: every chunk write
         keeps the postings current in its own transaction.
         """
+        if not self.has_index() or self.run_finished():
+            return
         self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
         self.postings.rebuild()
-        self.set_meta({"lexicon": lexicon.LEXICON_VERSION})
+        self.set_meta({"lexicon": postings.LEXICON_VERSION})
         self.set_meta({"lexicon_token": self._next_token()})
 
-    def fts_current(self) -> bool:
-        """Whether the lexical index holds exactly the committed chunks."""
+    def run_finished(self) -> bool:
+        """Whether the postings hold exactly the committed chunks (finish_run has nothing to do)."""
         meta = self.meta()
-        return (self.has_fts() and meta.get("lexicon") == lexicon.LEXICON_VERSION
+        return (self.has_postings() and meta.get("lexicon") == postings.LEXICON_VERSION
                 and bool(meta.get("lexicon_token")) and meta.get("lexicon_token") == meta.get("token"))
 
     def _next_token(self) -> str:
@@ -376,7 +378,7 @@ class Connection:
         lexical index follows it when its postings were written alongside."""
         if self.dirty:
             token = uuid.uuid4().hex
-            follows = self.has_fts() and self.meta().get("lexicon_token") == self.meta().get("token")
+            follows = self.has_postings() and self.meta().get("lexicon_token") == self.meta().get("token")
             self.set_meta({"token": token, **({"lexicon_token": token} if follows else {})})
             self.dirty = False
         token = self.meta().get("token")
@@ -385,19 +387,19 @@ class Connection:
             self.set_meta({"token": token})
         return token
 
-    def has_fts(self) -> bool:
+    def has_postings(self) -> bool:
         """Whether the collection has a lexical index (a postings table)."""
         return self._table_exists(self.postings.postings)
 
-    def bm25(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def lexical(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) of the best lexical matches, best first (ties by id).
 
         Okapi BM25 (k1 1.2, b 0.75) over the postings of the query's terms only, in numpy
-        (store/lexicon.py). `among` (chunk ids) restricts the search to those chunks, with the
+        (store/duckdb/postings.py). `among` (chunk ids) restricts the search to those chunks, with the
         statistics (document count, mean length, document frequencies) of that subset: the
         answer an index holding only them would give.
         """
-        if not query_lexemes.strip() or not self.has_fts() or (among is not None and not len(among)):
+        if not query_lexemes.strip() or not self.has_postings() or (among is not None and not len(among)):
             return []
         terms = self.postings.query_terms(query_lexemes)
         if not terms:
@@ -405,42 +407,31 @@ class Connection:
         table = self.lexical_table()
         return table.search(terms, limit, mask=None if among is None else table.mask_of(among))
 
-    def chunks_by_ids(
-        self, ids: list[int], *, vectors: bool = True, text: bool = True
-    ) -> tuple[list[ChunkRow], np.ndarray]:
-        """These chunks (and their vectors), in the order of `ids` (missing ids dropped).
+    def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
+        """These chunks, in the order of `ids` (missing ids dropped).
 
         Without `text` the rows carry an empty text: the text column is the costly one to read.
         """
         if not ids:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        if not vectors and not text and not self.dirty:  # what ranking asks: from memory
-            found = self.row_table().rows(ids, _chunk_rows)
-            return found, np.zeros((len(found), 0), np.float32)
-        cols = _chunk_cols(text=text)
+            return []
+        if not text and not self.dirty:  # what ranking asks: from memory
+            return self.row_table().rows(ids, _chunk_rows)
+        held = None if self.dirty else self.derived.peek(self.token, name="rows")
+        if isinstance(held, RowTable):  # a search's rows are in memory: only their texts to read
+            rows = held.rows(ids, _chunk_rows)
+            found = self.con.execute(
+                f"SELECT id, text FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
+                [int_list([r.id for r in rows])],
+            ).fetchall() if rows else []
+            texts = dict(found)
+            return [replace(r, text=texts.get(r.id, "")) for r in rows]
         table = self._arrow(
-            f"SELECT {cols}{', embedding' if vectors and self.has_vectors() else ''} FROM {self.collection} "
+            f"SELECT {_chunk_cols(text=text)} FROM {self.collection} "
             "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
             [int_list(ids)],
         )
-        if table.num_rows == 0:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        rows = _chunk_rows(table)
-        matrix = (matrix_of(table.column("embedding")) if vectors and self.has_vectors()
-                  else np.zeros((len(rows), 0), np.float32))
-        position = {row.id: k for k, row in enumerate(rows)}
-        order = [position[i] for i in ids if i in position]
-        return [rows[k] for k in order], matrix[order]
-
-    def chunk_texts(self, ids: list[int]) -> dict[int, str]:
-        """id -> text for these chunks."""
-        if not ids:
-            return {}
-        rows = self.con.execute(
-            f"SELECT id, text FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-            [int_list(ids)],
-        ).fetchall()
-        return {int(i): t for i, t in rows}
+        position = {row.id: row for row in _chunk_rows(table)}
+        return [position[i] for i in ids if i in position]
 
     # -- files ------------------------------------------------------------------------------
 
@@ -466,7 +457,7 @@ class Connection:
         row = self.con.execute(f"SELECT max(indexed_at) FROM {self.files_table}").fetchone()
         return row[0].replace(tzinfo=UTC).isoformat() if row and row[0] else None
 
-    def upsert_files(self, rows: list[FileRow]) -> None:
+    def touch_files(self, rows: list[FileRow]) -> None:
         if not rows:
             return
         # one Arrow insert: executemany ran a statement per row (~1 s for 70 files at 78k chunks)
@@ -494,7 +485,7 @@ class Connection:
         """Remove every chunk of these files; returns how many were removed."""
         if not keys:
             return 0
-        if self.has_fts():
+        if self.has_postings():
             self.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
         row = self.con.execute(
             f"DELETE FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys]
@@ -524,7 +515,7 @@ class Connection:
         ).fetchall()
         return {str(name): int(count) for name, count in rows}
 
-    def hashes_by_path(self, keys: list[str]) -> dict[str, list[str]]:
+    def chunk_hashes(self, keys: list[str]) -> dict[str, list[str]]:
         rows = self.con.execute(
             f"SELECT path, content_hash FROM {self.collection} "
             "WHERE path IN (SELECT unnest(?::VARCHAR[]))",
@@ -599,27 +590,25 @@ class Connection:
         try:
             # by name: columns an upgrade added (shape, kind) sit in the order they were added
             self.con.execute(f"INSERT INTO {self.collection} BY NAME SELECT * FROM sai_batch")
-            if self.has_fts():  # an index without postings gets them from rebuild_fts
+            if self.has_postings():  # an index without postings gets them from finish_run
                 self.postings.add("sai_batch")
         finally:
             self.con.unregister("sai_batch")
 
-    def chunks_containing(self, path: str, line: int) -> list[ChunkRow]:
-        """Chunks of `path` whose range holds `line`, innermost (shortest range) first."""
+    def chunks_of_file(self, path: str, *, line: int | None = None) -> list[ChunkRow]:
+        """Every chunk of one file with its text, in (start_line, end_line) order; with `line`,
+        those whose range holds it, innermost (shortest range) first."""
+        if line is None:
+            return _chunk_rows(self._arrow(
+                f"SELECT {CHUNK_COLS} FROM {self.collection} WHERE path = ? ORDER BY start_line, end_line, id",
+                [path],
+            ))
         rows = self.con.execute(
             f"SELECT {CHUNK_COLS} FROM {self.collection} WHERE path = ? AND start_line <= ? "
             "AND end_line >= ? ORDER BY end_line - start_line, start_line, id",
             [path, int(line), int(line)],
         ).fetchall()
         return [ChunkRow(*r) for r in rows]
-
-    def chunks_of_file(self, path: str) -> list[ChunkRow]:
-        """Every chunk of one file with its text, in (start_line, end_line) order."""
-        table = self._arrow(
-            f"SELECT {CHUNK_COLS} FROM {self.collection} WHERE path = ? ORDER BY start_line, end_line, id",
-            [path],
-        )
-        return _chunk_rows(table)
 
     def all_chunks(self, *, text: bool = True) -> tuple[list[ChunkRow], np.ndarray]:
         """Every chunk (path, start order) and the matrix of their vectors, row-aligned.

@@ -32,8 +32,8 @@ from pathlib import Path
 from qdrant_client import models
 
 from sai.errors import StoreError, StoreLockedError
-from sai.store import qdrant_points as qp
-from sai.store.qdrant_conn import Client
+from sai.store.qdrant import points as qp
+from sai.store.qdrant.client import Client
 
 log = logging.getLogger(__name__)
 LOCK_ID = 1  # the lock point's id in <collection>__meta (point 0 is the metadata)

@@ -1,6 +1,6 @@
 """The Qdrant backend: one index on a Qdrant server or cluster (a team's), or in qdrant-client's
-local mode (a directory, one process). The only module besides sai/store/__init__.py that talks
-to a database client; everything it sends is built in qdrant_points.py.
+local mode (a directory, one process). Everything it sends is built in points.py, through the
+client of client.py.
 
 Per SAI collection NAME (docs/design.md, "The Qdrant backend"):
 - NAME holds one point per chunk: a dense vector "dense" (cosine), a sparse vector "lexemes"
@@ -9,15 +9,16 @@ Per SAI collection NAME (docs/design.md, "The Qdrant backend"):
 - NAME__files holds one point per indexed file (size, mtime, hash, chunk count), no vectors.
 - NAME__meta holds the index metadata (point 0) and the writer lock (point 1), no vectors.
 
-Qdrant has no transactions: a write session applies each verb as it goes. Its order makes a
-killed run harmless: replace_files first deletes the files' rows (the next run sees them as new
-and indexes them again), then upserts the new points (same chunk, same id), then deletes the
-files' points not in the new set, then records the files. The metadata's `token` changes when a
-session first touches chunks and again when it ends, so readers reload their symbol tables.
+Qdrant has no transactions (the store is not `transactional`): a write session applies each verb
+as it goes. Its order makes a killed run harmless: replace_files first deletes the files' rows
+(the next run sees them as new and indexes them again), then upserts the new points (same chunk,
+same id), then deletes the files' points not in the new set, then records the files. The
+metadata's `token` changes when a session first touches chunks and again when it ends, so
+readers reload their symbol tables.
 
 Concurrency: a server serves many readers and one writer; writers exclude each other with a
 lease on the lock point, renewed by a heartbeat; in local mode with an OS lock beside the
-collections, so a killed writer frees the index at once (qdrant_lock.py). Local mode is also
+collections, so a killed writer frees the index at once (locks.py). Local mode is also
 single-process: qdrant-client locks the directory, and a second process gets a one-line
 StoreLockedError.
 """
@@ -37,12 +38,12 @@ from qdrant_client import models
 
 from sai.errors import StoreError, StoreLockedError
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
-from sai.store import qdrant_points as qp
-from sai.store.base import IndexReader, IndexWriter, Scope, Store
+from sai.store.base import IndexReader, IndexSummary, IndexWriter, Scope, Store
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
-from sai.store.qdrant_conn import Client
-from sai.store.qdrant_lock import LocalLock, ServerLease
+from sai.store.qdrant import points as qp
+from sai.store.qdrant.client import Client
+from sai.store.qdrant.locks import LocalLock, ServerLease
 from sai.store.symbols import SymbolTable
 
 META_ID = 0  # the metadata's point in NAME__meta (point 1 is the writer lock, qdrant_lock.py)
@@ -52,7 +53,8 @@ PAGE = 1024  # points per scroll or upsert request
 class QdrantStore(Store):
     """One SAI collection on a Qdrant server (`url`) or in a local-mode directory (`path`)."""
 
-    backend = "qdrant"
+    backend = "qdrant"  # capabilities: none (not transactional, every chunk with its vector, no
+    # in-place upgrade, and --recreate drops the collections: Qdrant cannot rename one aside)
 
     def __init__(
         self, collection: str, *, url: str | None = None, api_key: str | None = None,
@@ -132,10 +134,6 @@ class QdrantStore(Store):
         with self.write() as writer:
             writer.drop()
 
-    def upgrade(self, from_version: int) -> None:
-        raise StoreError(f"the Qdrant index '{self.collection}' at {self.location} has index format "
-                         f"{from_version}, which this SAI cannot upgrade; rebuild it with `sai --recreate`")
-
     def close(self) -> None:
         self.client.close()
 
@@ -170,7 +168,7 @@ class QdrantReader(IndexReader):
     def meta(self) -> dict[str, str]:
         return self.store._meta()
 
-    def lexical_current(self) -> bool:
+    def run_finished(self) -> bool:
         """The sparse vectors are written with their points; what a run leaves to finish is its
         `run_state`, recorded by finish_run."""
         return self.has_index() and self.meta().get("run_state") == "finished"
@@ -181,14 +179,21 @@ class QdrantReader(IndexReader):
         if not self.client.call("collection_exists", self.store.files_name):
             return {}
         filter_ = qp.keys_filter(keys) if keys is not None else None
-        rows = (qp.file_row(p.payload) for p in self._scroll(self.store.files_name, filter_=filter_))
+        rows = (qp.file_row(p) for p in self._scroll(self.store.files_name, filter_=filter_))
         return {row.path: row for row in rows}
 
-    def last_indexed_at(self) -> str | None:
-        if not self.client.call("collection_exists", self.store.files_name):
-            return None
-        stamps = [p.payload["indexed_at"] for p in self._scroll(self.store.files_name, payload=["indexed_at"])]
-        return max(stamps) if stamps else None
+    def summary(self) -> IndexSummary:
+        if not self.has_index():
+            return IndexSummary(meta=self.meta())
+        files: dict[str, FileRow] = {}
+        stamps: list[str] = []
+        if self.client.call("collection_exists", self.store.files_name):
+            for point in self._scroll(self.store.files_name):
+                payload = qp.payload_of(point)
+                files[payload["key"]] = qp.file_row(point)
+                stamps.append(payload["indexed_at"])
+        return IndexSummary(meta=self.meta(), files=files, chunk_count=self.chunk_count(),
+                            languages=self._language_counts(), indexed_at=max(stamps) if stamps else None)
 
     def chunk_count(self, keys: list[str] | None = None) -> int:
         if keys is not None and not keys:
@@ -198,12 +203,12 @@ class QdrantReader(IndexReader):
         filter_ = qp.keys_filter(keys) if keys is not None else None
         return int(self.client.call("count", self.name, count_filter=filter_, exact=True).count)
 
-    def language_counts(self) -> dict[str, int]:
-        counts = Counter(p.payload.get("language") for p in self._scroll(self.name, payload=["language"]))
+    def _language_counts(self) -> dict[str, int]:
+        counts = Counter(qp.payload_of(p).get("language") for p in self._scroll(self.name, payload=["language"]))
         return {name: counts[name] for name in sorted(n for n in counts if n is not None)}
 
-    def known_hashes(self) -> set[str]:
-        return {p.payload["content_hash"] for p in self._scroll(self.name, payload=["content_hash"])}
+    def content_hashes(self) -> set[str]:
+        return {qp.payload_of(p)["content_hash"] for p in self._scroll(self.name, payload=["content_hash"])}
 
     # -- search
     def nearest(
@@ -239,39 +244,30 @@ class QdrantReader(IndexReader):
         return self.client.call("retrieve", self.name, list(dict.fromkeys(int(i) for i in ids)),
                                 with_payload=payload, with_vectors=[qp.DENSE] if vectors else False)
 
-    def cosines(self, ids: list[int], vector: np.ndarray) -> dict[int, float]:
-        query = np.asarray(vector, dtype=np.float32)
-        return {int(p.id): float(np.asarray(p.vector[qp.DENSE], dtype=np.float32) @ query)
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        return {int(p.id): np.asarray(qp.dense_of(p), dtype=np.float32)
                 for p in self._points(ids, payload=False, vectors=True)}
-
-    def vector_of(self, chunk: int) -> np.ndarray | None:
-        found = self._points([chunk], payload=False, vectors=True)
-        return np.asarray(found[0].vector[qp.DENSE], dtype=np.float32) if found else None
 
     # -- chunks
     def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
         fields = True if text else _NO_TEXT
-        held = {int(p.id): qp.chunk_row(p.id, p.payload, text=text) for p in self._points(ids, payload=fields)}
+        held = {int(p.id): qp.chunk_row(p, text=text) for p in self._points(ids, payload=fields)}
         return [held[int(i)] for i in ids if int(i) in held]
 
-    def texts(self, ids: list[int]) -> dict[int, str]:
-        return {int(p.id): p.payload["text"] for p in self._points(ids, payload=["text"])}
-
-    def chunks_at(self, key: str, line: int) -> list[ChunkRow]:
+    def chunks_of_file(self, key: str, *, line: int | None = None) -> list[ChunkRow]:
+        if line is None:
+            rows = [qp.chunk_row(p) for p in self._scroll(self.name, filter_=qp.keys_filter([key]))]
+            return sorted(rows, key=lambda r: (r.start_line, r.end_line, r.id))
         filter_ = models.Filter(must=[
             qp.match("key", key),
             models.FieldCondition(key="start_line", range=models.Range(lte=line)),
             models.FieldCondition(key="end_line", range=models.Range(gte=line)),
         ])
-        rows = [qp.chunk_row(p.id, p.payload) for p in self._scroll(self.name, filter_=filter_)]
+        rows = [qp.chunk_row(p) for p in self._scroll(self.name, filter_=filter_)]
         return sorted(rows, key=lambda r: (r.end_line - r.start_line, r.start_line, r.id))
 
-    def chunks_of_file(self, key: str) -> list[ChunkRow]:
-        rows = [qp.chunk_row(p.id, p.payload) for p in self._scroll(self.name, filter_=qp.keys_filter([key]))]
-        return sorted(rows, key=lambda r: (r.start_line, r.end_line, r.id))
-
     def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
-        held = [(qp.chunk_row(p.id, p.payload, text=False), p.vector[qp.DENSE], qp.shape_of(p.payload))
+        held = [(qp.chunk_row(p, text=False), qp.dense_of(p), qp.shape_of(p))
                 for p in self._scroll(self.name, payload=_NO_TEXT, vectors=[qp.DENSE])]
         if not held:
             return [], np.zeros((0, 0), dtype=np.float32), []
@@ -284,9 +280,9 @@ class QdrantReader(IndexReader):
 
     def symbols_at(self, token: str) -> SymbolTable:
         def build() -> SymbolTable:
-            rows = [(int(p.id), p.payload["key"], p.payload.get("language"), int(p.payload["start_line"]),
-                     int(p.payload["end_line"]), p.payload.get("symbol"), p.payload.get("kind"),
-                     p.payload["content_hash"]) for p in self._scroll(self.name, payload=_SYMBOL_FIELDS)]
+            payloads = [(int(p.id), qp.payload_of(p)) for p in self._scroll(self.name, payload=_SYMBOL_FIELDS)]
+            rows = [(i, d["key"], d.get("language"), int(d["start_line"]), int(d["end_line"]), d.get("symbol"),
+                     d.get("kind"), d["content_hash"]) for i, d in payloads]
             return SymbolTable(token, sorted(rows))
 
         return self.store.derived.get(token, build, name="symbols") if token else build()
@@ -364,7 +360,7 @@ class QdrantWriter(QdrantReader, IndexWriter):
         if not keys:
             return out
         for p in self._scroll(self.name, filter_=qp.keys_filter(keys), payload=["key", "content_hash"]):
-            out.setdefault(p.payload["key"], []).append(p.payload["content_hash"])
+            out.setdefault(qp.payload_of(p)["key"], []).append(qp.payload_of(p)["content_hash"])
         return out
 
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
@@ -372,7 +368,7 @@ class QdrantWriter(QdrantReader, IndexWriter):
         for start in range(0, len(hashes), PAGE):
             wanted = models.Filter(must=[qp.match_any("content_hash", hashes[start:start + PAGE])])
             for p in self._scroll(self.name, filter_=wanted, payload=["content_hash"], vectors=[qp.DENSE]):
-                out.setdefault(p.payload["content_hash"], np.asarray(p.vector[qp.DENSE], dtype=np.float32))
+                out.setdefault(qp.payload_of(p)["content_hash"], np.asarray(qp.dense_of(p), dtype=np.float32))
         return out
 
     def replace_files(self, files: list[FileRow], chunks: list[NewChunk], vectors: np.ndarray) -> None:
@@ -386,8 +382,9 @@ class QdrantWriter(QdrantReader, IndexWriter):
             points = [_chunk_point(i, c, v) for i, c, v in zip(ids[start:start + PAGE], chunks[start:start + PAGE],
                                                               vectors[start:start + PAGE], strict=True)]
             self.client.call("upsert", self.name, points)
+        kept: list[models.ExtendedPointId] = list(ids)
         stale = models.Filter(must=[qp.match_any("key", keys)],
-                              must_not=[models.HasIdCondition(has_id=ids)] if ids else None)
+                              must_not=[models.HasIdCondition(has_id=kept)] if kept else None)
         self._delete(self.name, stale)
         self.touch_files(files)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sai.models import SCHEMA_VERSION
-from sai.store.tables import Connection
+from sai.store.duckdb.tables import Connection
 
 
 def _add_shape(conn: Connection) -> None:

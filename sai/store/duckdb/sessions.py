@@ -1,8 +1,9 @@
 """The DuckDB backend's sessions: the contract's verbs (store/base.py) over one Connection.
 
-Vector questions are answered by the process's in-memory VectorTable (store/vectors.py), with a
-Scope turned into its row mask here; lexical ones by the BM25 of tables.py, restricted to the
-scope's chunk ids. A session on a file without the collection answers as an empty index.
+Each verb is the Connection method of the same name (tables.py), answered as an empty index
+when the file has no collection. Vector questions are answered by the process's in-memory
+VectorTable (vectors.py), with a Scope turned into its row mask here; lexical ones by the BM25
+of postings.py, restricted to the scope's chunk ids.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
-from sai.store.base import IndexReader, IndexWriter, Scope
+from sai.store.base import IndexReader, IndexSummary, IndexWriter, Scope
+from sai.store.duckdb.tables import Connection
+from sai.store.duckdb.vectors import VectorTable
 from sai.store.symbols import SymbolTable
-from sai.store.tables import Connection
-from sai.store.vectors import VectorTable
 
 
 class DuckDBReader(IndexReader):
@@ -25,7 +26,7 @@ class DuckDBReader(IndexReader):
 
     # -- the index and its files
     def has_index(self) -> bool:
-        return self.conn.has_collection()
+        return self.conn.has_index()
 
     def meta(self) -> dict[str, str]:
         return self.conn.meta()
@@ -33,20 +34,21 @@ class DuckDBReader(IndexReader):
     def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
         return self.conn.files(keys) if self.has_index() else {}
 
-    def last_indexed_at(self) -> str | None:
-        return self.conn.last_indexed_at() if self.has_index() else None
-
     def chunk_count(self, keys: list[str] | None = None) -> int:
         return self.conn.chunk_count(keys) if self.has_index() else 0
 
-    def language_counts(self) -> dict[str, int]:
-        return self.conn.language_counts() if self.has_index() else {}
+    def summary(self) -> IndexSummary:
+        if not self.has_index():
+            return IndexSummary(meta=self.meta())
+        return IndexSummary(meta=self.meta(), files=self.conn.files(), chunk_count=self.conn.chunk_count(),
+                            languages=self.conn.language_counts(), indexed_at=self.conn.last_indexed_at(),
+                            pending=self.conn.pending_count())
 
-    def known_hashes(self) -> set[str]:
+    def content_hashes(self) -> set[str]:
         return self.conn.content_hashes() if self.has_index() else set()
 
-    def lexical_current(self) -> bool:
-        return self.has_index() and self.conn.fts_current()
+    def run_finished(self) -> bool:
+        return self.has_index() and self.conn.run_finished()
 
     # -- search
     def nearest(
@@ -65,7 +67,7 @@ class DuckDBReader(IndexReader):
             table = self.conn.vector_table()
             mask = self._mask(table, scope)
             among = None if mask is None or mask.all() else table.ids[mask]
-        return self.conn.bm25(lexemes, k, among=among)
+        return self.conn.lexical(lexemes, k, among=among)
 
     def _mask(self, table: VectorTable, scope: Scope | None) -> np.ndarray | None:
         """The rows of `table` in `scope` (None: every row), kept for the session's next question."""
@@ -76,26 +78,19 @@ class DuckDBReader(IndexReader):
             self._masks = {key: table.mask(language=scope.language, paths=scope.keys)}
         return self._masks[key]
 
-    def cosines(self, ids: list[int], vector: np.ndarray) -> dict[int, float]:
-        return self.conn.vector_table().cosines(ids, vector) if ids and self.has_index() else {}
-
-    def vector_of(self, chunk: int) -> np.ndarray | None:
-        return self.conn.vector_table().vector_of(chunk) if self.has_index() else None
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        if not ids or not self.has_index():
+            return {}
+        table = self.conn.vector_table()
+        found = ((int(i), table.vector_of(int(i))) for i in ids)
+        return {i: vector for i, vector in found if vector is not None}
 
     # -- chunks
     def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
-        if not ids or not self.has_index():
-            return []
-        return self.conn.chunks_by_ids(ids, vectors=False, text=text)[0]
+        return self.conn.chunks(ids, text=text) if ids and self.has_index() else []
 
-    def texts(self, ids: list[int]) -> dict[int, str]:
-        return self.conn.chunk_texts(ids) if ids and self.has_index() else {}
-
-    def chunks_at(self, key: str, line: int) -> list[ChunkRow]:
-        return self.conn.chunks_containing(key, line) if self.has_index() else []
-
-    def chunks_of_file(self, key: str) -> list[ChunkRow]:
-        return self.conn.chunks_of_file(key) if self.has_index() else []
+    def chunks_of_file(self, key: str, *, line: int | None = None) -> list[ChunkRow]:
+        return self.conn.chunks_of_file(key, line=line) if self.has_index() else []
 
     def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
         if not self.has_index():
@@ -104,9 +99,7 @@ class DuckDBReader(IndexReader):
         return rows, matrix, self.conn.all_shapes() if rows else []
 
     def symbols(self) -> SymbolTable:
-        if not self.has_index():
-            return SymbolTable("", [])
-        return self.conn.symbol_table()
+        return self.conn.symbols() if self.has_index() else SymbolTable("", [])
 
     def pending_count(self) -> int:
         return self.conn.pending_count() if self.has_index() else 0
@@ -119,19 +112,19 @@ class DuckDBReader(IndexReader):
 
 
 class DuckDBWriter(DuckDBReader, IndexWriter):
-    """A write transaction on the file (store/__init__.py opens, commits or rolls it back)."""
+    """A write transaction on the file (store.py opens, commits or rolls it back)."""
 
     def create(self, meta: IndexMeta) -> None:
-        self.conn.create_collection(meta)
+        self.conn.create(meta)
 
     def drop(self) -> None:
-        self.conn.drop_collection()
+        self.conn.drop()
 
     def set_meta(self, values: dict[str, str]) -> None:
         self.conn.set_meta(values)
 
     def chunk_hashes(self, keys: list[str]) -> dict[str, list[str]]:
-        return self.conn.hashes_by_path(keys) if keys and self.has_index() else {}
+        return self.conn.chunk_hashes(keys) if keys and self.has_index() else {}
 
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
         return self.conn.vectors_by_hash(hashes) if self.has_index() else {}
@@ -141,13 +134,13 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         held = list(self.conn.files(keys)) if keys else []  # a file never written has no chunks to delete
         self.conn.delete_chunks(held)
         self.conn.insert_chunks(chunks, vectors)
-        self.conn.upsert_files(files)
+        self.conn.touch_files(files)
 
     def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
         return self.conn.set_vectors(hashes, vectors) if hashes and self.has_index() else 0
 
     def touch_files(self, files: list[FileRow]) -> None:
-        self.conn.upsert_files(files)
+        self.conn.touch_files(files)
 
     def remove_files(self, keys: list[str]) -> int:
         if not keys or not self.has_index():
@@ -157,5 +150,4 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         return removed
 
     def finish_run(self) -> None:
-        if self.has_index() and not self.conn.fts_current():
-            self.conn.rebuild_fts()
+        self.conn.finish_run()

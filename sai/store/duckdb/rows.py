@@ -14,11 +14,6 @@ import pyarrow as pa
 from sai.errors import StoreError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta  # noqa: F401 (the store's row types)
 
-# The options of DuckDB's FTS index: the Qdrant backend takes its stop-word list from it (store/terms.py)
-FTS_OPTIONS = (
-    "stemmer = 'porter', stopwords = 'english', ignore = '[^a-z0-9_]+', "
-    "strip_accents = 0, lower = 1, overwrite = 1"
-)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

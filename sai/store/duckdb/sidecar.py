@@ -51,7 +51,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from sai.store.rows import matrix_of
+from sai.store.duckdb.rows import matrix_of
 
 FORMAT = 2  # the layout above; a manifest of another format is rebuilt
 COMPACT_MIN_DEAD = 50_000  # tombstones are cheap below this many: a compaction rewrites every row

@@ -10,72 +10,29 @@ never behind them. A process reads the postings once into a CSR (termid -> chunk
 counts) and scores a query over the postings of its terms only. A write's new token patches
 that copy instead of reading it again: the chunks it removed are masked out (`alive`) and the
 ones it added read into a second, small CSR (`delta`) scored with the first; a delta grown past
-a share of the table is folded in by one full read (store/sidecar_source.py).
+a share of the table is folded in by one full read (store/duckdb/sidecar_source.py).
 
-The terms are the FTS extension's, so rankings do not move: each chunk's `lexemes` split on
-spaces (sai.text.lexical writes only [a-z0-9_] tokens, so this is the extension's tokenizer),
-English stopwords (the extension's list) dropped, Porter-stemmed by the extension's `stem()`.
-The score is its Okapi BM25 (k1 1.2, b 0.75); a scoped search takes the document count, mean
-length and document frequencies of the scope, as an index holding only those chunks would.
+The terms are those of store/terms.py (the Qdrant backend's too, and the FTS index's, so
+rankings did not move): each chunk's `lexemes` split on spaces, English stop words dropped,
+Porter-stemmed. The score is the FTS index's Okapi BM25 (k1 1.2, b 0.75); a scoped search takes
+the document count, mean length and document frequencies of the scope, as an index holding only
+those chunks would.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, replace
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
+from sai.store import terms
+
 K1, B = 1.2, 0.75
 LEXICON_VERSION = "1"  # bump when the terms change: indexes then rebuild their postings
 REBUILD_SLICE = 8192  # chunks whose words a rebuild holds in memory at once
-
-# The FTS extension's English stopwords (its 571 words without the ones holding an apostrophe,
-# which the split above never yields).
-STOPWORDS = frozenset("""
-    a able about above according accordingly across actually after afterwards again against all
-    allow allows almost alone along already also although always am among amongst an and another
-    any anybody anyhow anyone anything anyway anyways anywhere apart appear appreciate
-    appropriate are around as aside ask asking associated at available away awfully b be became
-    because become becomes becoming been before beforehand behind being believe below beside
-    besides best better between beyond both brief but by c came can cannot cant cause causes
-    certain certainly changes clearly co com come comes concerning consequently consider
-    considering contain containing contains corresponding could course currently d definitely
-    described despite did different do does doing done down downwards during e each edu eg eight
-    either else elsewhere enough entirely especially et etc even ever every everybody everyone
-    everything everywhere ex exactly example except f far few fifth first five followed
-    following follows for former formerly forth four from further furthermore g get gets getting
-    given gives go goes going gone got gotten greetings h had happens hardly has have having he
-    hello help hence her here hereafter hereby herein hereupon hers herself hi him himself his
-    hither hopefully how howbeit however i ie if ignored immediate in inasmuch inc indeed
-    indicate indicated indicates inner insofar instead into inward is it its itself j just k
-    keep keeps kept know known knows l last lately later latter latterly least less lest let
-    like liked likely little look looking looks ltd m mainly many may maybe me mean meanwhile
-    merely might more moreover most mostly much must my myself n name namely nd near nearly
-    necessary need needs neither never nevertheless new next nine no nobody non none noone nor
-    normally not nothing novel now nowhere o obviously of off often oh ok okay old on once one
-    ones only onto or other others otherwise ought our ours ourselves out outside over overall
-    own p particular particularly per perhaps placed please plus possible presumably probably
-    provides q que quite qv r rather rd re really reasonably regarding regardless regards
-    relatively respectively right s said same saw say saying says second secondly see seeing
-    seem seemed seeming seems seen self selves sensible sent serious seriously seven several
-    shall she should since six so some somebody somehow someone something sometime sometimes
-    somewhat somewhere soon sorry specified specify specifying still sub such sup sure t take
-    taken tell tends th than thank thanks thanx that thats the their theirs them themselves then
-    thence there thereafter thereby therefore therein theres thereupon these they think third
-    this thorough thoroughly those though three through throughout thru thus to together too
-    took toward towards tried tries truly try trying twice two u un under unfortunately unless
-    unlikely until unto up upon us use used useful uses using usually uucp v value various very
-    via viz vs w want wants was way we welcome well went were what whatever when whence whenever
-    where whereafter whereas whereby wherein whereupon wherever whether which while whither who
-    whoever whole whom whose why will willing wish with within without wonder would x y yes yet
-    you your yours yourself yourselves z zero
-""".split())
-
-_STOPWORD_TABLE = pa.table({"sw": pa.array(sorted(STOPWORDS), pa.string())})
-# a query's lexemes are sai.text.lexical tokens too (query_lexemes): [a-z0-9_] words and spaces
-_QUERY_WORDS = "string_split(?::VARCHAR, ' ')"
 
 
 class Postings:
@@ -98,17 +55,17 @@ class Postings:
     def add(self, source: str, where: str = "") -> None:
         """Write the postings of the chunks in `source` (columns id, lexemes), numbering new terms.
 
-        Each distinct word is stemmed once (~3x faster than stemming every token)."""
-        self.con.register("sai_stopwords", _STOPWORD_TABLE)
+        Each distinct word is stemmed once (store/terms.py), stop words left out."""
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE sai_words AS SELECT id, unnest(string_split(lexemes, ' ')) AS w "
+            f"FROM {source} {where}"
+        )
         try:
-            self.con.execute(
-                "CREATE OR REPLACE TEMP TABLE sai_words AS SELECT id, unnest(string_split(lexemes, ' ')) AS w "
-                f"FROM {source} {where}"
-            )
-            self.con.execute(
-                "CREATE OR REPLACE TEMP TABLE sai_stems AS SELECT w, stem(w, 'porter') AS term FROM "
-                "(SELECT DISTINCT w FROM sai_words WHERE w <> '') ANTI JOIN sai_stopwords ON w = sw"
-            )
+            words = [w for (w,) in self.con.execute("SELECT DISTINCT w FROM sai_words WHERE w <> ''").fetchall()
+                     if w not in terms.STOPWORDS]
+            stemmed = terms.stems(words)
+            self.con.register("sai_stems", pa.table({
+                "w": pa.array(words, pa.string()), "term": pa.array([stemmed[w] for w in words], pa.string())}))
             self.con.execute(
                 f"INSERT INTO {self.terms} SELECT term, (SELECT coalesce(max(termid), -1) FROM {self.terms}) "
                 f"+ row_number() OVER (ORDER BY term) FROM (SELECT DISTINCT term FROM sai_stems) AS new "
@@ -120,8 +77,8 @@ class Postings:
             )
         finally:
             self.con.execute("DROP TABLE IF EXISTS sai_words")
-            self.con.execute("DROP TABLE IF EXISTS sai_stems")
-            self.con.unregister("sai_stopwords")
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister("sai_stems")
 
     def remove(self, keys_sql: str, params: list[object]) -> None:
         """Delete the postings of the chunks whose path is in `keys_sql` (a bound subquery)."""
@@ -159,11 +116,14 @@ class Postings:
         return wanted, postings, terms.read_all() if hasattr(terms, "read_all") else terms
 
     def query_terms(self, query_lexemes: str) -> list[int]:
-        """The hashes of a query's distinct stemmed words, as the chunks' words were stemmed."""
-        found = self.con.execute(
-            f"SELECT DISTINCT hash(stem(w, 'porter')) FROM (SELECT unnest({_QUERY_WORDS}) AS w) WHERE w <> ''",
-            [query_lexemes],
-        ).fetchall()
+        """The hashes of a query's distinct stemmed words (stop words too: one stems as a term
+        may), as the chunks' terms are hashed."""
+        stemmed = sorted(set(terms.stems(query_lexemes.split()).values()))
+        if not stemmed:
+            return []
+        # bound as one VARCHAR (stems are [a-z0-9_] words): binding a Python list costs ~10x the query
+        found = self.con.execute("SELECT DISTINCT hash(unnest(string_split(?::VARCHAR, ' ')))",
+                                 [" ".join(stemmed)]).fetchall()
         return sorted(int(r[0]) for r in found)
 
 

@@ -1,0 +1,62 @@
+"""What the ranking signals need to know about a query, worked out once per query."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sai.query.intent import asks_for_place, starts_with_verb
+from sai.text.lexical import identifiers, tokens, word_stem
+
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how if in into is it its not of on or "
+    "that the their them this to was what when where which who why with".split()
+)
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    names: frozenset[str]  # identifiers it names (lower case, last dotted part)
+    bare: bool  # the whole query is one identifier
+    qualified: str  # that identifier as typed, its parts joined by dots (`A::B` -> `A.B`); "" if not bare
+    stems: frozenset[str]  # stems of its words and identifier parts
+    wants_tests: bool
+    wants_place: bool  # a topic or question, not a function's description: file-level signals apply
+    action: bool  # it starts with a verb ("Return ...", "Parses ..."): it asks for a callable
+    words: frozenset[str]  # its words of 3+ letters that are not stopwords, lower case
+    compounds: frozenset[str]  # 2 or 3 adjacent words run together ("json element" -> jsonelement)
+
+
+def bare_name(query: str) -> str | None:
+    """A one-word query as a dotted name (`A::B`, `A->B`, `A\\B` -> `A.B`), or None."""
+    words = query.split()
+    if len(words) != 1:
+        return None
+    return ".".join(part for part in re.split(r"::|->|\\|\.", words[0].strip("()")) if part) or None
+
+
+def facts_of(query: str) -> QueryFacts:
+    words = query.split()
+    qualified = bare_name(query) or ""
+    bare = len(words) == 1
+    names = {qualified.rsplit(".", 1)[-1].lower()} if bare else identifiers(query)
+    found = tokens(query)
+    plain = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", query)}
+    return QueryFacts(
+        names=frozenset(names),
+        bare=bare,
+        qualified=qualified,
+        stems=frozenset(word_stem(t) for t in found),
+        wants_tests=any(t.startswith(("test", "spec", "example")) for t in found),
+        wants_place=not bare and asks_for_place(words),
+        action=not bare and starts_with_verb(words),
+        words=frozenset() if bare else frozenset(w for w in plain if len(w) > 2 and w not in _STOPWORDS),
+        compounds=frozenset() if bare else _compounds(query),
+    )
+
+
+def _compounds(query: str) -> frozenset[str]:
+    """Runs of 2 or 3 adjacent words of the query, joined: "JSON element hierarchy" gives
+    jsonelement, elementhierarchy and jsonelementhierarchy, the names a file may have."""
+    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", query)]
+    return frozenset("".join(words[i:i + n]) for n in (2, 3) for i in range(len(words) - n + 1))

@@ -1,0 +1,285 @@
+"""The ranking signals of hybrid search, each declared once in SIGNALS: its name, its kind, its
+weight and its role, with the function that measures it. Everything else derives from SIGNALS:
+the fused score (fusion.py), `Signals` on a hit, the JSON and text of `--explain`
+(sai/output), and the formula and table in docs/design.md ("Search"), which a test compares.
+
+Weights are counted in units of a first place in one candidate list, FIRST_PLACE, so RRF_K keeps
+their balance. Why each weight is what it is, with the figures it was chosen on, is in
+benchmarks/DECISIONS.md.
+
+Adding a signal is one entry in SIGNALS (and its measure here), plus its row in docs/design.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeVar
+
+from sai.models import ChunkRow
+from sai.query.ranking.candidate import Candidate, order_key
+from sai.query.ranking.facts import QueryFacts
+from sai.text.lexical import split_identifier, word_stem
+
+T = TypeVar("T")
+
+RRF_K = 5  # a candidate list's rank r contributes 1 / (RRF_K + r): small, so each list's top counts most
+FIRST_PLACE = 1.0 / (RRF_K + 1)  # the unit of every additive weight: a first place in one list
+
+NAME_MATCH = 0.5 * FIRST_PLACE  # times the share of the symbol's name words the query holds
+NAME_QUERY_BOOST = 2.0 * FIRST_PLACE  # a one-word query's closest definitions (_closeness)
+DEFINITION_BOOST = 0.5 * FIRST_PLACE  # its other definitions, and an identifier named inside a longer query
+PATH_MATCH = 2.0 * FIRST_PLACE  # times the share of the query's words that name the file or its folder
+FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name (half for a partial file)
+NAMED_INSIDE = 0.5 * FIRST_PLACE  # an identifier, or adjacent words run together, inside a longer query naming the file
+TEST_PENALTY = 0.5  # the factor for tests and examples unless the query asks for them
+ACTION_UNIT = 0.7  # the factor for a non-callable unit when the query starts with a verb
+FILE_SUPPORT = 2.0 * FIRST_PLACE  # times the file's summed score over the best file's, to its best chunk
+REPEAT_DECAY = 0.5  # the factor for each further chunk of a file, so other files' best come between
+REPEAT_FREE = 1  # chunks of a file before the decay starts
+
+_TESTISH = re.compile(
+    r"(^|/)(tests?|testing|spec|examples?|__tests__)(/|$)"
+    r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[a-z]+$"
+)
+_CALLABLE = frozenset({"function", "method", "constructor"})
+
+# How a signal enters the fused score. "file" and "spread" apply only when the query asks for a
+# place (a question or a short topic, sai/query/intent.py): a function's description asks for
+# one function, whose confusers share its file.
+Kind = Literal["add", "factor", "file", "spread"]
+KINDS: dict[Kind, str] = {
+    "add": "added to the reciprocal-rank score",
+    "factor": "multiplies that sum",
+    "file": "added after the factors, to each file's best chunk (a query asking for a place)",
+    "spread": "multiplies the result last, per earlier chunk of the same file (a query asking for a place)",
+}
+
+
+class Pool:
+    """The candidate rows one query's per-chunk signals see, and what they work out once for it."""
+
+    def __init__(self, rows: list[ChunkRow], facts: QueryFacts) -> None:
+        self.rows = rows
+        self.facts = facts
+        self._once: dict[object, Any] = {}
+
+    def once(self, key: object, compute: Callable[[], T]) -> T:
+        if key not in self._once:
+            self._once[key] = compute()
+        return self._once[key]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One ranking signal. `weight`: what it adds at most, or the factor it applies; `measure`
+    (add, factor) gives a candidate's contribution, `apply` (file, spread) rescores the list."""
+
+    name: str
+    kind: Kind
+    weight: float
+    role: str
+    measure: Callable[[ChunkRow, Pool], float] | None = None
+    apply: Callable[[list[Candidate]], list[Candidate]] | None = None
+
+    @property
+    def neutral(self) -> float:
+        """Its value when it does not fire: 0 added, or a factor of 1."""
+        return 0.0 if self.kind in ("add", "file") else 1.0
+
+    @property
+    def additive(self) -> bool:
+        return self.kind in ("add", "file")
+
+
+# ---------------------------------------------------------------- the per-chunk measures
+def name_match(row: ChunkRow, pool: Pool) -> float:
+    """NAME_MATCH times the share of the symbol's name words (stemmed) the query holds:
+    `readFloatLE` and "reads a float"."""
+    name = row.symbol.rsplit(".", 1)[-1] if row.symbol else ""
+    words = [w for w in split_identifier(name) if len(w) > 1]
+    share = sum(word_stem(w) in pool.facts.stems for w in words) / len(words) if words else 0.0
+    return NAME_MATCH * share
+
+
+def definition(row: ChunkRow, pool: Pool) -> float:
+    return pool.once("definition", lambda: _definition_boosts(pool.rows, pool.facts)).get(row.id, 0.0)
+
+
+def path_match(row: ChunkRow, pool: Pool) -> float:
+    return pool.once(("path", row.path), lambda: _path_signal(row.path, pool.facts))
+
+
+def test_penalty(row: ChunkRow, pool: Pool) -> float:
+    return TEST_PENALTY if not pool.facts.wants_tests and _TESTISH.search(row.path) else 1.0
+
+
+def kind_factor(row: ChunkRow, pool: Pool) -> float:
+    return ACTION_UNIT if pool.facts.action and row.kind not in _CALLABLE else 1.0
+
+
+# ---------------------------------------------------------------- the list-level signals
+def file_support(scored: list[Candidate]) -> list[Candidate]:
+    """Each file's best candidate gains FILE_SUPPORT times its file's summed score over the best
+    file's, times its test penalty: "how are routes matched" is answered by the module."""
+    totals: dict[str, float] = {}
+    best: dict[str, Candidate] = {}
+    for c in scored:
+        totals[c.row.path] = totals.get(c.row.path, 0.0) + c.fused
+        if c.row.path not in best or order_key(c) < order_key(best[c.row.path]):
+            best[c.row.path] = c
+    top = max(totals.values(), default=0.0)
+    if top <= 0.0:
+        return scored
+    chosen = {c.row.id for c in best.values()}
+    out = []
+    for c in scored:
+        if c.row.id in chosen and c.signals is not None:
+            support = FILE_SUPPORT * totals[c.row.path] / top * c.signals.test_penalty
+            c = replace(c, fused=c.fused + support, signals=c.signals.with_value("file_support", support))
+        out.append(c)
+    return out
+
+
+def repeat(scored: list[Candidate]) -> list[Candidate]:
+    """A file's further chunks decay by REPEAT_DECAY each: the top 10 shows ten places to look."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in sorted(scored, key=order_key):
+        n = seen.get(c.row.path, 0)
+        seen[c.row.path] = n + 1
+        if n >= REPEAT_FREE and c.signals is not None:
+            factor = REPEAT_DECAY ** (n - REPEAT_FREE + 1)
+            c = replace(c, fused=c.fused * factor, signals=c.signals.with_value("repeat", factor))
+        out.append(c)
+    return sorted(out, key=order_key)
+
+
+# ---------------------------------------------------------------- the declaration
+SIGNALS: tuple[Signal, ...] = (
+    Signal("name_match", "add", NAME_MATCH, "the symbol's name words the query holds, by share",
+           measure=name_match),
+    Signal("definition", "add", NAME_QUERY_BOOST,
+           "the first chunk of a definition the query names: a one-word query's closest ones (the "
+           f"qualified name as typed, then its case, then the least nested) {NAME_QUERY_BOOST / FIRST_PLACE:g}, "
+           f"its other definitions and a name inside a longer query {DEFINITION_BOOST / FIRST_PLACE:g}",
+           measure=definition),
+    Signal("path_match", "add", PATH_MATCH,
+           "the query's words name the file or its folder, by share; a one-word query that is the "
+           f"file's name {FILE_NAMED / FIRST_PLACE:g} (half for a partial file); an identifier or adjacent "
+           f"words run together inside a longer query that are its name {NAMED_INSIDE / FIRST_PLACE:g} more",
+           measure=path_match),
+    Signal("test_penalty", "factor", TEST_PENALTY, "tests and examples, unless the query asks for them",
+           measure=test_penalty),
+    Signal("file_support", "file", FILE_SUPPORT, "the file's share of the candidates' score, times its test penalty",
+           apply=file_support),
+    Signal("repeat", "spread", REPEAT_DECAY, "a file's further chunks, once per chunk of it ranked above",
+           apply=repeat),
+    Signal("kind_factor", "factor", ACTION_UNIT, "a class or other non-callable unit when the query starts with a verb",
+           measure=kind_factor),
+)
+NAMES = tuple(s.name for s in SIGNALS)
+_ORDER: dict[Kind, int] = {"add": 0, "factor": 1, "file": 2, "spread": 3}
+
+
+def of_kind(kind: Kind) -> tuple[Signal, ...]:
+    return tuple(s for s in SIGNALS if s.kind == kind)
+
+
+def formula() -> str:
+    """The fused score as docs/design.md and docs/output-schemas.md write it."""
+    added = " + ".join(["rrf", *(s.name for s in of_kind("add"))])
+    factors = "".join(f" × {s.name}" for s in of_kind("factor"))
+    filed = "".join(f" + {s.name}" for s in of_kind("file"))
+    spread = "".join(f" × {s.name}" for s in of_kind("spread"))
+    return f"(({added}){factors}{filed}){spread}"
+
+
+def recombined(rrf: float, values: Mapping[str, float]) -> float:
+    """The fused score from its parts as formula() writes them: what `--explain`'s numbers add up to."""
+    total = rrf + sum(values[s.name] for s in of_kind("add"))
+    for s in of_kind("factor"):
+        total *= values[s.name]
+    total += sum(values[s.name] for s in of_kind("file"))
+    for s in of_kind("spread"):
+        total *= values[s.name]
+    return total
+
+
+def table() -> list[str]:
+    """The rows of docs/design.md's signal table: name, kind, weight, role."""
+    rows = ["| signal | kind | weight | role |", "|---|---|---|---|"]
+    for s in sorted(SIGNALS, key=lambda s: _ORDER[s.kind]):
+        weight = f"{s.weight / FIRST_PLACE:g} first place(s)" if s.additive else f"× {s.weight:g}"
+        rows.append(f"| `{s.name}` | {s.kind}: {KINDS[s.kind]} | {weight} | {s.role} |")
+    return rows
+
+
+# ---------------------------------------------------------------- what the measures use
+def _path_signal(path: str, q: QueryFacts) -> float:
+    """What the file's name adds: FILE_NAMED when a bare identifier is its name (`adl_serializer`
+    and adl_serializer.hpp, `Column` and Column.kt), else PATH_MATCH times the words' share, plus
+    NAMED_INSIDE when an identifier in the query is its name."""
+    if q.bare:
+        name = path.rsplit("/", 1)[-1]
+        wanted = {_squashed(n) for n in q.names}
+        if _squashed(name.rsplit(".", 1)[0]) in wanted:
+            return FILE_NAMED
+        # a partial or platform file (Serializer.Json.cs, Context.common.kt) counts half
+        return FILE_NAMED / 2 if _squashed(name.split(".")[0]) in wanted else 0.0
+    stem = _squashed(path.rsplit("/", 1)[-1].split(".")[0])
+    named = (q.names and stem in {_squashed(n) for n in q.names}) or stem in q.compounds
+    return PATH_MATCH * _path_share(path, q.words) + (NAMED_INSIDE if named else 0.0)
+
+
+def _squashed(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def _path_share(path: str, words: frozenset[str]) -> float:
+    """Share of the query's words that name the file or its folder (`dependencies` meets `dependency`:
+    one is a prefix of the other, 3 letters at least; so does the word's stem: "serialized" meets
+    `serializer`, "routing" `router`)."""
+    if not words:
+        return 0.0
+    parts = path.split("/")
+    names = set(split_identifier(parts[-1].split(".")[0]))
+    if len(parts) > 1:
+        names.update(split_identifier(parts[-2]))
+    names = {n for n in names if len(n) > 2}
+    forms = [(w, stem if len(stem := word_stem(w)) > 2 else w) for w in words]
+    return sum(any(_prefixed(w, n) or _prefixed(stem, n) for n in names) for w, stem in forms) / len(words)
+
+
+def _prefixed(a: str, b: str) -> bool:
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return long.startswith(short)
+
+
+def _definition_boosts(rows: list[ChunkRow], q: QueryFacts) -> dict[int, float]:
+    """The definition boost of each row that is the first chunk (lowest start line) of a
+    (path, symbol) whose name the query names. For a bare identifier, the closest definitions
+    get NAME_QUERY_BOOST and the rest DEFINITION_BOOST: `Session` asks for class Session, not
+    function session; `Engine` for the struct, not a method `validator.Engine`; `JsonMapper`
+    for the class, not its constructor `JsonMapper.JsonMapper`."""
+    first: dict[tuple[str, str | None], ChunkRow] = {}
+    for row in rows:
+        key = (row.path, row.symbol)
+        if row.symbol and (key not in first or row.start_line < first[key].start_line):
+            first[key] = row
+    named = [row for row in first.values() if (row.symbol or "").rsplit(".", 1)[-1].lower() in q.names]
+    if not q.bare:
+        return {row.id: DEFINITION_BOOST for row in named}
+    closeness = {row.id: _closeness(row, q.qualified) for row in named}
+    best = max(closeness.values(), default=None)
+    return {i: NAME_QUERY_BOOST if value == best else DEFINITION_BOOST for i, value in closeness.items()}
+
+
+def _closeness(row: ChunkRow, qualified: str) -> tuple[bool, bool, int]:
+    """How closely a definition answers a bare name, best highest: its qualified symbol is the
+    name as typed (`Sinatra::Helpers`); its name has the name's case; it is less nested."""
+    symbol = row.symbol or ""
+    return ("." in qualified and (symbol == qualified or symbol.endswith("." + qualified)),
+            symbol.rsplit(".", 1)[-1] == qualified.rsplit(".", 1)[-1],
+            -symbol.count("."))
