@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from sai.models import ChunkRow, Signals
+from sai.query import definitions
 from sai.query.intent import asks_for_place, starts_with_verb
 from sai.text.lexical import identifiers, split_identifier, tokens, word_stem
 
@@ -132,7 +133,10 @@ def fuse(candidates: list[Candidate], query: str, *, semantic_weight: float = 1.
     """
     facts = _facts(query)
     boosts = _definition_boosts(candidates, facts)
-    paths: dict[str, float] = {}
+    paths: dict[str, float] = {}  # each file's path signal, worked out once
+    if facts.bare:
+        closest = {i for i, boost in boosts.items() if boost == NAME_QUERY_BOOST}
+        paths = dict.fromkeys(definitions.outranked_files([c.row for c in candidates], closest, set(boosts)), 0.0)
     scored = [_scored(c, facts, boosts.get(c.row.id, 0.0), paths, semantic_weight) for c in candidates]
     if not facts.wants_place:
         return sorted(scored, key=_order_key)
@@ -279,7 +283,7 @@ def _definition_boosts(candidates: list[Candidate], q: _Query) -> dict[int, floa
     (path, symbol) whose name the query names. For a bare identifier, the closest definitions
     get NAME_QUERY_BOOST and the rest DEFINITION_BOOST: `Session` asks for class Session, not
     function session; `Engine` for the struct, not a method `validator.Engine`; `JsonMapper`
-    for the class, not its constructor `JsonMapper.JsonMapper`."""
+    for the class, not its constructor `JsonMapper.JsonMapper` (the rules: query/definitions.py)."""
     first: dict[tuple[str, str | None], Candidate] = {}
     for c in candidates:
         key = (c.row.path, c.row.symbol)
@@ -288,18 +292,9 @@ def _definition_boosts(candidates: list[Candidate], q: _Query) -> dict[int, floa
     named = [c.row for c in first.values() if c.row.symbol.rsplit(".", 1)[-1].lower() in q.names]
     if not q.bare:
         return {row.id: DEFINITION_BOOST for row in named}
-    closeness = {row.id: _closeness(row, q.qualified) for row in named}
+    closeness = definitions.closeness(named, q.qualified)
     best = max(closeness.values(), default=None)
     return {i: NAME_QUERY_BOOST if value == best else DEFINITION_BOOST for i, value in closeness.items()}
-
-
-def _closeness(row: ChunkRow, qualified: str) -> tuple[bool, bool, int]:
-    """How closely a definition answers a bare name, best highest: its qualified symbol is the
-    name as typed (`Sinatra::Helpers`); its name has the name's case; it is less nested."""
-    symbol = row.symbol or ""
-    return ("." in qualified and (symbol == qualified or symbol.endswith("." + qualified)),
-            symbol.rsplit(".", 1)[-1] == qualified.rsplit(".", 1)[-1],
-            -symbol.count("."))
 
 
 def _name_match(name: str, stems: frozenset[str]) -> float:

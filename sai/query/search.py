@@ -13,6 +13,7 @@ from sai.duplicates.units import Units, unit_members, whole_units
 from sai.errors import NotFoundError, StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Cluster, ClusterMember, Explain, FileChunk, Hit, IndexStatus
 from sai.project import Project
+from sai.query.definitions import preferred
 from sai.query.freshness import stale_keys
 from sai.query.ranking import Candidate, bare_name, fuse, merge
 from sai.source.globs import compile_glob, literal_prefix
@@ -24,6 +25,7 @@ FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 METRICS = DUPLICATE_METRICS  # what a duplicate edge's score is (find_duplicates)
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
+DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
 
 
 def _scope(reader: IndexReader, *, language: str | None, path_glob: str | None) -> Scope:
@@ -172,8 +174,8 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow
     name = bare_name(query)
     if name is None:
         return []
-    rows = reader.chunks(reader.symbols().defining_rows(name, limit=DEFINITIONS), text=False)
-    return [r for r in rows if scope.admits(r.language, r.path)]
+    rows = reader.chunks(reader.symbols().defining_rows(name, limit=DEFINITIONS_READ), text=False)
+    return preferred([r for r in rows if scope.admits(r.language, r.path)], name, limit=DEFINITIONS)
 
 
 def _order(
