@@ -17,18 +17,18 @@ def row(chunk_id: int, path: str, symbol: str, kind: str = "class") -> ChunkRow:
 
 
 def best(rows: list[ChunkRow], query: str) -> list[str]:
-    """The paths of the definitions the rules put first (all of them when they tie)."""
+    """The paths of the closest definitions (all of them when they tie)."""
     key = definitions.closeness(rows, query)
     top = max(key.values())
     return sorted(r.path for r in rows if key[r.id] == top)
 
 
+def first(rows: list[ChunkRow], query: str) -> str:
+    """The path of the definition search adds first."""
+    return definitions.preferred(rows, query, limit=1)[0].path
+
+
 @pytest.mark.parametrize(("rows", "query", "wanted"), [
-    # a partial class: the file named after it, then its partial files, then any other
-    ([row(1, "Dapper/SqlMapper.Async.cs", "SqlMapper"), row(2, "Dapper/SqlMapper.cs", "SqlMapper"),
-      row(3, "Dapper/Helpers.cs", "SqlMapper")], "SqlMapper", ["Dapper/SqlMapper.cs"]),
-    ([row(1, "Dapper/SqlMapper.Async.cs", "SqlMapper"), row(3, "Dapper/Helpers.cs", "SqlMapper")],
-     "SqlMapper", ["Dapper/SqlMapper.Async.cs"]),
     # versioned copies: the newest version's, or the one outside a directory kept for the past
     ([row(1, "src/v3/types.ts", "ZodString"), row(2, "src/v4/classic/schemas.ts", "ZodString")],
      "ZodString", ["src/v4/classic/schemas.ts"]),
@@ -36,24 +36,37 @@ def best(rows: list[ChunkRow], query: str) -> list[str]:
      ["lib/client_impl.rb"]),
     ([row(1, "src/legacy/Parser.java", "Parser"), row(2, "src/core/Reader.java", "Parser")], "Parser",
      ["src/core/Reader.java"]),
-    # an interface and a concrete type of the same name: the type
+    # an interface and a concrete type of the same name: the type, wherever the interface is
     ([row(1, "api/transport.ts", "Transport", "interface"), row(2, "http/impl.ts", "Transport")], "Transport",
      ["http/impl.ts"]),
     # a lone interface is still the answer; so is a trait with only functions of its name beside it
     ([row(1, "api/transport.ts", "Transport", "interface")], "Transport", ["api/transport.ts"]),
     ([row(1, "src/ser.rs", "Serialize", "trait"), row(2, "src/de.rs", "serialize", "function")], "Serialize",
      ["src/ser.rs"]),
+    # the parts of one class are equally close: each answers
+    ([row(1, "Dapper/SqlMapper.Async.cs", "SqlMapper"), row(2, "Dapper/SqlMapper.cs", "SqlMapper")],
+     "SqlMapper", ["Dapper/SqlMapper.Async.cs", "Dapper/SqlMapper.cs"]),
 ])
 def test_the_rules_choose_the_definition_a_person_means(rows, query, wanted):
     assert best(rows, query) == wanted
+    assert first(rows, query) in wanted
+
+
+@pytest.mark.parametrize(("paths", "wanted"), [
+    # a partial class: the file named after it, then its partial files, then any other
+    (["Dapper/SqlMapper.Async.cs", "Dapper/SqlMapper.cs", "Dapper/Helpers.cs"], "Dapper/SqlMapper.cs"),
+    (["Dapper/Helpers.cs", "Dapper/SqlMapper.Async.cs"], "Dapper/SqlMapper.Async.cs"),
+])
+def test_among_equally_close_parts_the_file_named_after_the_name_comes_first(paths, wanted):
+    assert first([row(i, path, "SqlMapper") for i, path in enumerate(paths)], "SqlMapper") == wanted
 
 
 def test_the_earlier_rules_decide_before_the_file_name():
     # the case typed beats a file named after the name; so does a newer version
     rows = [row(1, "src/session.py", "session", "function"), row(2, "src/api.py", "Session")]
-    assert best(rows, "Session") == ["src/api.py"]
+    assert best(rows, "Session") == ["src/api.py"] and first(rows, "Session") == "src/api.py"
     rows = [row(1, "src/v3/ZodType.ts", "ZodType"), row(2, "src/v4/core.ts", "ZodType")]
-    assert best(rows, "ZodType") == ["src/v4/core.ts"]
+    assert best(rows, "ZodType") == ["src/v4/core.ts"] and first(rows, "ZodType") == "src/v4/core.ts"
 
 
 def test_preferred_keeps_the_closest_definitions_in_store_order_among_equals():

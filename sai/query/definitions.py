@@ -1,9 +1,10 @@
 """Which definition of a name a person means, when a bare name has several (docs/design.md, "Search").
 
-A name is often defined in more than one place: a partial class spread over files, an interface
-and a type of the same name, copies of an API kept side by side for two versions. How code is
-organised says which one a person typing the name means, so the rules come from that, not
-from fitted weights. Best first, each deciding only when the ones before it tie:
+A name is often defined in more than one place: a partial class spread over files (or a Ruby
+class reopened in several), an interface and a type of the same name, copies of an API kept
+side by side for two versions. How code is organised says which one a person typing the name
+means, so the rules come from that, not from fitted weights. Closest first, each deciding only
+when the ones before it tie:
 
 1. the qualified symbol is the name as typed (`Sinatra::Helpers`);
 2. the name has the case typed (class `Session`, not function `session`);
@@ -12,12 +13,14 @@ from fitted weights. Best first, each deciding only when the ones before it tie:
    `deprecated/`) loses to one that is not;
 4. it is a concrete type, not an interface, trait or protocol of the same name (wherever the
    interface is declared: the name is the type's, the interface only its contract);
-5. its file is named after it (`SqlMapper.cs` over the partial `SqlMapper.Async.cs`, which
-   still beats `Helpers.cs`);
-6. it is less nested (class `JsonMapper`, not its constructor `JsonMapper.JsonMapper`).
+5. it is less nested (class `JsonMapper`, not its constructor `JsonMapper.JsonMapper`).
 
-The closest definitions get the name's full boost (query/ranking.py), and a file holding only
-others loses what its name would add.
+The closest definitions get the name's full boost (query/ranking.py), the others less, and a
+file holding only others loses what its name would add. Among equally close ones, the parts
+of one class, the file named after the name comes first (`SqlMapper.cs`, then the partial
+`SqlMapper.Async.cs`, then `Helpers.cs`): search adds the first few of them to the candidates,
+and the file's name lifts it there (ranking's FILE_NAMED); the other parts keep the full boost,
+for they answer too.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ PAST = frozenset({"legacy", "compat", "compatibility", "deprecated", "obsolete",
 ABSTRACT = frozenset({"interface", "trait", "protocol"})
 CONCRETE = frozenset({"class", "struct", "record", "enum", "object", "union"})
 
-Closeness = tuple[bool, bool, bool, bool, int, int]
+Closeness = tuple[bool, bool, bool, bool, int]
 
 
 def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
@@ -53,7 +56,6 @@ def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
             symbol.rsplit(".", 1)[-1] == name,
             not _superseded(row.path, versions[row.id], newest),
             not (concrete and row.kind in ABSTRACT),
-            _named_after(row.path, name),
             -symbol.count("."),
         )
     return out
@@ -62,7 +64,9 @@ def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
 def preferred(rows: Sequence[ChunkRow], qualified: str, *, limit: int) -> list[ChunkRow]:
     """The `limit` closest of a name's definitions (the store's order among equals)."""
     key = closeness(rows, qualified)
-    order = sorted(range(len(rows)), key=lambda i: (tuple(-int(v) for v in key[rows[i].id]), i))
+    name = qualified.rsplit(".", 1)[-1]
+    order = sorted(range(len(rows)), key=lambda i: (tuple(-int(v) for v in key[rows[i].id]),
+                                                     -_named_after(rows[i].path, name), i))
     return [rows[i] for i in order[:limit]]
 
 
