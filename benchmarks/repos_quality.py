@@ -364,7 +364,7 @@ def parse_list(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 
 def parse_repos(value: str) -> list[str]:
-    """Repository names; `tuning` stands for the 18 SAI's ranking was tuned on. Any other name of
+    """Repository names; a named set (NAMED_SETS) stands for its repositories. Any other name of
     semble's repos.json is a held-out check (checked against repos.json when the run starts)."""
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
@@ -375,8 +375,8 @@ def parse_repos(value: str) -> list[str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repos", type=parse_repos,
-                   help="comma-separated names from semble's repos.json, or a named set: "
-                        "`tuning` (the 18 tuned on), `langs-tuning`, `langs-untouched`")
+                   help="comma-separated names from semble's repos.json, or a named set: `tuning` (the 18 "
+                        "tuned on), `held-out`, `langs-tuning`, `langs-untouched`, `untouched`")
     p.add_argument("--ext", default=None, help="comma-separated extensions to index instead of the defaults")
     p.add_argument("--modes", type=lambda v: parse_list(v, MODES, "mode"), default=list(MODES))
     p.add_argument("--categories", type=lambda v: parse_list(v, CATEGORIES, "category"), default=list(CATEGORIES))
