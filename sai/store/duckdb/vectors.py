@@ -42,7 +42,10 @@ class VectorTable:
 
     @classmethod
     def from_arrow(cls, token: str, table: pa.Table) -> VectorTable:
-        """From a result with columns id, path, language, embedding."""
+        """From a result with columns id, path, language, embedding, in any order (rows by id)."""
+        ids = table.column("id").to_numpy()
+        if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():
+            table = table.take(np.argsort(ids, kind="stable"))
         paths, path_of = _encoded(table.column("path"))
         languages, language_of = _encoded(table.column("language"))
         column = table.column("embedding").combine_chunks()
@@ -52,7 +55,7 @@ class VectorTable:
             matrix[~present] = 0.0  # a null's slots hold anything
         return cls(
             token=token,
-            ids=table.column("id").to_numpy().astype(np.int64),
+            ids=table.column("id").to_numpy().astype(np.int64),  # sorted above
             matrix=np.ascontiguousarray(matrix),
             paths=paths,
             path_of=path_of,
