@@ -27,7 +27,7 @@ from query_latency import measure_mcp_rss
 
 from sai.config import load_config
 from sai.project import Project
-from sai.query import search
+from sai.query.status import status
 
 DIM = 384  # all-MiniLM-L6-v2
 WRITE_CHUNKS = 2048
@@ -59,7 +59,7 @@ def real_vectors(root: Path) -> None:
 def describe(root: Path) -> str:
     project = Project(load_config(flags={}, env={}, cwd=root))
     try:
-        found = search.status(project)
+        found = status(project)
         return f"{found.chunk_count} chunks, {found.pending_vectors} without a vector, model {found.model}"
     finally:
         project.close()
