@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
@@ -269,7 +269,7 @@ class _Run:
         for key in keys:
             self.stored.pop(key, None)
 
-    def _prepared(self, sources: list[SourceFile]) -> Iterator[Prepared]:
+    def _prepared(self, sources: list[SourceFile]) -> Generator[Prepared, None, None]:
         from sai.indexing.prepare import PreparePool, prepare
 
         tasks = ((source, self._stored_hash(source)) for source in sources)

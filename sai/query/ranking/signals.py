@@ -69,7 +69,7 @@ class Pool:
     def once(self, key: object, compute: Callable[[], T]) -> T:
         if key not in self._once:
             self._once[key] = compute()
-        return self._once[key]  # type: ignore[no-any-return]
+        return self._once[key]
 
 
 @dataclass(frozen=True)
