@@ -34,11 +34,15 @@ $SAI_BENCH_CACHE defaulting to /tmp/sai-bench), never from this repository:
     CACHE/index/<repo>/<embedder>-<model>/code.duckdb   SAI's index (incremental: a rerun
                                                         embeds nothing)
 
-Any repository of repos.json can be named: the 18 of TUNING are those SAI's ranking was tuned on
-(`--repos tuning` names them all); any other is a held-out check, marked so in the report. For the
-languages added with the per-grammar wheels, `--repos langs-tuning` names the seven tuned on (one
-per language) and `--repos langs-untouched` seven others in the same languages that are measured
-only, never looked into (no reading their files or their per-query misses), marked `[untouched]`.
+Any repository of repos.json can be named, or a named set: `tuning`, the 18 SAI's ranking was
+tuned on; `held-out`, 12 first measured after that tuning and looked into since (their misses
+shaped later rules); for the languages added with the per-grammar wheels, `langs-tuning`, the seven
+tuned on (one per language), and `langs-untouched`, seven others in the same languages; and
+`untouched`, 14 repositories in 14 languages chosen by language and size alone (see UNTOUCHED).
+The two untouched sets are measured only, never looked into (no reading their files, queries or
+per-query results: --verbose refuses them), marked `[untouched]`. Each run prints its means and
+those of every named set it covers, per category beside semble's, with the number of
+repositories where hybrid is below semble.
 `--ext md,swift,...` indexes those extensions instead of the defaults (its own cached index).
 
     python benchmarks/repos_quality.py --repos model2vec,aiohttp [--modes hybrid,semantic,lexical]
@@ -60,6 +64,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from _repos_report import CATEGORIES, print_overall, print_repo, repo_figures
+
 from sai.models import EMBEDDERS, MODES
 
 TUNING = ("aiohttp", "fastapi", "pydantic", "starlette", "model2vec", "commons-lang",
@@ -67,8 +73,15 @@ TUNING = ("aiohttp", "fastapi", "pydantic", "starlette", "model2vec", "commons-l
           "newtonsoft-json", "ktor", "kotlinx-coroutines", "nlohmann-json", "curl", "redis", "vitest")
 LANGS_TUNING = ("alamofire", "cats", "ecto", "lazy.nvim", "aeson", "zls", "bats-core")
 LANGS_UNTOUCHED = ("vapor", "http4s", "plug", "telescope.nvim", "xmonad", "zig-clap", "nvm")
-NAMED_SETS = {"tuning": TUNING, "langs-tuning": LANGS_TUNING, "langs-untouched": LANGS_UNTOUCHED}
-CATEGORIES = ("semantic", "architecture", "symbol")
+HELD_OUT = ("requests", "flask", "click", "httpx", "express", "axios", "gin", "cobra", "gson", "axum",
+            "monolog", "sinatra")
+# per language of repos.json, its smallest repository (semble's chunk count) in no set above, if it
+# has under 1,500 chunks: chosen by language and size alone, before any run; measured only
+UNTOUCHED = ("redux", "chi", "guzzle", "rack", "trpc", "serde", "dapper", "exposed", "circe", "snapkit",
+             "fmtlib", "libuv", "phoenix", "bash-it")
+NAMED_SETS = {"tuning": TUNING, "held-out": HELD_OUT, "langs-tuning": LANGS_TUNING,
+              "langs-untouched": LANGS_UNTOUCHED, "untouched": UNTOUCHED}
+TUNED_ON = TUNING + HELD_OUT + LANGS_TUNING  # whose misses may be read while tuning
 TOP = 10
 SEMBLE_COMMIT = "b8543c3"  # michalfedyna/semble snapshot holding MinishLab's benchmarks/ of 2026-04-29
 PUBLISHED = "semble-hybrid-0332378809c5.json"
@@ -318,6 +331,10 @@ class Outcome:
     ranks: list[int | None]
     top: list[tuple[str, int, int]]
 
+    @property
+    def category(self) -> str:
+        return self.query.category
+
 
 def run_query(project, repo: Repo, q: Query, mode: str) -> Outcome:
     from sai.query.search import search
@@ -329,64 +346,6 @@ def run_query(project, repo: Repo, q: Query, mode: str) -> Outcome:
 
 
 # ---------------------------------------------------------------- report
-
-def mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
-
-
-def fmt(value: float | None) -> str:
-    return "    -" if value is None or math.isnan(value) else f"{value:5.3f}"
-
-
-def print_row(label: str, cells: list[str], *extra: str) -> None:
-    if label == "semble" and not any(c.strip() != "-" for c in cells):
-        return  # no published figure covers the queries that ran
-    print(f"  {label:<10} {cells[0]:>6}  " + "  ".join(f"{v:>12}" for v in cells[1:])
-          + "".join(f"  {v:>11}" for v in extra))
-
-
-def print_repo(name: str, outcomes: list[Outcome], modes: list[str], published: dict | None,
-               whole: bool, cats_whole: set[str]) -> None:
-    cats = [c for c in CATEGORIES if any(o.query.category == c for o in outcomes)]
-    n = len({o.query.text for o in outcomes})
-    print(f"\n{name}: {n} queries   NDCG@10 (semble's published figure where the same queries ran)")
-    print_row("mode", ["all", *cats], "1st in file", "files/top10")
-    for mode in modes:
-        mine = [o for o in outcomes if o.mode == mode]
-        row = [fmt(mean([o.ndcg for o in mine]))]
-        row += [fmt(mean([o.ndcg for o in mine if o.query.category == c])) for c in cats]
-        share = mean([float(o.first_in_target) for o in mine])
-        files = mean([float(o.files) for o in mine])
-        print_row(mode, row, f"{share:.2f}", f"{files:.1f}")
-    if published:
-        row = [fmt(published["ndcg10"]) if whole else "    -"]
-        row += [fmt(published["by_category"].get(c)) if c in cats_whole else "    -" for c in cats]
-        print_row("semble", row)
-
-
-def print_overall(by_repo: dict[str, list[Outcome]], modes: list[str], published: dict[str, dict],
-                  whole: bool, cats_whole: set[str]) -> None:
-    names = sorted(by_repo)
-    held_out = [n for n in names if n not in TUNING + LANGS_TUNING]
-    which = f", {len(held_out)} of them held out (not tuned on)" if held_out else ""
-    print(f"\noverall ({len(names)} repos{which}; mean of per-repo means, as semble's summary)")
-    print_row("mode", ["all", *CATEGORIES], "1st in file", "files/top10")
-    for mode in modes:
-        per = {n: [o for o in by_repo[n] if o.mode == mode] for n in names}
-        row = [fmt(mean([mean([o.ndcg for o in per[n]]) for n in names]))]
-        for c in CATEGORIES:
-            vals = [mean([o.ndcg for o in per[n] if o.query.category == c]) for n in names]
-            row.append(fmt(mean([v for v in vals if not math.isnan(v)])))
-        share = mean([mean([float(o.first_in_target) for o in per[n]]) for n in names])
-        files = mean([mean([float(o.files) for o in per[n]]) for n in names])
-        print_row(mode, row, f"{share:.2f}", f"{files:.1f}")
-    if all(n in published for n in names):
-        row = [fmt(mean([published[n]["ndcg10"] for n in names])) if whole else "    -"]
-        for c in CATEGORIES:
-            vals = [published[n]["by_category"][c] for n in names if c in published[n]["by_category"]]
-            row.append(fmt(mean(vals)) if c in cats_whole and vals else "    -")
-        print_row("semble", row)
-
 
 def print_verbose(o: Outcome) -> None:
     print(f"    [{o.mode:<8}|{o.query.category:<12}] ndcg={o.ndcg:.3f} ranks={o.ranks} q={o.query.text!r}")
@@ -405,7 +364,7 @@ def parse_list(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
 
 
 def parse_repos(value: str) -> list[str]:
-    """Repository names; `tuning` stands for the 18 SAI's ranking was tuned on. Any other name of
+    """Repository names; a named set (NAMED_SETS) stands for its repositories. Any other name of
     semble's repos.json is a held-out check (checked against repos.json when the run starts)."""
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
@@ -416,8 +375,8 @@ def parse_repos(value: str) -> list[str]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repos", type=parse_repos,
-                   help="comma-separated names from semble's repos.json, or a named set: "
-                        "`tuning` (the 18 tuned on), `langs-tuning`, `langs-untouched`")
+                   help="comma-separated names from semble's repos.json, or a named set: `tuning` (the 18 "
+                        "tuned on), `held-out`, `langs-tuning`, `langs-untouched`, `untouched`")
     p.add_argument("--ext", default=None, help="comma-separated extensions to index instead of the defaults")
     p.add_argument("--modes", type=lambda v: parse_list(v, MODES, "mode"), default=list(MODES))
     p.add_argument("--categories", type=lambda v: parse_list(v, CATEGORIES, "category"), default=list(CATEGORIES))
@@ -427,9 +386,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     p.add_argument("--published", type=Path, default=None,
                    help=f"semble results JSON (default CACHE/semble/benchmarks/results/{PUBLISHED})")
-    p.add_argument("--verbose", action="store_true", help="print each query's ranks and top hits")
+    p.add_argument("--verbose", action="store_true",
+                   help="print each query's ranks and top hits (not for the untouched sets' repositories)")
+    p.add_argument("--json", type=Path, default=None,
+                   help="also write each repository's figures (per mode: all and per category) to this file")
     p.add_argument("--self-test", action="store_true", help="check the metric on hand-made rankings and exit")
     args = p.parse_args(argv)
+    untouched = [n for n in args.repos or () if n in LANGS_UNTOUCHED + UNTOUCHED]
+    if args.verbose and untouched:
+        p.error(f"--verbose would show the per-query results of untouched repositories: {', '.join(untouched)}")
     if args.max_queries is not None and args.max_queries < 1:
         p.error(f"--max-queries must be at least 1, got {args.max_queries}")
     return args
@@ -459,7 +424,7 @@ def run(args: argparse.Namespace) -> int:
             semble_chunks = published.get(repo.name, {}).get("chunks", "?")
             sub = substitutes.get(repo.name)
             at = f"{sub.revision[:10]} (not the pinned {repo.revision[:10]}: {sub.why})" if sub else repo.revision[:10]
-            held = (" [untouched]" if repo.name in LANGS_UNTOUCHED
+            held = (" [untouched]" if repo.name in LANGS_UNTOUCHED + UNTOUCHED
                     else "" if repo.name in TUNING + LANGS_TUNING else " [held out]")
             print(f"\n{repo.name}{held}@{at} {root.relative_to(cache / 'checkouts' / repo.name)}: {chunks} chunks "
                   f"(semble {semble_chunks}), {embedded} embedded this run, index {seconds:.1f} s")
@@ -472,8 +437,11 @@ def run(args: argparse.Namespace) -> int:
         finally:
             project.close()
         by_repo[repo.name] = outcomes
-        print_repo(repo.name, outcomes, args.modes, published.get(repo.name), whole, cats_whole)
-    print_overall(by_repo, args.modes, published, whole, cats_whole)
+        print_repo(repo.name, outcomes, len(queries), args.modes, published.get(repo.name), whole, cats_whole)
+    print_overall(by_repo, args.modes, published, whole, cats_whole, NAMED_SETS)
+    if args.json:
+        args.json.write_text(json.dumps({n: {m: repo_figures(o, m) for m in args.modes} for n, o in by_repo.items()},
+                                        indent=1), encoding="utf-8")
     return 0
 
 

@@ -198,7 +198,7 @@ write_sai_config() {
     say "config: $file exists; left unchanged"
     return
   fi
-  if [[ "$EMBEDDER" == local ]]; then model="all-MiniLM-L6-v2"; else model="nomic-embed-text"; fi
+  if [[ "$EMBEDDER" == local ]]; then model="all-MiniLM-L6-v2-int8"; else model="nomic-embed-text"; fi
   cat >"$file" <<EOF
 # SAI configuration, written by mcp-setup/setup.sh; the configuration reference in docs/
 # lists every key and its default.

@@ -153,8 +153,8 @@ def test_ollama_host_env_overrides_the_file_url(tmp_path: Path) -> None:
 
 
 def test_default_model_follows_the_embedder(tmp_path: Path) -> None:
-    assert load(tmp_path, embedder="local").model == "all-MiniLM-L6-v2"
-    assert load(tmp_path, env={"SAI_EMBEDDER": "local"}).model == "all-MiniLM-L6-v2"
+    assert load(tmp_path, embedder="local").model == "all-MiniLM-L6-v2-int8"
+    assert load(tmp_path, env={"SAI_EMBEDDER": "local"}).model == "all-MiniLM-L6-v2-int8"
     assert load(tmp_path).model == "nomic-embed-text"
 
 

@@ -133,8 +133,8 @@ def test_installed_sai_indexes_and_queries_offline_with_the_local_model(venv: Pa
     sai, cache = str(venv / "bin" / "sai"), str(tmp_path / "xdg")
     indexed = run([sai, "--embedder", "local"], cwd=root, timeout=300, XDG_CACHE_HOME=cache, HF_HUB_OFFLINE="1")
     assert indexed.returncode == 0, indexed.stderr
-    assert "building the all-MiniLM-L6-v2 fp32 model for ONNX Runtime" in indexed.stderr
-    assert list((tmp_path / "xdg" / "sai").glob("all-MiniLM-L6-v2-fp32-*.onnx"))
+    assert "building the all-MiniLM-L6-v2 int8 model for ONNX Runtime" in indexed.stderr
+    assert list((tmp_path / "xdg" / "sai").glob("all-MiniLM-L6-v2-int8-*.onnx"))
     query = ["--embedder", "local", "--query", "parse the command line flags", "--query-only", "--json"]
     found = run([sai, *query], cwd=root, XDG_CACHE_HOME=cache)
     assert found.returncode == 0, found.stderr

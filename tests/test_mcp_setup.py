@@ -166,7 +166,7 @@ def test_local_embedder_and_collection_flag_reach_sai_cfg(home: Path, target: Pa
     assert cfg == {
         "backend": "duckdb",
         "embedder": "local",
-        "model": "all-MiniLM-L6-v2",
+        "model": "all-MiniLM-L6-v2-int8",
         "collection": "my_code",
         "root": ".",
     }

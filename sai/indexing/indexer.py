@@ -17,21 +17,25 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sai.errors import EmbedderError, UsageError
 from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread
-from sai.indexing.prepare import Prepared, PreparePool, prepare
 from sai.models import FileRow, IndexProgress, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
 from sai.project import Project
 from sai.source import files
 from sai.source.git import changed_files
 from sai.store import IndexWriter
+
+if TYPE_CHECKING:  # the CPU stage (tree-sitter and its grammars) loads when a file is read:
+    # `sai --query-only` and the MCP server's searches never import it
+    from sai.indexing.prepare import Prepared
 
 FLUSH_CHUNKS = 256  # chunks between two write transactions
 FLUSH_SECONDS = 20.0  # or this long, whichever comes first
@@ -265,7 +269,9 @@ class _Run:
         for key in keys:
             self.stored.pop(key, None)
 
-    def _prepared(self, sources: list[SourceFile]) -> Iterator[Prepared]:
+    def _prepared(self, sources: list[SourceFile]) -> Generator[Prepared, None, None]:
+        from sai.indexing.prepare import PreparePool, prepare
+
         tasks = ((source, self._stored_hash(source)) for source in sources)
         if len(sources) < POOL_MIN_FILES or (os.cpu_count() or 1) < 2:
             for source, stored in tasks:

@@ -11,6 +11,7 @@ import numpy as np
 from sai.errors import StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Explain, FileChunk, Hit
 from sai.project import Project
+from sai.query.definitions import preferred
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
 from sai.query.ranking import Candidate, bare_name, fuse, merge
@@ -20,6 +21,7 @@ from sai.text.lexical import query_lexemes
 FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
+DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
 
 
 def search(
@@ -161,8 +163,8 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow
     name = bare_name(query)
     if name is None:
         return []
-    rows = reader.chunks(reader.symbols().defining_rows(name, limit=DEFINITIONS), text=False)
-    return [r for r in rows if scope.admits(r.language, r.path)]
+    rows = reader.chunks(reader.symbols().defining_rows(name, limit=DEFINITIONS_READ), text=False)
+    return preferred([r for r in rows if scope.admits(r.language, r.path)], name, limit=DEFINITIONS)
 
 
 def _order(

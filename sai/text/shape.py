@@ -28,6 +28,7 @@ import keyword
 import re
 import zlib
 from collections.abc import Iterator
+from functools import cache
 
 import numpy as np
 
@@ -56,13 +57,9 @@ _COMMENTS = {  # by sai.source.languages.COMMENT_STYLES
     "powershell": r"<#[\s\S]*?#>|#[^\n]*", "lisp": r";[^\n]*|#\|[\s\S]*?\|#", "none": r"(?!)",
 }
 _COMMENTS["both"] = f"{_COMMENTS['hash']}|{_COMMENTS['c']}"
-_TOKENS = {
-    style: re.compile(rf"(?P<comment>{comment})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
-    for style, comment in _COMMENTS.items()
-}
 # Import statements, in any of SAI's languages: they say what a file uses, not what its code
 # does, and import blocks alike in shape would otherwise pair across a whole tree.
-_IMPORTS = re.compile(r"""^[ \t]*(?:
+_IMPORTS = r"""^[ \t]*(?:
       (?:from[ \t]+\S+[ \t]+)?import\b(?:[^\n(]*\([^)]*\)|[^\n{]*\{[^}]*\}[^\n]*|[^\n]*)
     | export[ \t]+(?:\*|\{[^}]*\})[ \t]*from\b[^\n]*
     | package[ \t]+[\w.]+[ \t]*;?[ \t]*$
@@ -71,37 +68,70 @@ _IMPORTS = re.compile(r"""^[ \t]*(?:
     | \#[ \t]*include\b[^\n]*
     | (?:require|require_relative|require_once|include|include_once)(?:[ \t]+|[ \t]*\()['"][^\n]*
     | (?:const|let|var)[ \t]+[^=\n]+=[ \t]*require\([^)]*\)[^\n]*
-)""", re.MULTILINE | re.VERBOSE)
+)"""
 _DROPPED = frozenset("();")
 # Python's built-ins are names a function may take for its own (`type`, `id`, `str`), and a copy
 # renames them then: in the stream they are names like any other
 _PY_RESERVED = keywords_of("python") - (frozenset(dir(builtins)) - frozenset(keyword.kwlist))
 _SHORTHAND = frozenset({"javascript", "typescript", "tsx", "rust"})  # languages with `{a}` for `{a: a}`
 _MASK32 = np.uint64(0xFFFFFFFF)
-# multiply-shift hashing: h(x) = (a * x + b) mod 2^64 >> 32, a odd (fixed seed: signatures persist)
-_A, _B = (np.random.default_rng(20261129).integers(1, 2**63, size=(2, SIGNATURE_SIZE), dtype=np.uint64)
-          | np.array([[1], [0]], dtype=np.uint64))
+# The patterns compile and the hash parameters are drawn on first use, not at import: a search
+# imports this module (for the duplicates' signatures) and needs neither.
+
+
+@cache
+def _hash_parameters() -> tuple[np.ndarray, np.ndarray]:
+    """Multiply-shift hashing: h(x) = (a * x + b) mod 2^64 >> 32, a odd (fixed seed: signatures persist)."""
+    drawn = np.random.default_rng(20261129).integers(1, 2**63, size=(2, SIGNATURE_SIZE), dtype=np.uint64)
+    a, b = drawn | np.array([[1], [0]], dtype=np.uint64)
+    return a, b
+
+
+@cache
+def _imports() -> re.Pattern[str]:
+    return re.compile(_IMPORTS, re.MULTILINE | re.VERBOSE)
+
+
+@cache
+def _style_pattern(style: str) -> re.Pattern[str]:
+    return re.compile(rf"(?P<comment>{_COMMENTS[style]})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
 
 
 def tokens(text: str, language: str | None) -> list[str]:
     """The normalised token stream of `text` (see the module doc)."""
     out: list[str] = []
-    reserved = _PY_RESERVED if language == "python" else keywords_of(language)
-    source = _IMPORTS.sub("", text)
+    normal = _normal_forms(language)
+    source = _imports().sub("", text)
     for match in _pattern(language).finditer(source):
-        token = match.group(0)
-        if match.lastgroup == "comment" or token in _DROPPED:
-            continue
-        if match.lastgroup == "string":
-            if not _alone_on_line(source, match.start(), match.end()):  # else a docstring or like one
-                out.append('"')
-        elif token[0].isdigit():
-            out.append("0")
-        elif token[0].isalpha() or token[0] in "_$":
-            out.append(token if token in reserved else "$")
-        else:
-            out.append(token)
+        group = match.lastgroup
+        if group is None:  # a word, a number or an operator: its form depends on its text alone
+            token = match.group()
+            form = normal.get(token)
+            if form is None:
+                form = normal[token] = _normal_form(token, language)
+            if form:
+                out.append(form)
+        elif group == "string" and not _alone_on_line(source, match.start(), match.end()):
+            out.append('"')  # a string alone on its line is a docstring or like one: dropped
     return _fold_shorthand(out) if language in _SHORTHAND else out
+
+
+@cache
+def _normal_forms(language: str | None) -> dict[str, str]:
+    """The language's token -> stream form memo (its keywords and operators, and `$`, `0`)."""
+    return {}
+
+
+def _normal_form(token: str, language: str | None) -> str:
+    """What a word, number or operator becomes in the stream; empty when it is dropped."""
+    if token in _DROPPED:
+        return ""
+    if token[0].isdigit():
+        return "0"
+    if token[0].isalpha() or token[0] in "_$":
+        reserved = _PY_RESERVED if language == "python" else keywords_of(language)
+        return token if token in reserved else "$"
+    return token
 
 
 def _fold_shorthand(out: list[str]) -> list[str]:
@@ -123,7 +153,7 @@ def _fold_shorthand(out: list[str]) -> list[str]:
 def elements(text: str, language: str | None) -> np.ndarray:
     """The chunk's shape: the distinct GRAM-grams of its stream as 32-bit hashes; empty when
     there are fewer than MIN_GRAMS."""
-    ids = np.array([zlib.crc32(t.encode()) for t in tokens(text, language)], dtype=np.uint64)
+    ids = np.array([_token_id(t) for t in tokens(text, language)], dtype=np.uint64)
     if len(ids) < GRAM:
         return np.zeros(0, dtype=np.uint64)
     grams = ids[: len(ids) - GRAM + 1].copy()
@@ -133,13 +163,19 @@ def elements(text: str, language: str | None) -> np.ndarray:
     return grams if len(grams) >= MIN_GRAMS else np.zeros(0, dtype=np.uint64)
 
 
+@cache  # a stream's vocabulary is small: keywords, operators, `$`, `"` and `0`
+def _token_id(token: str) -> int:
+    return zlib.crc32(token.encode())
+
+
 def signature(text: str, language: str | None) -> bytes:
     """The MinHash signature of the chunk's shape and, last, its element count; empty when it has
     no shape (fewer than MIN_GRAMS grams)."""
     found = elements(text, language)
     if not len(found):
         return b""
-    hashed = (_A[:, None] * found[None, :] + _B[:, None]) >> np.uint64(32)
+    a, b = _hash_parameters()
+    hashed = (a[:, None] * found[None, :] + b[:, None]) >> np.uint64(32)
     return np.append(hashed.min(axis=1), len(found)).astype("<u4").tobytes()
 
 
@@ -192,7 +228,7 @@ def _band_keys(band: np.ndarray) -> np.ndarray:
 
 def _pattern(language: str | None) -> re.Pattern[str]:
     """Comment syntax by language; both `#` and C's for text SAI has no grammar for."""
-    return _TOKENS[COMMENT_STYLES.get(language or "", "both")]
+    return _style_pattern(COMMENT_STYLES.get(language or "", "both"))
 
 
 def _alone_on_line(text: str, start: int, end: int) -> bool:

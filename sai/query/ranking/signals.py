@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 from sai.models import ChunkRow
+from sai.query import definitions
 from sai.query.ranking.candidate import Candidate, order_key
 from sai.query.ranking.facts import QueryFacts
 from sai.text.lexical import split_identifier, word_stem
@@ -28,7 +29,7 @@ RRF_K = 5  # a candidate list's rank r contributes 1 / (RRF_K + r): small, so ea
 FIRST_PLACE = 1.0 / (RRF_K + 1)  # the unit of every additive weight: a first place in one list
 
 NAME_MATCH = 0.5 * FIRST_PLACE  # times the share of the symbol's name words the query holds
-NAME_QUERY_BOOST = 2.0 * FIRST_PLACE  # a one-word query's closest definitions (_closeness)
+NAME_QUERY_BOOST = 2.0 * FIRST_PLACE  # a one-word query's closest definitions (query/definitions.py)
 DEFINITION_BOOST = 0.5 * FIRST_PLACE  # its other definitions, and an identifier named inside a longer query
 PATH_MATCH = 2.0 * FIRST_PLACE  # times the share of the query's words that name the file or its folder
 FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name (half for a partial file)
@@ -68,7 +69,7 @@ class Pool:
     def once(self, key: object, compute: Callable[[], T]) -> T:
         if key not in self._once:
             self._once[key] = compute()
-        return self._once[key]  # type: ignore[no-any-return]
+        return self._once[key]
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ def definition(row: ChunkRow, pool: Pool) -> float:
 
 
 def path_match(row: ChunkRow, pool: Pool) -> float:
+    if row.path in pool.once("outranked", lambda: _outranked_files(pool)):
+        return 0.0  # it holds only definitions the query does not mean: its name gains nothing
     return pool.once(("path", row.path), lambda: _path_signal(row.path, pool.facts))
 
 
@@ -162,8 +165,9 @@ SIGNALS: tuple[Signal, ...] = (
            measure=name_match),
     Signal("definition", "add", NAME_QUERY_BOOST,
            "the first chunk of a definition the query names: a one-word query's closest ones (the "
-           f"qualified name as typed, then its case, then the least nested) {NAME_QUERY_BOOST / FIRST_PLACE:g}, "
-           f"its other definitions and a name inside a longer query {DEFINITION_BOOST / FIRST_PLACE:g}",
+           "qualified name as typed, its case, not superseded, concrete over interface, the least nested) "
+           f"{NAME_QUERY_BOOST / FIRST_PLACE:g}, its other definitions and a name inside a longer query "
+           f"{DEFINITION_BOOST / FIRST_PLACE:g}",
            measure=definition),
     Signal("path_match", "add", PATH_MATCH,
            "the query's words name the file or its folder, by share; a one-word query that is the "
@@ -262,7 +266,7 @@ def _definition_boosts(rows: list[ChunkRow], q: QueryFacts) -> dict[int, float]:
     (path, symbol) whose name the query names. For a bare identifier, the closest definitions
     get NAME_QUERY_BOOST and the rest DEFINITION_BOOST: `Session` asks for class Session, not
     function session; `Engine` for the struct, not a method `validator.Engine`; `JsonMapper`
-    for the class, not its constructor `JsonMapper.JsonMapper`."""
+    for the class, not its constructor `JsonMapper.JsonMapper` (the rules: query/definitions.py)."""
     first: dict[tuple[str, str | None], ChunkRow] = {}
     for row in rows:
         key = (row.path, row.symbol)
@@ -271,15 +275,15 @@ def _definition_boosts(rows: list[ChunkRow], q: QueryFacts) -> dict[int, float]:
     named = [row for row in first.values() if (row.symbol or "").rsplit(".", 1)[-1].lower() in q.names]
     if not q.bare:
         return {row.id: DEFINITION_BOOST for row in named}
-    closeness = {row.id: _closeness(row, q.qualified) for row in named}
+    closeness = definitions.closeness(named, q.qualified)
     best = max(closeness.values(), default=None)
     return {i: NAME_QUERY_BOOST if value == best else DEFINITION_BOOST for i, value in closeness.items()}
 
 
-def _closeness(row: ChunkRow, qualified: str) -> tuple[bool, bool, int]:
-    """How closely a definition answers a bare name, best highest: its qualified symbol is the
-    name as typed (`Sinatra::Helpers`); its name has the name's case; it is less nested."""
-    symbol = row.symbol or ""
-    return ("." in qualified and (symbol == qualified or symbol.endswith("." + qualified)),
-            symbol.rsplit(".", 1)[-1] == qualified.rsplit(".", 1)[-1],
-            -symbol.count("."))
+def _outranked_files(pool: Pool) -> set[str]:
+    """For a bare name, the files holding only its definitions that are not the closest."""
+    if not pool.facts.bare:
+        return set()
+    boosts = pool.once("definition", lambda: _definition_boosts(pool.rows, pool.facts))
+    closest = {i for i, boost in boosts.items() if boost == NAME_QUERY_BOOST}
+    return definitions.outranked_files(pool.rows, closest, set(boosts))

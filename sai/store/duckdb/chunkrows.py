@@ -56,4 +56,6 @@ class RowTable:
             return []
         at = np.searchsorted(self.ids, wanted).clip(max=len(self.ids) - 1)
         at = at[self.ids[at] == wanted]
-        return build(self.table.take(pa.array(at, pa.int64())))
+        # one-row slices, not table.take(), which imports pyarrow.compute (0.1-0.3 s of a cold query)
+        slices = [self.table.slice(int(row), 1) for row in at]
+        return build(pa.concat_tables(slices) if slices else self.table.slice(0, 0))

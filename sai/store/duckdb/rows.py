@@ -37,9 +37,17 @@ CHUNK_COLS = "id, path, language, start_line, end_line, symbol, text, no_duplica
 
 
 def matrix_of(column: pa.ChunkedArray) -> np.ndarray:
-    array = column.combine_chunks()
-    dim = array.type.list_size
-    return array.values.to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+    """A FLOAT[d] column as one writable float32 (n, d) matrix, copied once, a chunk at a time
+    (combining the chunks first and casting after made three copies of the whole column: at 20k
+    chunks ~90 MB more at the peak of a server's first search)."""
+    dim = column.type.list_size
+    matrix = np.empty((len(column), dim), dtype=np.float32)
+    row = 0
+    for chunk in column.chunks:
+        values = chunk.values.slice(chunk.offset * dim, len(chunk) * dim)
+        matrix[row:row + len(chunk)] = values.to_numpy(zero_copy_only=False).reshape(-1, dim)
+        row += len(chunk)
+    return matrix
 
 
 def int_list(values: list[int]) -> str:

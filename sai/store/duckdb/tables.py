@@ -278,7 +278,8 @@ class Connection:
 
     def vector_rows(self) -> pa.Table:
         vectors = "embedding" if self.has_vectors() else "NULL::FLOAT[1] AS embedding"
-        return self._arrow(f"SELECT id, path, language, {vectors} FROM {self.collection} ORDER BY id")
+        # Unordered: DuckDB's sort of the vectors cost ~40 MB more at 20k chunks; from_arrow orders by id.
+        return self._arrow(f"SELECT id, path, language, {vectors} FROM {self.collection}")
 
     def has_vectors(self) -> bool:
         """Whether the chunk table has its `embedding` column (added with the first vectors)."""

@@ -1,0 +1,133 @@
+"""Which definition of a bare name comes first when the name has several (sai/query/definitions.py):
+the rules on rows, then search() on an indexed tree holding each case."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures_tree import index_template, indexed_copy, load
+
+from sai.models import ChunkRow
+from sai.project import Project
+from sai.query import definitions, search
+
+
+def row(chunk_id: int, path: str, symbol: str, kind: str = "class") -> ChunkRow:
+    return ChunkRow(id=chunk_id, path=path, language="csharp", start_line=1, end_line=9, symbol=symbol,
+                    text="", kind=kind)
+
+
+def best(rows: list[ChunkRow], query: str) -> list[str]:
+    """The paths of the closest definitions (all of them when they tie)."""
+    key = definitions.closeness(rows, query)
+    top = max(key.values())
+    return sorted(r.path for r in rows if key[r.id] == top)
+
+
+def first(rows: list[ChunkRow], query: str) -> str:
+    """The path of the definition search adds first."""
+    return definitions.preferred(rows, query, limit=1)[0].path
+
+
+@pytest.mark.parametrize(("rows", "query", "wanted"), [
+    # versioned copies: the newest version's, or the one outside a directory kept for the past
+    ([row(1, "src/v3/types.ts", "ZodString"), row(2, "src/v4/classic/schemas.ts", "ZodString")],
+     "ZodString", ["src/v4/classic/schemas.ts"]),
+    ([row(1, "lib/v1/client.rb", "Client"), row(2, "lib/client_impl.rb", "Client")], "Client",
+     ["lib/client_impl.rb"]),
+    ([row(1, "src/legacy/Parser.java", "Parser"), row(2, "src/core/Reader.java", "Parser")], "Parser",
+     ["src/core/Reader.java"]),
+    # an interface and a concrete type of the same name: the type, wherever the interface is
+    ([row(1, "api/transport.ts", "Transport", "interface"), row(2, "http/impl.ts", "Transport")], "Transport",
+     ["http/impl.ts"]),
+    # a lone interface is still the answer; so is a trait with only functions of its name beside it
+    ([row(1, "api/transport.ts", "Transport", "interface")], "Transport", ["api/transport.ts"]),
+    ([row(1, "src/ser.rs", "Serialize", "trait"), row(2, "src/de.rs", "serialize", "function")], "Serialize",
+     ["src/ser.rs"]),
+    # the parts of one class are equally close: each answers
+    ([row(1, "Dapper/SqlMapper.Async.cs", "SqlMapper"), row(2, "Dapper/SqlMapper.cs", "SqlMapper")],
+     "SqlMapper", ["Dapper/SqlMapper.Async.cs", "Dapper/SqlMapper.cs"]),
+])
+def test_the_rules_choose_the_definition_a_person_means(rows, query, wanted):
+    assert best(rows, query) == wanted
+    assert first(rows, query) in wanted
+
+
+@pytest.mark.parametrize(("paths", "wanted"), [
+    # a partial class: the file named after it, then its partial files, then any other
+    (["Dapper/SqlMapper.Async.cs", "Dapper/SqlMapper.cs", "Dapper/Helpers.cs"], "Dapper/SqlMapper.cs"),
+    (["Dapper/Helpers.cs", "Dapper/SqlMapper.Async.cs"], "Dapper/SqlMapper.Async.cs"),
+])
+def test_among_equally_close_parts_the_file_named_after_the_name_comes_first(paths, wanted):
+    assert first([row(i, path, "SqlMapper") for i, path in enumerate(paths)], "SqlMapper") == wanted
+
+
+def test_the_earlier_rules_decide_before_the_file_name():
+    # the case typed beats a file named after the name; so does a newer version
+    rows = [row(1, "src/session.py", "session", "function"), row(2, "src/api.py", "Session")]
+    assert best(rows, "Session") == ["src/api.py"] and first(rows, "Session") == "src/api.py"
+    rows = [row(1, "src/v3/ZodType.ts", "ZodType"), row(2, "src/v4/core.ts", "ZodType")]
+    assert best(rows, "ZodType") == ["src/v4/core.ts"] and first(rows, "ZodType") == "src/v4/core.ts"
+
+
+def test_preferred_keeps_the_closest_definitions_in_store_order_among_equals():
+    rows = [row(i, f"Dapper/SqlMapper.Part{i}.cs", "SqlMapper") for i in range(1, 8)]
+    rows.append(row(9, "Dapper/SqlMapper.cs", "SqlMapper"))
+    chosen = definitions.preferred(rows, "SqlMapper", limit=3)
+    assert [r.id for r in chosen] == [9, 1, 2]
+
+
+# --- on an indexed tree ---------------------------------------------------------------------------
+
+def _partial(part: str) -> str:
+    return (f"namespace Dapper\n{{\n    public static partial class SqlMapper\n    {{\n"
+            f"        public static int {part}Count(int value)\n        {{\n"
+            f"            return value + {len(part)};\n        }}\n    }}\n}}\n")
+
+
+TREE = {
+    # seven partial files sort before the file named after the class: more than search adds by name
+    **{f"Dapper/SqlMapper.{p}.cs": _partial(p) for p in ("Async", "Cache", "Grid", "Identity", "Link",
+                                                          "Params", "Reader")},
+    "Dapper/SqlMapper.cs": _partial("Core"),
+    "src/v3/types.ts": "export class ZodString {\n  parse(input: string): string {\n    return input;\n  }\n}\n",
+    "src/v4/classic/schemas.ts": ("export class ZodString {\n  parse(input: string): string {\n"
+                                  "    return input.trim();\n  }\n}\n"),
+    "src/api/transport.ts": "export interface Transport {\n  send(body: string): void;\n}\n",
+    "src/http/fetcher.ts": ("export class Transport {\n  send(body: string): void {\n"
+                            "    console.log(body);\n  }\n}\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return index_template(tmp_path_factory, TREE)
+
+
+@pytest.fixture
+def project(template, tmp_path, ollama_server):
+    project = Project(load(indexed_copy(template, tmp_path, ollama_server.url)))
+    yield project
+    project.close()
+
+
+CASES = [
+    ("SqlMapper", "Dapper/SqlMapper.cs"),
+    ("ZodString", "src/v4/classic/schemas.ts"),
+    ("Transport", "src/http/fetcher.ts"),
+]
+
+
+@pytest.mark.parametrize(("query", "path"), CASES)
+def test_a_bare_name_with_several_definitions_finds_the_one_meant_first(project, query, path):
+    hits = search.search(project, query, limit=5)
+    assert (hits[0].path, hits[0].symbol.rsplit(".", 1)[-1]) == (path, query)
+
+
+@pytest.mark.parametrize(("query", "path"), CASES)
+def test_the_one_meant_comes_first_when_only_the_names_definitions_are_candidates(project, monkeypatch, query,
+                                                                                 path):
+    # as in a large index whose lists are full of other chunks: search adds the name's closest
+    # definitions itself (SqlMapper.cs sorts after the seven partial files)
+    monkeypatch.setattr(search, "_candidates", lambda *args, **kwargs: ([], []))
+    hits = search.search(project, query, limit=5)
+    assert (hits[0].path, hits[0].symbol.rsplit(".", 1)[-1]) == (path, query)
