@@ -66,7 +66,7 @@ import _repos
 import numpy as np
 from _common import CACHE_DIR, STDLIB, log
 
-from sai.config import load_config
+from sai.config import DEFAULT_MODELS, load_config
 from sai.duplicates.clusters import find_duplicates
 from sai.duplicates.edges import Shapes
 from sai.indexing import indexer
@@ -460,11 +460,9 @@ def main() -> None:
     root = CACHE_DIR / "recall" / "tree"
     planted = write_tree(root, args.clones or 120, args.seed)
     # outside the tree, which is rewritten each run; one index file per embedder and model
-    label = "" if (args.embedder, args.model) == ("local", None) else f"-{args.embedder}-{args.model}"
-    db = CACHE_DIR / "recall" / f"code{re.sub(r'[^A-Za-z0-9_.-]', '_', label)}.duckdb"
-    flags = {"embedder": args.embedder, "root": str(root), "duckdb.path": str(db)}
-    if args.model:
-        flags["model"] = args.model
+    model = args.model or DEFAULT_MODELS[args.embedder]
+    db = CACHE_DIR / "recall" / f"code-{re.sub(r'[^A-Za-z0-9_.-]', '_', f'{args.embedder}-{model}')}.duckdb"
+    flags = {"embedder": args.embedder, "root": str(root), "duckdb.path": str(db), "model": model}
     project = Project(config := load_config(cwd=root, env={}, flags=flags))
     started = time.perf_counter()
     report = indexer.index(project)
