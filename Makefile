@@ -42,6 +42,7 @@ test-py313: $(STAMP313)
 lint: $(STAMP)
 	$(BIN)/ruff check sai tests benchmarks
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do case $$b in */_*) continue;; esac; echo "== $$b"; $(BIN)/python $$b || exit 1; done

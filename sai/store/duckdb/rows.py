@@ -20,7 +20,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 def extension_path(name: str) -> str:
     """The DuckDB extension file shipped in the `duckdb-extension-<name>` wheel."""
     module = __import__(f"duckdb_extension_{name}")
-    pattern = os.path.join(os.path.dirname(module.__file__), "extensions", "*", f"{name}.duckdb_extension")
+    pattern = os.path.join(os.path.dirname(module.__file__ or ""), "extensions", "*", f"{name}.duckdb_extension")
     found = sorted(glob.glob(pattern))
     if not found:
         raise StoreError(f"the {name} extension is missing; reinstall duckdb-extension-{name}")

@@ -123,6 +123,7 @@ class DuckDBStore(base.Store):
         """A cursor on the read-only lease (threads read in parallel), or this thread's writer."""
         with self._lock:
             if self._writing == threading.get_ident():
+                assert self._conn is not None  # a writing thread holds its connection
                 with translate(self.path):
                     yield DuckDBReader(self._conn)  # the writing thread reads its own transaction
                 return

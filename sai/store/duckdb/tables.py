@@ -78,7 +78,7 @@ class Connection:
         # Verifying the extensions' signatures hashes ~35 MB on every open (~0.4 s CPU, ~100x the
         # rest of an open); they come from installed wheels, as trusted as SAI's own code.
         check_collection(collection)
-        config = {"allow_unsigned_extensions": "true"}
+        config: dict[str, str | bool | int | float | list[str]] = {"allow_unsigned_extensions": "true"}
         if not read_only:
             # A run keeps its writer open from start to end (store.py): without a cap,
             # DuckDB keeps every block it wrote cached (1.4 GB after the whole stdlib); above
@@ -131,12 +131,12 @@ class Connection:
 
     # -- metadata ---------------------------------------------------------------------------
 
-    def _cached(self, key: str, compute):  # type: ignore[no-untyped-def]
+    def _cached(self, key: str, compute: Callable[[], T]) -> T:
         if not self.read_only:
             return compute()
         if key not in self.cache:
             self.cache[key] = compute()
-        return self.cache[key]
+        return self.cache[key]  # type: ignore[return-value]  # each key holds what its compute gives
 
     def _table_exists(self, name: str, schema: str = "main") -> bool:
         def count() -> bool:
@@ -382,7 +382,7 @@ class Connection:
             follows = self.has_postings() and self.meta().get("lexicon_token") == self.meta().get("token")
             self.set_meta({"token": token, **({"lexicon_token": token} if follows else {})})
             self.dirty = False
-        token = self.meta().get("token")
+        token = self.meta().get("token") or ""
         if not token:
             token = uuid.uuid4().hex
             self.set_meta({"token": token})
