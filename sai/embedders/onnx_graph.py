@@ -4,7 +4,7 @@ Inputs `input_ids` and `attention_mask` (int64, batch x tokens); output `embeddi
 hidden): the mean of the last layer over the unmasked tokens, as sentence-transformers' Pooling
 computes it (normalisation happens outside). Each layer is ONNX Runtime's fused BERT operators, as
 its transformer optimiser would leave an exported model; the vectors agree with
-sentence-transformers' to 1e-6 (tests/test_embedders.py).
+sentence-transformers' to 1e-6 (tests/embedders/test_embedders.py).
 """
 
 from __future__ import annotations

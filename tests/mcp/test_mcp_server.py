@@ -259,7 +259,7 @@ def test_lists_exactly_the_nine_tools_with_defaults_and_ranges(session: Session)
 
 
 def test_docs_describe_every_tool_and_argument(session: Session) -> None:
-    docs = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
     for tool in session.portal.call(session.client.list_tools).tools:
         assert f"### `{tool.name}`" in docs
         assert all(f"| `{arg}` |" in docs for arg in tool.input_schema["properties"]), tool.name

@@ -26,7 +26,7 @@ DIM = 16
 COLLECTION = "code"
 META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
                  vector_dim=DIM, chunker="ast", chunker_version=1)
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Shared by the subprocess scripts: write `count` chunks of file `key` with vectors drawn from `seed`.
 HELPERS = f"""

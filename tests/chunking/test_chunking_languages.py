@@ -858,7 +858,7 @@ def test_a_section_holds_its_text_up_to_its_first_subsection() -> None:
 
 
 def test_the_languages_table_in_the_configuration_docs_names_every_language_and_extension() -> None:
-    text = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
     section = text.split("\n## Languages\n", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[1].strip(): line for line in section.splitlines()
             if line.startswith("| ") and not line.startswith("| language")}

@@ -19,7 +19,7 @@ import yaml
 
 from sai.config import load_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "mcp-setup" / "setup.sh"
 SAI_CMD = str(REPO / ".venv" / "bin" / "sai")
 PLATFORMS = ["claude-code", "claude-desktop", "cursor", "windsurf", "continue", "codex", "generic"]

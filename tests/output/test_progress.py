@@ -17,7 +17,7 @@ from ollama_standin import OllamaStandIn
 from sai.models import IndexProgress
 from sai.output.progress import ProgressReporter
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FILES_BAR = re.compile(r"indexing: +\d+%\|[^|]*\| (\d+)/(\d+) files \[\d\d:\d\d<(\d\d:\d\d|\?), +[\d.?]+file/s\]")
 CHUNKS_BAR = re.compile(r"embedding: +\d+%\|[^|]*\| (\d+)/(\d+) chunks embedded "
                         r"\[\d\d:\d\d<(\d\d:\d\d|\?), +[\d.?]+chunk/s\]")

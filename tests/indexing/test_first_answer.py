@@ -13,7 +13,7 @@ from pathlib import Path
 from fixtures_tree import many_functions, write_config, write_tree
 from ollama_standin import OllamaStandIn
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _slow_tree(tmp_path: Path, server: OllamaStandIn) -> Path:
