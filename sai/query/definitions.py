@@ -13,14 +13,18 @@ when the ones before it tie:
    `deprecated/`) loses to one that is not;
 4. it is a concrete type, not an interface, trait or protocol of the same name (wherever the
    interface is declared: the name is the type's, the interface only its contract);
-5. it is less nested (class `JsonMapper`, not its constructor `JsonMapper.JsonMapper`).
+5. it is less nested (class `JsonMapper`, not its constructor `JsonMapper.JsonMapper`);
+6. of a C# partial type (one qualified type over several files), it is the part in the file
+   named most closely after the type (`SqlMapper.cs` over `SqlMapper.Async.cs`): C# names a
+   file after the type it declares, and the other parts extend it. Only C#: a Ruby class
+   reopened in several files (`Rails::Engine` in `engine/*.rb`) has no main part, each answers.
 
 The closest definitions get the name's full boost (query/ranking.py), the others less, and a
-file holding only others loses what its name would add. Among equally close ones, the parts
-of one class, the file named after the name comes first (`SqlMapper.cs`, then the partial
-`SqlMapper.Async.cs`, then `Helpers.cs`): search adds the first few of them to the candidates,
-and the file's name lifts it there (ranking's FILE_NAMED); the other parts keep the full boost,
-for they answer too.
+file holding only others loses what its name would add. Among equally close ones (the parts
+of a reopened Ruby class, C# parts named alike), the file named after the name comes first
+(`engine.rb`, then `engine/configuration.rb`): search adds the first few of them to the
+candidates, and the file's name lifts it there (ranking's FILE_NAMED); the other parts keep the
+full boost, for they answer too.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ PAST = frozenset({"legacy", "compat", "compatibility", "deprecated", "obsolete",
 ABSTRACT = frozenset({"interface", "trait", "protocol"})
 CONCRETE = frozenset({"class", "struct", "record", "enum", "object", "union"})
 
-Closeness = tuple[bool, bool, bool, bool, int]
+PARTIAL_LANGUAGES = frozenset({"c_sharp"})  # where one type over several files is a partial type
+
+Closeness = tuple[bool, bool, bool, bool, int, bool]
 
 
 def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
@@ -48,6 +54,7 @@ def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
         newest = max(newest, FIRST_VERSION + 1)  # an unversioned copy is newer than a `v1/` one
     concrete = any(row.kind in CONCRETE for row in rows)
     name = qualified.rsplit(".", 1)[-1]
+    main = _main_parts(rows, name)
     out = {}
     for row in rows:
         symbol = row.symbol or ""
@@ -57,6 +64,7 @@ def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
             not _superseded(row.path, versions[row.id], newest),
             not (concrete and row.kind in ABSTRACT),
             -symbol.count("."),
+            row.id in main,
         )
     return out
 
@@ -76,6 +84,22 @@ def outranked_files(rows: Sequence[ChunkRow], closest: set[int], others: set[int
     (`api/transport.ts` declaring the interface `Transport` that the class elsewhere implements)."""
     kept = {row.path for row in rows if row.id in closest}
     return {row.path for row in rows if row.id in others and row.path not in kept}
+
+
+def _main_parts(rows: Sequence[ChunkRow], name: str) -> set[int]:
+    """The ids of the rows that are not a lesser part of a partial type: of the parts of one
+    C# type (same qualified symbol, several files), only those whose file is named most closely
+    after the name are main; every other row is too."""
+    parts: dict[str, list[ChunkRow]] = {}
+    for row in rows:
+        if row.language in PARTIAL_LANGUAGES and row.kind in CONCRETE | ABSTRACT and row.symbol:
+            parts.setdefault(row.symbol, []).append(row)
+    lesser = set()
+    for group in parts.values():
+        if len({row.path for row in group}) > 1:
+            best = max(_named_after(row.path, name) for row in group)
+            lesser.update(row.id for row in group if _named_after(row.path, name) < best)
+    return {row.id for row in rows} - lesser
 
 
 def _version(path: str) -> int | None:

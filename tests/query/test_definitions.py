@@ -11,8 +11,8 @@ from sai.project import Project
 from sai.query import definitions, search
 
 
-def row(chunk_id: int, path: str, symbol: str, kind: str = "class") -> ChunkRow:
-    return ChunkRow(id=chunk_id, path=path, language="csharp", start_line=1, end_line=9, symbol=symbol,
+def row(chunk_id: int, path: str, symbol: str, kind: str = "class", language: str = "c_sharp") -> ChunkRow:
+    return ChunkRow(id=chunk_id, path=path, language=language, start_line=1, end_line=9, symbol=symbol,
                     text="", kind=kind)
 
 
@@ -43,9 +43,15 @@ def first(rows: list[ChunkRow], query: str) -> str:
     ([row(1, "api/transport.ts", "Transport", "interface")], "Transport", ["api/transport.ts"]),
     ([row(1, "src/ser.rs", "Serialize", "trait"), row(2, "src/de.rs", "serialize", "function")], "Serialize",
      ["src/ser.rs"]),
-    # the parts of one class are equally close: each answers
+    # a C# partial type: the part in the file named after it; parts named alike are equally close
     ([row(1, "Dapper/SqlMapper.Async.cs", "SqlMapper"), row(2, "Dapper/SqlMapper.cs", "SqlMapper")],
-     "SqlMapper", ["Dapper/SqlMapper.Async.cs", "Dapper/SqlMapper.cs"]),
+     "SqlMapper", ["Dapper/SqlMapper.cs"]),
+    ([row(1, "Prims.Readers.cs", "Prims"), row(2, "Prims.Writers.cs", "Prims"), row(3, "Other.cs", "Prims")],
+     "Prims", ["Prims.Readers.cs", "Prims.Writers.cs"]),
+    # a Ruby class reopened in several files has no main part: each answers
+    ([row(1, "lib/rails/engine.rb", "Rails.Engine", language="ruby"),
+      row(2, "lib/rails/engine/configuration.rb", "Rails.Engine", language="ruby")],
+     "Engine", ["lib/rails/engine.rb", "lib/rails/engine/configuration.rb"]),
 ])
 def test_the_rules_choose_the_definition_a_person_means(rows, query, wanted):
     assert best(rows, query) == wanted
@@ -58,6 +64,8 @@ def test_the_rules_choose_the_definition_a_person_means(rows, query, wanted):
     (["Dapper/Helpers.cs", "Dapper/SqlMapper.Async.cs"], "Dapper/SqlMapper.Async.cs"),
 ])
 def test_among_equally_close_parts_the_file_named_after_the_name_comes_first(paths, wanted):
+    assert first([row(i, path, "SqlMapper", language="ruby") for i, path in enumerate(paths)],
+                 "SqlMapper") == wanted
     assert first([row(i, path, "SqlMapper") for i, path in enumerate(paths)], "SqlMapper") == wanted
 
 
@@ -70,8 +78,8 @@ def test_the_earlier_rules_decide_before_the_file_name():
 
 
 def test_preferred_keeps_the_closest_definitions_in_store_order_among_equals():
-    rows = [row(i, f"Dapper/SqlMapper.Part{i}.cs", "SqlMapper") for i in range(1, 8)]
-    rows.append(row(9, "Dapper/SqlMapper.cs", "SqlMapper"))
+    rows = [row(i, f"Dapper/SqlMapper.Part{i}.cs", "SqlMapper", language="ruby") for i in range(1, 8)]
+    rows.append(row(9, "Dapper/SqlMapper.cs", "SqlMapper", language="ruby"))
     chosen = definitions.preferred(rows, "SqlMapper", limit=3)
     assert [r.id for r in chosen] == [9, 1, 2]
 
@@ -92,6 +100,9 @@ TREE = {
     "src/v3/types.ts": "export class ZodString {\n  parse(input: string): string {\n    return input;\n  }\n}\n",
     "src/v4/classic/schemas.ts": ("export class ZodString {\n  parse(input: string): string {\n"
                                   "    return input.trim();\n  }\n}\n"),
+    "lib/rails/engine.rb": "module Rails\n  class Engine\n    def call(env)\n      env\n    end\n  end\nend\n",
+    "lib/rails/engine/configuration.rb": ("module Rails\n  class Engine\n    def config\n      @config\n"
+                                          "    end\n  end\nend\n"),
     "src/api/transport.ts": "export interface Transport {\n  send(body: string): void;\n}\n",
     "src/http/fetcher.ts": ("export class Transport {\n  send(body: string): void {\n"
                             "    console.log(body);\n  }\n}\n"),
@@ -131,3 +142,16 @@ def test_the_one_meant_comes_first_when_only_the_names_definitions_are_candidate
     monkeypatch.setattr(search, "_candidates", lambda *args, **kwargs: ([], []))
     hits = search.search(project, query, limit=5)
     assert (hits[0].path, hits[0].symbol.rsplit(".", 1)[-1]) == (path, query)
+
+
+def test_only_a_csharp_partial_type_has_a_main_part(project):
+    # read from the index: the C# parts outside SqlMapper.cs lose the name's full boost, the
+    # Ruby class reopened in two files keeps it in both
+    with project.store.read() as reader:
+        for name, parts, wanted in (("SqlMapper", 8, {"Dapper/SqlMapper.cs"}),
+                                    ("Engine", 2, {"lib/rails/engine.rb", "lib/rails/engine/configuration.rb"})):
+            rows = reader.chunks(reader.symbols().defining_rows(name, limit=50), text=False)
+            key = definitions.closeness(rows, name)
+            top = max(key.values())
+            assert len({r.path for r in rows}) == parts
+            assert {r.path for r in rows if key[r.id] == top} == wanted
