@@ -94,7 +94,7 @@ def _main_parts(rows: Sequence[ChunkRow], name: str) -> set[int]:
     for row in rows:
         if row.language in PARTIAL_LANGUAGES and row.kind in CONCRETE | ABSTRACT and row.symbol:
             parts.setdefault(row.symbol, []).append(row)
-    lesser = set()
+    lesser: set[int] = set()
     for group in parts.values():
         if len({row.path for row in group}) > 1:
             best = max(_named_after(row.path, name) for row in group)

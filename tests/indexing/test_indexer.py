@@ -41,6 +41,7 @@ from sai.store.duckdb import DuckDBStore
 from sai.store.duckdb.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
+REPO = Path(__file__).resolve().parents[2]  # the checkout, for subprocesses
 Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
 TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
 
@@ -279,7 +280,7 @@ def test_a_first_build_refuses_vectors_longer_or_shorter_than_the_configured_vec
         _index(root)
     assert not (root / ".index" / "code.duckdb").exists()  # refused before anything was written
     done = subprocess.run([sys.executable, "-m", "sai", "--silent"], cwd=root, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("error: the model ") and done.stderr.count("\n") == 1, done.stderr
     write_config(root, ollama_server.url, vector_dim=768)
@@ -797,7 +798,7 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
 
 
 def _sai(root: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-m", "sai"], cwd=root, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_vectors import COLLECTION, DIM, HELPERS, META, _check, _env, _manifest
 
 from sai.models import FileRow, NewChunk
 from sai.store.duckdb import DuckDBStore, sidecar_source
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar
 from sai.text.lexical import lexemes, query_lexemes
-from test_vectors import COLLECTION, DIM, HELPERS, META, _check, _env, _manifest
 
 WORDS = ("parse", "header", "socket", "config", "compress", "encode", "body", "retry", "json", "tree",
          "walk", "date", "quote", "split", "error", "stream")
