@@ -7,6 +7,7 @@ Only a directory this creates gets the file: one the user chose and already had 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 IGNORE_ALL = "# made by sai: the index is rebuilt by `sai`, never committed\n*\n"
@@ -18,3 +19,12 @@ def make_index_dir(path: Path) -> None:
         return
     path.mkdir(parents=True, exist_ok=True)
     (path / ".gitignore").write_text(IGNORE_ALL, encoding="utf-8")
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file's or a directory's entry to disk (a directory: so a rename in it survives a crash)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import duckdb
 
+from sai.store.dirs import fsync_path
 from sai.store.duckdb.rows import quote
 from sai.store.duckdb.tables import Connection
 
@@ -89,7 +90,7 @@ def copy_beside(conn: Connection, db: Path) -> Path | None:
             _record(conn, "sai_compact", _blocks(conn, "sai_compact")[0])
         finally:
             conn.con.execute("DETACH sai_compact")  # closing checkpoints the copy
-        _sync(copy)
+        fsync_path(copy)
     except duckdb.InterruptException:  # Ctrl-C: the store turns it into KeyboardInterrupt
         discard(copy)
         raise
@@ -109,7 +110,7 @@ def swap_in(copy: Path, db: Path) -> bool:
         return False
     before = db.stat().st_size
     os.replace(copy, db)
-    _sync(db.parent)
+    fsync_path(db.parent)
     log.debug("compacted the index %s from %d to %d bytes", db, before, db.stat().st_size)
     return True
 
@@ -125,14 +126,6 @@ def discard(copy: Path) -> None:
 
 def _wal(path: Path) -> Path:
     return path.with_name(path.name + ".wal")
-
-
-def _sync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -51,6 +51,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
+from sai.store.dirs import fsync_path
 from sai.store.duckdb.rows import matrix_of
 
 FORMAT = 2  # the layout above; a manifest of another format is rebuilt
@@ -101,7 +102,7 @@ class Manifest:
             out.flush()
             os.fsync(out.fileno())
         os.replace(aside, path)
-        _fsync_dir(path.parent)
+        fsync_path(path.parent)
 
 
 @dataclass(frozen=True)
@@ -428,12 +429,4 @@ def _write_synced(path: Path, data: bytes) -> None:
         out.write(data)
         out.flush()
         os.fsync(out.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
