@@ -294,7 +294,7 @@ def pause(real):
         return real(*args)
     return paused
 if moment == "copied":
-    compaction._sync = pause(compaction._sync)
+    compaction.fsync_path = pause(compaction.fsync_path)
 else:
     compaction.os.replace = pause(os.replace)
 from sai.cli import commands as cli
