@@ -120,11 +120,12 @@ def _named_after(path: str, name: str) -> int:
     """2: the file's name is the symbol's (`Column.kt`); 1: its first part is (`SqlMapper.Async.cs`,
     `Context.common.kt`); 0: neither. Case, `_` and `-` are ignored."""
     file = path.rsplit("/", 1)[-1]
-    wanted = _squashed(name)
-    if _squashed(file.rsplit(".", 1)[0]) == wanted:
+    wanted = squashed(name)
+    if squashed(file.rsplit(".", 1)[0]) == wanted:
         return 2
-    return 1 if _squashed(file.split(".")[0]) == wanted else 0
+    return 1 if squashed(file.split(".")[0]) == wanted else 0
 
 
-def _squashed(name: str) -> str:
+def squashed(name: str) -> str:
+    """A name as file and symbol names compare: no `_` or `-`, lower case (`adl_serializer`, `AdlSerializer`)."""
     return name.replace("_", "").replace("-", "").lower()

@@ -228,18 +228,14 @@ def _path_signal(path: str, q: QueryFacts) -> float:
     NAMED_INSIDE when an identifier in the query is its name."""
     if q.bare:
         name = path.rsplit("/", 1)[-1]
-        wanted = {_squashed(n) for n in q.names}
-        if _squashed(name.rsplit(".", 1)[0]) in wanted:
+        wanted = {definitions.squashed(n) for n in q.names}
+        if definitions.squashed(name.rsplit(".", 1)[0]) in wanted:
             return FILE_NAMED
         # a partial or platform file (Serializer.Json.cs, Context.common.kt) counts half
-        return FILE_NAMED / 2 if _squashed(name.split(".")[0]) in wanted else 0.0
-    stem = _squashed(path.rsplit("/", 1)[-1].split(".")[0])
-    named = (q.names and stem in {_squashed(n) for n in q.names}) or stem in q.compounds
+        return FILE_NAMED / 2 if definitions.squashed(name.split(".")[0]) in wanted else 0.0
+    stem = definitions.squashed(path.rsplit("/", 1)[-1].split(".")[0])
+    named = (q.names and stem in {definitions.squashed(n) for n in q.names}) or stem in q.compounds
     return PATH_MATCH * _path_share(path, q.words) + (NAMED_INSIDE if named else 0.0)
-
-
-def _squashed(name: str) -> str:
-    return name.replace("_", "").replace("-", "").lower()
 
 
 def _path_share(path: str, words: frozenset[str]) -> float:
