@@ -13,6 +13,7 @@ import resource
 import sys
 import sysconfig
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +124,31 @@ def log(message: str) -> None:
 def emit_json(payload: dict) -> None:
     """The one stdout line a child process hands back to its parent."""
     print(json.dumps(payload), flush=True)
+
+
+class StandInHandler(BaseHTTPRequestHandler):
+    """The skeleton of a benchmark's stand-in Ollama: its counters on GET, the inputs of an embed
+    request, a JSON answer; a subclass's do_POST embeds. Its server holds inputs, requests, busy_s."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        srv = self.server
+        self._send(json.dumps({"inputs": srv.inputs, "requests": srv.requests,  # type: ignore[attr-defined]
+                               "busy_s": srv.busy_s}).encode())  # type: ignore[attr-defined]
+
+    def _request(self) -> tuple[dict, list[str]]:
+        """The request's body and its inputs as a list."""
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        inputs = body.get("input") or []
+        return body, [inputs] if isinstance(inputs, str) else inputs
+
+    def _send(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass

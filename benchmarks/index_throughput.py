@@ -46,10 +46,11 @@ import threading
 import time
 import urllib.request
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import _common
 import numpy as np
 
 from sai.config import load_config
@@ -278,18 +279,11 @@ class FastServer(ThreadingHTTPServer):
         self.busy_s = 0.0
 
 
-class FastHandler(BaseHTTPRequestHandler):
+class FastHandler(_common.StandInHandler):
     server: FastServer
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802
-        srv = self.server
-        self._send(json.dumps({"inputs": srv.inputs, "requests": srv.requests, "busy_s": srv.busy_s}).encode())
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        inputs = body.get("input") or []
-        inputs = [inputs] if isinstance(inputs, str) else inputs
+        body, inputs = self._request()
         srv = self.server
         with srv.device:
             time.sleep(len(inputs) / srv.rate)
@@ -298,16 +292,6 @@ class FastHandler(BaseHTTPRequestHandler):
             srv.busy_s += len(inputs) / srv.rate
         rows = b",".join(srv.rows[hash(text) % VECTOR_POOL] for text in inputs)
         self._send(b'{"model":"' + body["model"].encode() + b'","embeddings":[' + rows + b"]}")
-
-    def _send(self, data: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def serve(rate: float, dim: int) -> None:

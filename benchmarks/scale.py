@@ -37,10 +37,11 @@ import threading
 import time
 import urllib.request
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import _common
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,18 +88,11 @@ class StandIn(ThreadingHTTPServer):
         self.busy_s = 0.0
 
 
-class StandInHandler(BaseHTTPRequestHandler):
+class StandInHandler(_common.StandInHandler):
     server: StandIn
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802
-        srv = self.server
-        self._send(json.dumps({"inputs": srv.inputs, "requests": srv.requests, "busy_s": srv.busy_s}).encode())
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-        inputs = body.get("input") or []
-        inputs = [inputs] if isinstance(inputs, str) else inputs
+        body, inputs = self._request()
         started = time.perf_counter()
         data = json.dumps({"model": body["model"], "embeddings": [embed_text(t) for t in inputs]}).encode()
         with self.server.lock:
@@ -106,16 +100,6 @@ class StandInHandler(BaseHTTPRequestHandler):
             self.server.requests += 1
             self.server.busy_s += time.perf_counter() - started
         self._send(data)
-
-    def _send(self, data: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def serve() -> None:
