@@ -122,6 +122,47 @@ def test_ctrl_c_during_duckdb_queries_is_never_lost_nor_a_runtime_error(tmp_path
         assert time.monotonic() - sent < 5
 
 
+# Inside the store's translation of errors, weak references die while their callbacks run
+# (as importlib's do when a module loads): the SIGINT lands in a callback. argv: marker.
+CALLBACK_LOOP = """
+import os, signal, sys, time, weakref
+from pathlib import Path
+from sai.store.duckdb.errors import translate
+
+class Thing:
+    pass
+
+def slow_callback(_ref):
+    until = time.monotonic() + 0.05
+    while time.monotonic() < until:
+        pass
+
+try:
+    with translate(Path("memory")):
+        Path(sys.argv[1]).touch()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            thing = Thing()
+            ref = weakref.ref(thing, slow_callback)
+            del thing  # the callback runs now; Python cannot raise out of it
+    print("finished")
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_inside_a_callback_python_cannot_raise_from_is_kept_and_not_printed(tmp_path: Path) -> None:
+    """Before: "Exception ignored in <callback>" and a KeyboardInterrupt traceback on stderr."""
+    for trial in range(3):  # nearly all the time goes to callbacks: the SIGINT lands in one
+        marker = tmp_path / f"looping{trial}"
+        proc = _start(CALLBACK_LOOP, str(marker), cwd=tmp_path)
+        _wait_for(marker, proc)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert (proc.returncode, out, err) == (130, "", ""), (trial, err)
+
+
 # `sai` on the stand-in whose first postings write runs DuckDB queries for seconds (as a large
 # batch's does) after touching a marker. argv: marker.
 SLOW_POSTINGS_RUN = """

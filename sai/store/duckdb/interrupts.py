@@ -6,12 +6,18 @@ the KeyboardInterrupt; when the query finished first, it drops the KeyboardInter
 and the Ctrl-C is ignored (6 of 8 SIGINTs sent to a loop of short queries). So while a block of
 DuckDB calls runs in the main thread (the one Python signal handlers run in), SIGINT is also
 noted here, and the block ends in KeyboardInterrupt whenever one came.
+
+A Ctrl-C can also land while the block runs a callback whose exceptions Python cannot raise (a
+weak reference's, a `__del__`): the KeyboardInterrupt is then printed as "Exception ignored in …"
+with a traceback, and dropped. It was noted, so the block still ends in KeyboardInterrupt; while
+the block runs, such a dropped KeyboardInterrupt is not printed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -31,7 +37,14 @@ def kept() -> Iterator[None]:
         came.append(signum)
         previous(signum, frame)  # Python's own handler raises KeyboardInterrupt
 
+    unraisable = sys.unraisablehook
+
+    def quiet(failure: sys.UnraisableHookArgs) -> None:
+        if not (came and issubclass(failure.exc_type, KeyboardInterrupt)):
+            unraisable(failure)
+
     signal.signal(signal.SIGINT, note)
+    sys.unraisablehook = quiet
     try:
         with _translated():
             yield
@@ -41,6 +54,7 @@ def kept() -> Iterator[None]:
         raise
     finally:
         signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = unraisable
     if came:
         raise KeyboardInterrupt
 
