@@ -325,7 +325,7 @@ class StageCapture(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.times: Any = None  # sai.indexing.indexer.StageTimes (absent from older indexers)
+        self.times: Any = None  # sai.indexing.stage_times.StageTimes (absent from older indexers)
 
     def emit(self, record: logging.LogRecord) -> None:
         if hasattr(record, "stage_times"):

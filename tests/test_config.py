@@ -348,7 +348,7 @@ def test_an_unlistable_root_is_an_error_even_for_root(
     def refuse(path: object) -> object:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr("sai.config.os.scandir", refuse)
+    monkeypatch.setattr("sai.source.paths.os.scandir", refuse)
     with pytest.raises(ConfigError) as info:
         load(tmp_path)
     assert str(info.value) == (

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ import numpy as np
 
 from sai.errors import EmbedderError, UsageError
 from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread
+from sai.indexing.stage_times import StageTimes
 from sai.models import FileRow, IndexProgress, IndexReport, NewChunk, PathResult, RefreshReport, SourceFile
 from sai.project import Project
 from sai.source import files
@@ -49,38 +50,6 @@ POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool
 
 Progress = Callable[[IndexProgress], None]
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StageTimes:
-    """Seconds a run spent in each stage (cheap perf_counter sums).
-
-    read_chunk, lexemes and shapes are summed over files, so with worker processes they add up
-    the workers' time (more than the wall clock); embed_wait, write and finish are what the writing
-    thread waited; walk and close fall outside the writes. Logged at debug level at the end of
-    index() with the record's `stage_times` attribute set, for benchmarks/index_throughput.py.
-    """
-
-    walk: float = 0.0
-    read_chunk: float = 0.0  # reading files and cutting them into chunks
-    lexemes: float = 0.0
-    shapes: float = 0.0  # shape signatures and the rest of row building
-    embed_wait: float = 0.0  # waiting for the embedder
-    write: float = 0.0  # database writes
-    finish: float = 0.0  # the store's finish_run (the DuckDB postings, when behind the chunks: an older SAI's index)
-    close: float = 0.0  # closing the run's writer connection (DuckDB checkpoints the file)
-    transactions: int = 0  # write transactions of chunk batches
-
-    @contextlib.contextmanager
-    def timing(self, stage: str) -> Iterator[None]:
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            setattr(self, stage, getattr(self, stage) + time.perf_counter() - started)
-
-    def summary(self) -> str:
-        return ", ".join(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}" for k, v in asdict(self).items())
 
 
 @dataclass

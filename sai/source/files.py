@@ -25,12 +25,13 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sai.config import Config, resolve_path
+from sai.config import Config
 from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.models import SourceFile
 from sai.source.gitignore import IgnoreMatcher
 from sai.source.globs import compile_glob
 from sai.source.languages import DOC_EXTS, TEXT_WITHOUT_UNITS, language_for
+from sai.source.paths import resolve_path
 
 REASONS = (
     "binary", "docs", "ext", "generated-marker", "gitignore", "glob", "missing", "no-language", "not-included",
