@@ -38,4 +38,4 @@ def upgrade(conn: Connection, from_version: int) -> None:
         if version > from_version:
             MIGRATIONS[version](conn)
     conn.set_meta({"schema_version": str(SCHEMA_VERSION)})
-    conn.dirty = True  # a new token: readers reload what they derived from the old rows
+    conn.dirty = True  # a new token, not logged (changelog.py): readers compare every chunk

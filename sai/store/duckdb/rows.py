@@ -27,9 +27,12 @@ def extension_path(name: str) -> str:
     return found[-1]
 
 
+_COMPANIONS = ("__files", "__terms", "__postings", "__changes")  # a collection's other tables
+
+
 def check_collection(collection: str) -> None:
     """The collection is the one identifier SQL is built with: refuse anything but a name."""
-    if not _IDENT.match(collection) or collection.endswith("__files"):
+    if not _IDENT.match(collection) or collection.endswith(_COMPANIONS):
         raise StoreError(f"invalid collection name {collection!r}")
 
 

@@ -26,9 +26,11 @@ merely behind). A patch appends rows past the manifest's counts, then replaces t
 atomically (written aside, fsynced, renamed): a process killed during a patch leaves the old
 manifest, whose counts describe complete data, and the next patch cuts the tail it left. A
 reader uses the sidecar only when the manifest's token is the token of its own DuckDB snapshot;
-otherwise it patches it, under the lock, from the difference between the (id, stamp) pairs of
-DuckDB's chunks that have a vector and those of the sidecar's live rows: rows whose pair left
-are tombstoned, pairs not held are read from DuckDB and appended. The pair, not the id alone,
+otherwise it patches it, under the lock: the sidecar's live rows of every chunk the writers'
+change log (changelog.py) names since the manifest's token are tombstoned, and those chunks'
+rows are read from DuckDB and appended; where the log misses a write, from the difference
+between the (id, stamp) pairs of DuckDB's chunks and those of the sidecar's live rows: rows
+whose pair left are tombstoned, pairs not held are read from DuckDB and appended. The pair, not the id alone,
 decides, because DuckDB may hand a deleted chunk's id to a new chunk; and the stamp's low bit
 says whether the chunk had its vector, because a chunk is stored first without one and
 `set_vectors` fills it later in place, keeping its id and indexed_at (the pending row is then
@@ -72,6 +74,10 @@ class VectorSource(Protocol):
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
         """id, stamp, path, language, embedding (null: none yet) of these chunks (None: all)."""
+        ...
+
+    def touched_since(self, token: str) -> np.ndarray | None:
+        """The ids of every chunk written since `token` (None: not known)."""
         ...
 
 
@@ -216,9 +222,12 @@ class Sidecar:
     def _patch(self, source: VectorSource, held: Manifest | None, *, token: str, origin: str, dim: int) -> Manifest:
         if held is None:
             return self._rebuild(source, None, token=token, origin=origin, dim=dim)
-        ids, stamps = source.vector_stamps()
         view = self._open(held)
-        gone_rows, wanted = _difference(view, ids, stamps)
+        touched = source.touched_since(held.token)
+        if touched is not None:  # the writers' log names every chunk that changed since
+            gone_rows, wanted = _rows_of(view, touched), touched
+        else:
+            gone_rows, wanted = _difference(view, *source.vector_stamps())
         if held.dead + len(gone_rows) > max(COMPACT_MIN_DEAD, COMPACT_DEAD_SHARE * held.rows):
             live = np.ones(held.rows, bool) if view.live is None else view.live.copy()
             live[gone_rows] = False
@@ -396,6 +405,19 @@ def _difference(view: View, ids: np.ndarray, stamps: np.ndarray) -> tuple[np.nda
     have[where[kept]] = True
     gone = ~kept if view.live is None else (~kept & view.live)
     return np.flatnonzero(gone), ids[~have]
+
+
+def _rows_of(view: View, ids: np.ndarray) -> np.ndarray:
+    """The view's live rows of these chunk ids."""
+    if not len(ids) or not len(view.ids):
+        return np.zeros(0, np.int64)
+    top = int(max(ids.max(), view.ids.max())) + 1
+    named = np.zeros(top, dtype=bool)
+    named[ids] = True
+    hit = named[view.ids]
+    if view.live is not None:
+        hit &= view.live
+    return np.flatnonzero(hit)
 
 
 def _matches(m: Manifest | None, token: str, origin: str, dim: int) -> bool:

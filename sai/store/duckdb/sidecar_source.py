@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from sai.store.duckdb import changelog
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Mark, changes
@@ -115,6 +116,9 @@ class ConnectionVectors:
         if len(missing):
             stamps[np.isin(ids, missing.to_numpy())] -= 1
         return ids, stamps
+
+    def touched_since(self, token: str) -> np.ndarray | None:
+        return changelog.touched(self.conn.con, self.table, since=token, until=self.conn.token)
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
         """id, stamp, path, language and embedding (null: none yet) of these chunks (None:

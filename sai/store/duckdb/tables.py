@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from sai.models import NewChunk
 from sai.store.cache import TokenCache
-from sai.store.duckdb import postings, sidecar_source
+from sai.store.duckdb import changelog, postings, sidecar_source
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.rows import (
     CHUNK_COLS,
@@ -62,7 +62,10 @@ class Connection:
         self.read_only = read_only
         self.derived = derived if derived is not None else TokenCache()  # vector and symbol tables
         self.sidecar = sidecar  # the index file's shared vector copy (None: vectors held in memory)
-        self.dirty = False  # this write changed chunk rows: a new token at commit
+        self._dirty = False  # this write changed chunk rows: a new token at commit
+        # the chunk ids this transaction changed, for the change log (changelog.py); None: not
+        # known (no transaction begun here, a migration), so the write logs nothing
+        self.touched: list[np.ndarray] | None = None
         # A read-only attach never sees another process's writes, so what it learns about the
         # schema holds for the lease's life: cursors share their parent's cache.
         self.cache: dict[str, object] = {} if cache is None else cache
@@ -107,6 +110,24 @@ class Connection:
         result = self.con.execute(sql, params).arrow()
         return result.read_all() if hasattr(result, "read_all") else result
 
+    @property
+    def dirty(self) -> bool:
+        return self._dirty
+
+    @dirty.setter
+    def dirty(self, value: bool) -> None:
+        """Set by a write that does not name the chunks it changed: the change log cannot serve it."""
+        self._dirty = value
+        if value:
+            self.touched = None
+
+    def _touch(self, ids: np.ndarray) -> None:
+        """Chunk rows of these ids changed in this transaction: a new token at commit, and a log row."""
+        if len(ids):
+            self._dirty = True
+            if self.touched is not None:
+                self.touched.append(ids)
+
     def cursor(self) -> Connection:
         """Another connection to the same open database, for use by one more thread."""
         cursor = self.con.cursor()
@@ -116,14 +137,16 @@ class Connection:
 
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
+        self.touched = []
 
     def commit(self) -> None:
         if self.dirty and self.has_index():
             self._next_token()  # readers reload their vector and symbol tables
         self.con.execute("COMMIT")
-        self.dirty = False
+        self.dirty, self.touched = False, None
 
     def rollback(self) -> None:
+        self.dirty, self.touched = False, None
         try:
             self.con.execute("ROLLBACK")
         except duckdb.Error:
@@ -198,7 +221,7 @@ class Connection:
         self.postings.create()
         self.set_meta({k: str(v) for k, v in meta.__dict__.items()}
                       | {"created_at": now_iso(), "lexicon": postings.LEXICON_VERSION})
-        self.dirty = True
+        self.dirty = True  # a new collection: its readers build their copies anew (nothing logged)
 
     def drop(self) -> None:
         self.drop_hnsw()
@@ -206,6 +229,7 @@ class Connection:
         self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
         self.con.execute(f"DROP TABLE IF EXISTS {self.collection}")
         self.con.execute(f"DROP TABLE IF EXISTS {self.files_table}")
+        self.con.execute(f"DROP TABLE IF EXISTS {changelog.table_of(self.collection)}")
         self.postings.drop()
         if self._table_exists("sai_meta"):
             self.con.execute("DELETE FROM sai_meta WHERE collection = ?", [self.collection])
@@ -215,7 +239,7 @@ class Connection:
         transaction: the tables and meta rows of `collection` are dropped, this one's renamed."""
         check_collection(collection)
         Connection(self.con, collection, read_only=False).drop()
-        for suffix in ("", "__files", "__terms", "__postings"):
+        for suffix in ("", "__files", "__terms", "__postings", changelog.table_of("")):
             if self._table_exists(self.collection + suffix):
                 self.con.execute(f"ALTER TABLE {self.collection}{suffix} RENAME TO {collection}{suffix}")
         if self._table_exists("sai_meta"):
@@ -334,15 +358,21 @@ class Connection:
         batch = pa.table({"content_hash": pa.array(hashes, pa.string()), "embedding": _vector_column(vectors)})
         self.con.register("sai_vectors", batch)
         try:
-            row = self.con.execute(
+            changed = self._touching(
                 f"UPDATE {self.collection} SET embedding = v.embedding FROM sai_vectors v "
-                f"WHERE {self.collection}.content_hash = v.content_hash AND {self.collection}.embedding IS NULL"
-            ).fetchone()
+                f"WHERE {self.collection}.content_hash = v.content_hash AND {self.collection}.embedding IS NULL "
+                f"RETURNING {self.collection}.id"
+            )
         finally:
             self.con.unregister("sai_vectors")
-        changed = int(row[0]) if row else 0
-        self.dirty = self.dirty or changed > 0
         return changed
+
+    def _touching(self, sql: str, params: list[object] | None = None) -> int:
+        """Run an UPDATE or DELETE that returns the ids of the chunks it changed; note them for
+        the change log and return how many."""
+        ids = self.con.execute(sql, params).fetchnumpy()["id"].astype(np.int64)
+        self._touch(ids)
+        return len(ids)
 
     def drop_hnsw(self) -> None:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
@@ -378,10 +408,14 @@ class Connection:
         """The token this transaction commits with (a new one when it changed chunk rows); the
         lexical index follows it when its postings were written alongside."""
         if self.dirty:
-            token = uuid.uuid4().hex
-            follows = self.has_postings() and self.meta().get("lexicon_token") == self.meta().get("token")
+            meta = self.meta()
+            token, previous = uuid.uuid4().hex, meta.get("token") or ""
+            follows = self.has_postings() and meta.get("lexicon_token") == meta.get("token")
             self.set_meta({"token": token, **({"lexicon_token": token} if follows else {})})
-            self.dirty = False
+            if self.touched is not None and previous:
+                changelog.record(self.con, self.collection, previous=previous, token=token,
+                                 ids=np.concatenate([np.zeros(0, np.int64), *self.touched]))
+            self.dirty, self.touched = False, [] if self.touched is not None else None
         token = self.meta().get("token") or ""
         if not token:
             token = uuid.uuid4().hex
@@ -488,12 +522,9 @@ class Connection:
             return 0
         if self.has_postings():
             self.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
-        row = self.con.execute(
-            f"DELETE FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys]
-        ).fetchone()
-        removed = int(row[0]) if row else 0
-        self.dirty = self.dirty or removed > 0
-        return removed
+        return self._touching(
+            f"DELETE FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[])) RETURNING id", [keys]
+        )
 
     # -- chunks -----------------------------------------------------------------------------
 
@@ -558,9 +589,9 @@ class Connection:
         matrix of no columns) stores its chunk without a vector, for set_vectors to fill."""
         if not chunks:
             return
-        self.dirty = True
         first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
         start_id = int(first[0]) if first else 1
+        self._touch(np.arange(start_id, start_id + len(chunks), dtype=np.int64))
         given = vectors.shape[1] > 0 and not np.isnan(vectors[:, 0]).all()
         if given and not self.has_vectors():
             self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{vectors.shape[1]}]")

@@ -1,0 +1,59 @@
+"""The writers' change log: which chunk ids each committed write touched, kept in the index file.
+
+A write that changes chunk rows commits a new token (tables.Connection._next_token); in the same
+transaction it records the token it replaced and the ids of every chunk it inserted, deleted or
+gave a vector. A reader whose vector sidecar is at an older token then patches it from the ids
+the log names since, instead of comparing every chunk's (id, stamp) pair with DuckDB's (a read
+of the whole chunk table: 0.5-0.8 s at a million chunks; docs/design.md, "How the cost grows").
+
+Correct by construction, never by trust: the ids of one write are those its own statements
+returned, in its own transaction, so a kill never leaves a log row without its write or a write
+without its row. A chain that misses a link (a write this log did not see: an older SAI, a
+schema migration, a row pruned) answers None, and the reader compares every pair as before.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+
+KEPT = 64  # writes remembered: a reader further behind compares every pair (and the log stays small)
+_SUFFIX = "__changes"
+
+
+def table_of(collection: str) -> str:
+    return collection + _SUFFIX
+
+
+def record(con: duckdb.DuckDBPyConnection, collection: str, *, previous: str, token: str,
+           ids: np.ndarray) -> None:
+    """Log that the write committing `token` over `previous` touched the chunks `ids`."""
+    table = table_of(collection)
+    con.execute(f"CREATE TABLE IF NOT EXISTS {table} (seq BIGINT, token VARCHAR, previous VARCHAR, ids BIGINT[])")
+    row = con.execute(f"SELECT coalesce(max(seq), 0) + 1 FROM {table}").fetchone()
+    seq = int(row[0]) if row else 1
+    con.execute(f"INSERT INTO {table} VALUES (?, ?, ?, ?)", [seq, token, previous, np.unique(ids).tolist()])
+    con.execute(f"DELETE FROM {table} WHERE seq <= ?", [seq - KEPT])
+
+
+def touched(con: duckdb.DuckDBPyConnection, collection: str, *, since: str, until: str) -> np.ndarray | None:
+    """The ids of every chunk the writes from `since` to `until` touched, sorted; None when the
+    log does not hold every one of those writes."""
+    if since == until:
+        return np.zeros(0, np.int64)
+    table = table_of(collection)
+    try:
+        links = con.execute(f"SELECT token, previous, seq FROM {table}").fetchall()
+    except duckdb.CatalogException:  # no write has logged here yet
+        return None
+    before = {token: (previous, seq) for token, previous, seq in links}
+    seqs: list[int] = []
+    at = until
+    while at != since:
+        if at not in before or len(seqs) > len(before):
+            return None
+        at, seq = before[at]
+        seqs.append(seq)
+    rows = con.execute(f"SELECT ids FROM {table} WHERE seq IN (SELECT unnest(?::BIGINT[]))", [seqs]).fetchall()
+    found = [np.asarray(ids, np.int64) for (ids,) in rows]
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)

@@ -1,0 +1,127 @@
+"""The writers' change log (store/duckdb/changelog.py): a reader patches its vector sidecar from the
+chunk ids the log names instead of comparing every chunk with DuckDB, answers as the exact scan
+whichever way it patched, and falls back to the comparison wherever the log misses a write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from test_sidecar_patches import _build, _chunks, _same_as_read_whole
+from test_vectors import COLLECTION, DIM, META, _check, _manifest
+
+from sai.store.duckdb import changelog
+from sai.store.duckdb.sidecar_source import ConnectionVectors
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "index" / "code.duckdb"
+
+
+@pytest.fixture
+def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the patches that read every chunk's (id, stamp) pair."""
+    calls: list[int] = []
+    whole = ConnectionVectors.vector_stamps
+
+    def counted(self: ConnectionVectors) -> tuple[np.ndarray, np.ndarray]:
+        calls.append(1)
+        return whole(self)
+
+    monkeypatch.setattr(ConnectionVectors, "vector_stamps", counted)
+    return calls
+
+
+def _log_rows(db: Path) -> list[tuple[str, str, list[int]]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(f"SELECT token, previous, ids FROM {changelog.table_of(COLLECTION)} ORDER BY seq").fetchall()
+    finally:
+        con.close()
+
+
+def test_writes_patch_the_sidecar_from_the_log_and_answer_as_the_exact_scan(db: Path, compared: list[int]) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)  # the first read builds the sidecar: nothing to compare
+        for n in range(6):  # replace, add, remove, and chunks given their vectors later
+            with store.write() as writer:
+                if n % 3 == 2:
+                    writer.remove_files([f"src/f{n}.py"])
+                else:
+                    writer.replace_files(*_chunks(f"src/f{n + 30 * (n % 2)}.py", 3, seed=500 + n))
+            _check(store, db)
+        files, rows, vectors = _chunks("src/late.py", 4, seed=900)
+        with store.write() as writer:
+            writer.replace_files(files, rows, np.full((4, DIM), np.nan, np.float32))
+        _check(store, db)
+        with store.write() as writer:
+            writer.set_vectors([r.content_hash for r in rows], vectors)
+        _check(store, db)
+        _same_as_read_whole(store, db)
+        assert compared == []  # every patch came from the log
+        logged = _log_rows(db)
+        assert [ids for *_, ids in logged[-2:]] == [[logged[-2][2][0] + k for k in range(4)]] * 2
+        assert all(previous == before for (_, previous, _), (before, _, _) in zip(logged[1:], logged, strict=False))
+    finally:
+        store.close()
+
+
+def test_a_write_the_log_did_not_see_makes_the_reader_compare_every_chunk(db: Path, compared: list[int]) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.write() as writer:  # a write that does not name its chunks (as a migration)
+            writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = NULL WHERE id IN (3, 4)")
+            writer.conn.dirty = True
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f7.py", 2, seed=77))
+        _check(store, db)
+        assert compared == [1]
+        with store.read() as reader:
+            assert {3, 4}.isdisjoint(i for i, _ in reader.nearest(np.eye(DIM, dtype=np.float32)[0], 100))
+    finally:
+        store.close()
+
+
+def test_a_reader_further_behind_than_the_log_keeps_compares_and_the_log_stays_bounded(
+    db: Path, compared: list[int]
+) -> None:
+    store = _build(db, files=5, per_file=2)
+    try:
+        _check(store, db)
+        token = _manifest(db).token
+        for n in range(changelog.KEPT + 10):
+            with store.write() as writer:
+                writer.replace_files(*_chunks(f"src/f{n % 5}.py", 2, seed=1000 + n))
+        assert len(_log_rows(db)) == changelog.KEPT
+        assert _manifest(db).token == token  # no reader has patched the sidecar meanwhile
+        _check(store, db)
+        assert compared == [1]
+    finally:
+        store.close()
+
+
+def test_a_new_collection_and_its_take_over_carry_no_stale_log(db: Path) -> None:
+    store = _build(db)
+    try:
+        _check(store, db)
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f1.py", 2, seed=11))
+        assert _log_rows(db)
+        with store.rebuild():
+            with store.write() as writer:
+                writer.create(META)
+                writer.replace_files(*_chunks("src/f1.py", 3, seed=12))
+        with pytest.raises(duckdb.CatalogException):  # nothing logged: the new collection's readers build anew
+            _log_rows(db)
+        _check(store, db)
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f1.py", 2, seed=13))
+        assert len(_log_rows(db)) == 1
+        _check(store, db)
+    finally:
+        store.close()
