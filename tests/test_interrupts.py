@@ -163,6 +163,40 @@ def test_ctrl_c_inside_a_callback_python_cannot_raise_from_is_kept_and_not_print
         assert (proc.returncode, out, err) == (130, "", ""), (trial, err)
 
 
+# A weak reference's callback that the SIGINT interrupts (it sends the signal itself, so it lands
+# there every time), outside any store call, as the command line runs.
+CLI_CALLBACK_LOOP = """
+import signal, sys, time, weakref
+from pathlib import Path
+from sai.cli.exits import interrupts_redelivered
+
+class Thing:
+    pass
+
+def interrupted_callback(_ref):
+    signal.raise_signal(signal.SIGINT)  # the handler raises KeyboardInterrupt here: Python drops it
+
+try:
+    with interrupts_redelivered():
+        thing = Thing()
+        ref = weakref.ref(thing, interrupted_callback)
+        del thing
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            pass
+    print("finished")
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_inside_a_callback_outside_the_store_still_stops_the_command_line(tmp_path: Path) -> None:
+    """Before: the KeyboardInterrupt was printed as "Exception ignored" and dropped; the loop went on."""
+    proc = _start(CLI_CALLBACK_LOOP, cwd=tmp_path)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err) == (130, "", "")
+
+
 # `sai` on the stand-in whose first postings write runs DuckDB queries for seconds (as a large
 # batch's does) after touching a marker. argv: marker.
 SLOW_POSTINGS_RUN = """

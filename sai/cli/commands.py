@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sai.cli.exits import interrupted, log_to_stderr, reader_gone
+from sai.cli.exits import interrupted, interrupts_redelivered, log_to_stderr, reader_gone
 from sai.cli.options import check_options
 from sai.cli.parser import build_parser
 from sai.config import load_config
@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None
         args.serve_mcp = serve_mcp
         opts = {k: getattr(args, k, None) for k in ("config", "json", "silent", "verbose")}
         log_to_stderr(verbose=bool(opts["verbose"]))
-        return _dispatch(args, opts)
+        with interrupts_redelivered():
+            return _dispatch(args, opts)
     except SaiError as exc:
         print(f"error: {printable(redact(str(exc)))}", file=sys.stderr)
         return exc.exit_code

@@ -3,15 +3,19 @@ its log lines go."""
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 
 from sai.errors import redact
 from sai.output.render import printable
 
+REDELIVER_S = 0.05  # after this long the hook that dropped a Ctrl-C has returned
 BATCHES_KEPT = "interrupted; finished batches are kept — run `sai` again to complete the index"
 
 
@@ -25,6 +29,36 @@ def interrupted(*, writes_batches: bool) -> int:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     print(f"error: {BATCHES_KEPT if writes_batches else 'interrupted'}", file=sys.stderr)
     return 130
+
+
+@contextlib.contextmanager
+def interrupts_redelivered() -> Iterator[None]:
+    """While the block runs, a Ctrl-C is never lost to a callback Python cannot raise from.
+
+    A KeyboardInterrupt raised in a weak reference's callback, a `__del__` or a generator the
+    collector closes is printed as "Exception ignored in …" with a traceback, and dropped: the
+    run went on as if no Ctrl-C had come. Here it is delivered to the main thread once more
+    (`_thread.interrupt_main`, as if the signal came again), which stops at its next step. It
+    is sent from another thread a moment later: sent from the hook, it would be raised in the
+    hook itself, and dropped again."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = sys.unraisablehook
+
+    def redeliver(failure: sys.UnraisableHookArgs) -> None:
+        if issubclass(failure.exc_type, KeyboardInterrupt):
+            later = threading.Timer(REDELIVER_S, _thread.interrupt_main)
+            later.daemon = True
+            later.start()
+        else:
+            previous(failure)
+
+    sys.unraisablehook = redeliver
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 def log_to_stderr(*, verbose: bool) -> None:
