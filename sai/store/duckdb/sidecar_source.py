@@ -28,6 +28,7 @@ from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Mark, changes
 from sai.store.duckdb.vectors import VectorTable
+from sai.store.symbols import SymbolTable
 
 if TYPE_CHECKING:
     from sai.store.duckdb.tables import Connection
@@ -89,6 +90,20 @@ def patch_lexicon(conn: Connection, old: LexicalTable, token: str) -> LexicalTab
         return None
     delta = LexicalTable.from_arrow(token, conn.postings.rows_of(written, after_termid=old.last_termid))
     return old.patched(token, np.union1d(removed, added), delta)
+
+
+def patch_symbols(conn: Connection, old: SymbolTable, token: str) -> SymbolTable | None:
+    """`old` brought to `token`: every file written since it was built answered from its rows
+    read now (None: read it whole)."""
+    found = _changes(conn, old.token)
+    if found is None:
+        return None
+    removed, added = found
+    files = frozenset(old.patched_files | old.files_of(removed) | conn.files_of(added))
+    rows = conn.symbol_rows_of(files) if files else []
+    if len(rows) > PATCH_SHARE * max(old.built_rows, 1):
+        return None
+    return old.patched(token, files, rows)
 
 
 class ConnectionVectors:

@@ -38,7 +38,7 @@ from sai.store.duckdb.rows import (
 )
 from sai.store.duckdb.sidecar import Sidecar
 from sai.store.duckdb.vectors import VectorTable
-from sai.store.symbols import SYMBOL_COLS, SymbolTable
+from sai.store.symbols import SYMBOL_COLS, SymbolRow, SymbolTable
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -285,7 +285,7 @@ class Connection:
 
     def symbols(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
-        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows)
+        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows, patch=sidecar_source.patch_symbols)
 
     def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R], *,
                  patch: Callable[[Connection, T, str], T | None] | None = None) -> T:
@@ -294,11 +294,25 @@ class Connection:
         if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
             return build("", rows())
         token = self.token
+        if patch is not None and self.sidecar is not None:
+            self.vector_table()  # the sidecar's mark at this token: what the next write's patch starts from
         renew = None if patch is None else (lambda old: patch(self, old, token))
         return self.derived.get(token, lambda: build(token, rows()), name=name, patch=renew)
 
     def _symbol_rows(self) -> pa.Table:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
+
+    def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]:
+        """The symbol rows of every chunk of these files, by id."""
+        return [tuple(r) for r in self.con.execute(
+            f"SELECT {SYMBOL_COLS} FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[])) ORDER BY id",
+            [sorted(files)]).fetchall()]
+
+    def files_of(self, ids: np.ndarray) -> set[str]:
+        """The files of these chunk ids."""
+        rows = self.con.execute(f"SELECT DISTINCT path FROM {self.collection} WHERE id IN "
+                                "(SELECT unnest(?::BIGINT[]))", [ids.tolist()]).fetchall()
+        return {path for (path,) in rows}
 
     def vector_rows(self) -> pa.Table:
         vectors = "embedding" if self.has_vectors() else "NULL::FLOAT[1] AS embedding"
