@@ -110,7 +110,7 @@ def corpus(language: str, *, clones: int, seed: int, thesaurus: dict[str, str],
             if windows and len(fn.owned) >= 2 and len(fn.node.text) <= LONG_CHARS:
                 long_picks.append((windows, fn))
     tokens = [frozenset(re.findall(r"\w+", r.text)) for r in rows]
-    sigs = Shapes.of([shape.signature(r.text, language, r.unit) for r in rows])
+    sigs = Shapes.of([shape.signature(r.text, language, kind=r.unit) for r in rows])
     picks = [(at, fn) for at, fn in picks if not _has_twin(at, tokens) and not _has_shape_twin(at, sigs)]
     long_picks = [(ats, fn) for ats, fn in long_picks
                   if not any(_has_twin(at, tokens, own=ats) or _has_shape_twin(at, sigs, own=ats) for at in ats)]
@@ -240,7 +240,7 @@ def prepare(language: str, *, clones: int, seed: int, thesaurus: dict[str, str],
     (sai/duplicates/units.py), each unit a row labelled as its windows are."""
     chunks, info = corpus(language, clones=clones, seed=seed, thesaurus=thesaurus, long=long)
     vectors = cached_text_vectors([r.text for r in chunks], label=f"repos-{language}")
-    shapes = Shapes.of([shape.signature(r.text, language, r.unit) for r in chunks])
+    shapes = Shapes.of([shape.signature(r.text, language, kind=r.unit) for r in chunks])
     members = unit_members([r.path for r in chunks], [r.start for r in chunks], [r.end for r in chunks],
                            [r.symbol for r in chunks])
     units = whole_units(members, vectors, shapes)

@@ -120,7 +120,7 @@ def _style_pattern(style: str) -> re.Pattern[str]:
     return re.compile(rf"(?P<comment>{_COMMENTS[style]})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
 
 
-def tokens(text: str, language: str | None, kind: str | None = None) -> list[str]:
+def tokens(text: str, language: str | None, *, kind: str | None = None) -> list[str]:
     """The normalised token stream of `text` (see the module doc): every name blank, except in a
     declarative chunk (`declarative`), whose stream keeps its names. `kind`: what the chunk's
     unit is (models.Chunk.kind); a function's chunk is never declarative."""
@@ -232,7 +232,7 @@ def _fold_shorthand(out: list[str]) -> list[str]:
     return folded
 
 
-def elements(text: str, language: str | None, kind: str | None = None) -> np.ndarray:
+def elements(text: str, language: str | None, *, kind: str | None = None) -> np.ndarray:
     """The chunk's shape: the distinct GRAM-grams of its stream as 32-bit hashes; empty when its
     blind stream has fewer than MIN_GRAMS (names make more grams distinct, not more to compare)."""
     stream, blind = _chosen(text, language, kind)
@@ -258,10 +258,10 @@ def _token_id(token: str) -> int:
     return zlib.crc32(token.encode())
 
 
-def signature(text: str, language: str | None, kind: str | None = None) -> bytes:
+def signature(text: str, language: str | None, *, kind: str | None = None) -> bytes:
     """The MinHash signature of the chunk's shape and, last, its element count; empty when it has
     no shape (fewer than MIN_GRAMS grams). `kind`: what the chunk's unit is (models.Chunk.kind)."""
-    found = elements(text, language, kind)
+    found = elements(text, language, kind=kind)
     if not len(found):
         return b""
     a, b = _hash_parameters()

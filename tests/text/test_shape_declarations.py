@@ -126,8 +126,8 @@ def test_records_laid_out_alike_with_other_names_no_longer_share_a_shape(case):
     a, b = unit_chunk(first, key, language), unit_chunk(second, key, language)
     # blind, the two are one shape: what paired them before SHAPE_VERSION 6
     assert shape.blind_tokens(a.text, language) == shape.blind_tokens(b.text, language)
-    assert shape.tokens(a.text, language, a.kind) != shape.blind_tokens(a.text, language)
-    sig_a, sig_b = shape.signature(a.text, language, a.kind), shape.signature(b.text, language, b.kind)
+    assert shape.tokens(a.text, language, kind=a.kind) != shape.blind_tokens(a.text, language)
+    sig_a, sig_b = shape.signature(a.text, language, kind=a.kind), shape.signature(b.text, language, kind=b.kind)
     assert jaccard(sig_a, sig_b) < 0.3
 
 
@@ -136,7 +136,8 @@ def test_a_record_copied_with_its_names_keeps_its_shape(case):
     language, key, first, _ = RECORDS[case]
     copy = first.replace("\n", "  \n", 1)  # reformatted, names kept
     a, b = unit_chunk(first, key, language), unit_chunk(copy, key, language)
-    assert jaccard(shape.signature(a.text, language, a.kind), shape.signature(b.text, language, b.kind)) == 1.0
+    sig_a, sig_b = shape.signature(a.text, language, kind=a.kind), shape.signature(b.text, language, kind=b.kind)
+    assert jaccard(sig_a, sig_b) == 1.0
 
 
 LOGIC = {
@@ -181,7 +182,7 @@ def test_a_function_or_method_keeps_its_blind_shape(language):
     methods = [c for c in CHUNKER.chunk(key, text, language) if c.kind in ("function", "method")]
     assert methods
     for chunk in methods:
-        assert shape.tokens(chunk.text, language, chunk.kind) == shape.blind_tokens(chunk.text, language)
+        assert shape.tokens(chunk.text, language, kind=chunk.kind) == shape.blind_tokens(chunk.text, language)
 
 
 @pytest.mark.parametrize(("language", "text"), [
@@ -210,4 +211,4 @@ def test_constants_enums_aliases_and_signatures_are_declarative(language, text):
 def test_a_function_chunk_is_never_declarative_whatever_its_tokens():
     window = "    first = load(path)\n    second = parse(first)\n"  # a long function's later window
     assert shape.tokens(window, "python") != shape.blind_tokens(window, "python")
-    assert shape.tokens(window, "python", "function") == shape.blind_tokens(window, "python")
+    assert shape.tokens(window, "python", kind="function") == shape.blind_tokens(window, "python")
