@@ -191,11 +191,17 @@ def _body(written: list[re.Match[str]], at: int) -> bool:
 
 
 def _member_assignment(written: list[re.Match[str]], at: int) -> bool:
-    """`a.b = c` at token `at` (the `=`): a statement setting a member (`self.x = x`)."""
+    """`a.b = c` at token `at` (the `=`): a statement setting a member (`self.x = x`), not a
+    field annotated with a dotted type (`when: datetime.date = EPOCH`)."""
     if written[at].group() != "=" or at < 2 or written[at - 2].group() != ".":
         return False
     after = written[at + 1] if at + 1 < len(written) else None
-    return not (after is not None and after.start() == written[at].end() and after.group() in "=>")
+    if after is not None and after.start() == written[at].end() and after.group() in ("=", ">"):
+        return False
+    start = at - 1
+    while start >= 2 and written[start - 1].group() == ".":
+        start -= 2
+    return start == 0 or written[start - 1].group() != ":"
 
 
 @cache

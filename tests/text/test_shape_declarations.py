@@ -203,6 +203,7 @@ def test_a_chunk_that_does_something_is_not_declarative(language, text):
     ("typescript", "type Id = string | number;\nexport type Pair = [Id, Id];\n"),
     ("go", "const (\n\tRed Color = iota\n\tGreen\n)\n"),
     ("go", "type Reader interface {\n\tRead(p []byte) (n int, err error)\n}\n"),
+    ("python", "class Window:\n    start: datetime.date = EPOCH\n    size: np.ndarray = None\n"),
 ])
 def test_constants_enums_aliases_and_signatures_are_declarative(language, text):
     assert shape.tokens(text, language) != shape.blind_tokens(text, language)
