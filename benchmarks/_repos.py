@@ -69,6 +69,7 @@ class Row:
     fid: int | None = None  # planted function id (original or copy)
     kind: str | None = None  # "original" or the copy's flavour
     symbol: str | None = None
+    unit: str | None = None  # what the chunk's unit is (Chunk.kind), which its shape reads
 
 
 def slice_files(language: str) -> list[Path]:
@@ -100,7 +101,7 @@ def corpus(language: str, *, clones: int, seed: int, thesaurus: dict[str, str],
         text = p.read_text(encoding="utf-8", errors="replace")
         chunks = chunker.chunk(key, text, language)
         first = len(rows)
-        rows += [Row(key, c.start_line, c.end_line, c.text, symbol=c.symbol) for c in chunks]
+        rows += [Row(key, c.start_line, c.end_line, c.text, symbol=c.symbol, unit=c.kind) for c in chunks]
         for fn in functions_of(text.encode("utf-8"), language):
             at = _chunk_of(fn, rows, first)
             if at is not None and _plantable(fn):
@@ -109,7 +110,7 @@ def corpus(language: str, *, clones: int, seed: int, thesaurus: dict[str, str],
             if windows and len(fn.owned) >= 2 and len(fn.node.text) <= LONG_CHARS:
                 long_picks.append((windows, fn))
     tokens = [frozenset(re.findall(r"\w+", r.text)) for r in rows]
-    sigs = Shapes.of([shape.signature(r.text, language) for r in rows])
+    sigs = Shapes.of([shape.signature(r.text, language, kind=r.unit) for r in rows])
     picks = [(at, fn) for at, fn in picks if not _has_twin(at, tokens) and not _has_shape_twin(at, sigs)]
     long_picks = [(ats, fn) for ats, fn in long_picks
                   if not any(_has_twin(at, tokens, own=ats) or _has_shape_twin(at, sigs, own=ats) for at in ats)]
@@ -154,7 +155,7 @@ def planted_rows(key: str, planted: list[tuple[int, Function, str]], language: s
     for c in chunker.chunk(key, "\n".join(lines) + "\n", language):
         fid = next((f for f, a, b in spans if a <= c.start_line and c.end_line <= b), None)
         out.append(Row(key, c.start_line, c.end_line, c.text, fid, flavour if fid is not None else None,
-                       c.symbol))
+                       c.symbol, c.kind))
     return out
 
 
@@ -239,7 +240,7 @@ def prepare(language: str, *, clones: int, seed: int, thesaurus: dict[str, str],
     (sai/duplicates/units.py), each unit a row labelled as its windows are."""
     chunks, info = corpus(language, clones=clones, seed=seed, thesaurus=thesaurus, long=long)
     vectors = cached_text_vectors([r.text for r in chunks], label=f"repos-{language}")
-    shapes = Shapes.of([shape.signature(r.text, language) for r in chunks])
+    shapes = Shapes.of([shape.signature(r.text, language, kind=r.unit) for r in chunks])
     members = unit_members([r.path for r in chunks], [r.start for r in chunks], [r.end for r in chunks],
                            [r.symbol for r in chunks])
     units = whole_units(members, vectors, shapes)

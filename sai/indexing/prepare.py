@@ -85,7 +85,8 @@ def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prep
         out.rows.append(NewChunk(
             path=chunk.path, language=chunk.language, start_line=chunk.start_line, end_line=chunk.end_line,
             symbol=chunk.symbol, text=chunk.text, content_hash=digest, file_hash=out.file_hash,
-            no_duplicate=nodup, lexemes=word, shape=signature(chunk.text, chunk.language), kind=chunk.kind,
+            no_duplicate=nodup, lexemes=word, shape=signature(chunk.text, chunk.language, kind=chunk.kind),
+            kind=chunk.kind,
         ))
     out.times["shapes"] = time.perf_counter() - clock
     return out

@@ -14,6 +14,15 @@ one operator each, a number stops before them (`0..n`), and in JavaScript, TypeS
 `{a: b}` reads as the shorthand `{a}` that renaming the local behind a shorthand field turns
 into it.
 
+A chunk that only declares (a record's typed fields, an interface's signatures, an enum's
+members, a module's constants: `declarative`) has no logic a copy could repeat, and blind,
+every record of five typed fields is every other one. Its stream keeps its names instead, so it
+pairs only with a chunk of nearly the same text. A chunk declares unless something in it does
+something: a control-flow, return or function keyword of its language (LOGIC_WORDS), an
+operator that computes (`==`, `+=`, `=>`, `+`, `->`, ...), a non-empty block after a parameter
+list (`) {`) or a member assignment (`self.x = x`). A function's or method's chunk (CODE_KINDS)
+is never declarative, so a long function's window of plain assignments stays blind.
+
 Its shape is the set of the stream's 3-grams (GRAM), and two shapes compare by Jaccard
 similarity, estimated from MinHash signatures stored with each chunk (SIGNATURE_SIZE 32-bit
 minima, one per hash function, computed at index time: no model involved) followed by the
@@ -28,14 +37,14 @@ import keyword
 import re
 import zlib
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
 from sai.source.languages import COMMENT_STYLES, STRING_LITERAL
 from sai.text.keywords import keywords_of
 
-SHAPE_VERSION = 5  # bump when signatures change: indexes then recompute them (no re-embedding)
+SHAPE_VERSION = 6  # bump when signatures change: indexes then recompute them (no re-embedding)
 SIGNATURE_SIZE = 64  # hash functions: the Jaccard estimate's standard error is <= 0.0625
 GRAM = 3  # tokens per shape element: a 3-gram of the stream
 MIN_GRAMS = 12  # fewer distinct 3-grams is a one-line body (`self._conn.close()`): no shape
@@ -70,6 +79,20 @@ _IMPORTS = r"""^[ \t]*(?:
     | (?:const|let|var)[ \t]+[^=\n]+=[ \t]*require\([^)]*\)[^\n]*
 )"""
 _DROPPED = frozenset("();")
+# What code does, in any of SAI's languages: control flow, returns, raising, definitions of
+# functions (a word counts only where it is the language's keyword: `match`, `select` are names
+# in Python). A chunk with none of them, and none of the operators below, only declares.
+LOGIC_WORDS = frozenset("""if elif else elsif unless then for foreach while do loop until return
+    yield await switch case match when select try catch except finally rescue ensure raise throw
+    break continue next redo goto defer go def fn func fun function lambda sub proc del delete
+    assert with and or not""".split())
+# operators of statements and expressions, pairs written without a space between their halves
+_LOGIC_OPERATORS = frozenset("== != <= >= && || += -= *= /= %= |= &= ^= ++ -- => := <- <<".split())
+# tokens of expressions alone: arithmetic, and `->` (a member through a pointer, a lambda)
+_COMPUTING = frozenset({"+", "/", "%", "->"})
+# Kinds of unit (sai/chunking/grammars.py KINDS) that are code whatever their tokens: a window
+# of a long function may hold only assignments and calls
+CODE_KINDS = frozenset({"function", "method", "constructor", "destructor", "operator", "macro", "test"})
 # Python's built-ins are names a function may take for its own (`type`, `id`, `str`), and a copy
 # renames them then: in the stream they are names like any other
 _PY_RESERVED = keywords_of("python") - (frozenset(dir(builtins)) - frozenset(keyword.kwlist))
@@ -97,23 +120,88 @@ def _style_pattern(style: str) -> re.Pattern[str]:
     return re.compile(rf"(?P<comment>{_COMMENTS[style]})|(?P<string>{_STRING})|{_WORD}|{_OPERATOR}")
 
 
-def tokens(text: str, language: str | None) -> list[str]:
-    """The normalised token stream of `text` (see the module doc)."""
-    out: list[str] = []
+def tokens(text: str, language: str | None, *, kind: str | None = None) -> list[str]:
+    """The normalised token stream of `text` (see the module doc): every name blank, except in a
+    declarative chunk (`declarative`), whose stream keeps its names. `kind`: what the chunk's
+    unit is (models.Chunk.kind); a function's chunk is never declarative."""
+    return _chosen(text, language, kind)[0]
+
+
+def blind_tokens(text: str, language: str | None) -> list[str]:
+    """The stream with every name blank, even a declarative chunk's (its shape before
+    SHAPE_VERSION 6)."""
+    blind = _streams(text, language)[0]
+    return _fold_shorthand(blind) if language in _SHORTHAND else blind
+
+
+def _chosen(text: str, language: str | None, kind: str | None) -> tuple[list[str], list[str]]:
+    """The chunk's stream and its blind stream (the same list when the chunk is not declarative)."""
+    blind, named, written = _streams(text, language)
+    blind = _fold_shorthand(blind) if language in _SHORTHAND else blind
+    if kind not in CODE_KINDS and declarative(written, language):
+        return named, blind
+    return blind, blind
+
+
+def _streams(text: str, language: str | None) -> tuple[list[str], list[str], list[re.Match[str]]]:
+    """The blind stream, the same with each `$` the name it stands for, and the words, numbers
+    and operators as written."""
+    blind: list[str] = []
+    named: list[str] = []
+    written: list[re.Match[str]] = []
     normal = _normal_forms(language)
     source = _imports().sub("", text)
     for match in _pattern(language).finditer(source):
         group = match.lastgroup
         if group is None:  # a word, a number or an operator: its form depends on its text alone
             token = match.group()
+            written.append(match)
             form = normal.get(token)
             if form is None:
                 form = normal[token] = _normal_form(token, language)
             if form:
-                out.append(form)
+                blind.append(form)
+                named.append(token if form == "$" else form)
         elif group == "string" and not _alone_on_line(source, match.start(), match.end()):
-            out.append('"')  # a string alone on its line is a docstring or like one: dropped
-    return _fold_shorthand(out) if language in _SHORTHAND else out
+            blind.append('"')  # a string alone on its line is a docstring or like one: dropped
+            named.append('"')
+    return blind, named, written
+
+
+def declarative(written: list[re.Match[str]], language: str | None) -> bool:
+    """Whether these tokens (comments, strings and imports left out) only declare: fields,
+    constants, type aliases, enum members, signatures, with no statement that does something."""
+    reserved = keywords_of(language)
+    for at, match in enumerate(written):
+        token = match.group()
+        if token in LOGIC_WORDS and token in reserved:
+            return False
+        following = written[at + 1] if at + 1 < len(written) else None
+        pair = token + following.group() if following is not None and following.start() == match.end() else ""
+        if pair in _LOGIC_OPERATORS or token in _COMPUTING or _body(written, at) or _member_assignment(written, at):
+            return False
+    return True
+
+
+def _body(written: list[re.Match[str]], at: int) -> bool:
+    """`) {` at token `at`, the block not empty: the body of a function or a control statement
+    (an empty one, as a Java record's `{}`, does nothing)."""
+    ahead = [m.group() for m in written[at:at + 3]]
+    return ahead[:2] == [")", "{"] and ahead[2:] != ["}"]
+
+
+def _member_assignment(written: list[re.Match[str]], at: int) -> bool:
+    """`a.b = c` at token `at` (the `=`): a statement setting a member (`self.x = x`), not a
+    field annotated with a dotted type (`when: datetime.date = EPOCH`)."""
+    if written[at].group() != "=" or at < 2 or written[at - 2].group() != ".":
+        return False
+    after = written[at + 1] if at + 1 < len(written) else None
+    if after is not None and after.start() == written[at].end() and after.group() in ("=", ">"):
+        return False
+    start = at - 1
+    while start >= 2 and written[start - 1].group() == ".":
+        start -= 2
+    return start == 0 or written[start - 1].group() != ":"
 
 
 @cache
@@ -150,28 +238,36 @@ def _fold_shorthand(out: list[str]) -> list[str]:
     return folded
 
 
-def elements(text: str, language: str | None) -> np.ndarray:
-    """The chunk's shape: the distinct GRAM-grams of its stream as 32-bit hashes; empty when
-    there are fewer than MIN_GRAMS."""
-    ids = np.array([_token_id(t) for t in tokens(text, language)], dtype=np.uint64)
+def elements(text: str, language: str | None, *, kind: str | None = None) -> np.ndarray:
+    """The chunk's shape: the distinct GRAM-grams of its stream as 32-bit hashes; empty when its
+    blind stream has fewer than MIN_GRAMS (names make more grams distinct, not more to compare)."""
+    stream, blind = _chosen(text, language, kind)
+    grams = _grams(blind)
+    if len(grams) < MIN_GRAMS:
+        return np.zeros(0, dtype=np.uint64)
+    return grams if stream is blind else _grams(stream)
+
+
+def _grams(stream: list[str]) -> np.ndarray:
+    """The distinct GRAM-grams of a stream as 32-bit hashes."""
+    ids = np.array([_token_id(t) for t in stream], dtype=np.uint64)
     if len(ids) < GRAM:
         return np.zeros(0, dtype=np.uint64)
     grams = ids[: len(ids) - GRAM + 1].copy()
     for offset in range(1, GRAM):
         grams = (grams * np.uint64(0x9E3779B1) + ids[offset: len(ids) - GRAM + 1 + offset]) & _MASK32
-    grams = np.unique(grams)
-    return grams if len(grams) >= MIN_GRAMS else np.zeros(0, dtype=np.uint64)
+    return np.unique(grams)
 
 
-@cache  # a stream's vocabulary is small: keywords, operators, `$`, `"` and `0`
+@lru_cache(maxsize=1 << 16)  # keywords, operators, `$`, `"`, `0` and declarative chunks' names
 def _token_id(token: str) -> int:
     return zlib.crc32(token.encode())
 
 
-def signature(text: str, language: str | None) -> bytes:
+def signature(text: str, language: str | None, *, kind: str | None = None) -> bytes:
     """The MinHash signature of the chunk's shape and, last, its element count; empty when it has
-    no shape (fewer than MIN_GRAMS grams)."""
-    found = elements(text, language)
+    no shape (fewer than MIN_GRAMS grams). `kind`: what the chunk's unit is (models.Chunk.kind)."""
+    found = elements(text, language, kind=kind)
     if not len(found):
         return b""
     a, b = _hash_parameters()

@@ -17,7 +17,9 @@ from fixtures_tree import (
     CODE_TREE,
     COMMENTED,
     OPEN,
+    ORIGINAL,
     PAIR,
+    RENAMED,
     SESSION,
     SLUG,
     TOTAL,
@@ -27,11 +29,14 @@ from fixtures_tree import (
     indexed_copy,
     load,
     run_cli,
+    write_tree,
 )
 
+from sai.config import load_config
 from sai.duplicates import edges as duplicates
 from sai.duplicates import units
 from sai.duplicates.clusters import find_duplicates
+from sai.indexing import indexer
 from sai.project import Project
 from sai.query.similar import find_similar
 
@@ -309,6 +314,42 @@ def test_renamed_copy_clusters_with_its_original_and_unrelated_code_does_not(loc
     # the duplicate score (the mean of the two) above the cosine
     cosine = find_similar(local_project, path="a/intervals.py", line=5)[0].score
     assert cosine < 0.9 < clusters[0].min_sim
+
+
+# Records of distinct fields, laid out alike: their blind shapes are one (sai/text/shape.py)
+RECORDS = "from dataclasses import dataclass\n" + "".join(f'''
+
+@dataclass(frozen=True)
+class {name}:
+    """{doc}"""
+
+    {fields[0]}: str
+    {fields[1]}: str | None
+    {fields[2]}: int
+    {fields[3]}: int
+    {fields[4]}: str | None = None
+''' for name, doc, fields in [
+    ("NewChunk", "A chunk as an index run writes it.", ["path", "language", "start_line", "end_line", "symbol"]),
+    ("PathResult", "One file's outcome of a refresh.", ["key", "reason", "chunks", "removed", "error"]),
+    ("ClusterMember", "One member of a duplicate cluster.", ["chunk_id", "symbol", "start", "end", "note"]),
+    ("Lease", "Who holds the writer lock and until when.", ["owner", "token", "pid", "expires", "host"]),
+])
+ROW = RECORDS.split("\n\n\n")[1]  # NewChunk
+
+
+def test_records_of_distinct_fields_never_cluster_and_copied_logic_and_records_still_do(tmp_path, local_embedder):
+    root = write_tree(tmp_path, {"a/intervals.py": ORIGINAL, "b/ranges.py": RENAMED, "models.py": RECORDS,
+                                 "legacy/models.py": "from dataclasses import dataclass\n\n\n" + ROW})
+    project = Project(load_config(cwd=root, env={}, flags={"embedder": "local", "root": str(root)}),
+                      embedder=local_embedder)
+    indexer.index(project)
+    clusters = find_duplicates(project)
+    project.close()
+    # the verbatim record copy first (score 1), then the renamed function and its original
+    assert [[(m.path, m.symbol) for m in c.members] for c in clusters] == [
+        [("legacy/models.py", "NewChunk"), ("models.py", "NewChunk")],
+        [("a/intervals.py", "merge_intervals"), ("b/ranges.py", "merge_ranges")],
+    ]
 
 
 # --- duplicates: the original's metric, tiny identical copies --------------------------------

@@ -223,7 +223,7 @@ def test_rust_ranges_are_operators_between_names_and_numbers_stop_before_them():
     tokens = shape.tokens("fn f(v: &[u8], n: usize) { for i in 0..n { g(&v[1..=i], 2.5) } }", "rust")
     assert tokens[tokens.index("for"):] == ["for", "$", "in", "0", "..", "$", "{", "$", "&", "$", "[",
                                             "0", "..=", "$", "]", ",", "0", "}", "}"]
-    assert shape.tokens("x = 1.5e3", "python") == ["$", "=", "0"]
+    assert shape.blind_tokens("x = 1.5e3", "python") == ["$", "=", "0"]
 
 
 @pytest.mark.parametrize("language", ["c", "php", "java", "rust"])
@@ -249,9 +249,9 @@ def test_a_shorthand_field_whose_local_a_copy_renamed_keeps_the_shape(language, 
 
 
 def test_a_field_set_to_a_literal_or_member_is_not_folded():
-    tokens = shape.tokens("const o = { n: 1, k: this.key }", "javascript")
+    tokens = shape.blind_tokens("const o = { n: 1, k: this.key }", "javascript")
     assert tokens == ["const", "$", "=", "{", "$", ":", "0", ",", "$", ":", "this", ".", "$", "}"]
-    assert shape.tokens("d = {a: b}", "python") == ["$", "=", "{", "$", ":", "$", "}"]
+    assert shape.blind_tokens("d = {a: b}", "python") == ["$", "=", "{", "$", ":", "$", "}"]
 
 
 def test_a_python_local_named_like_a_built_in_is_a_name_a_copy_may_rename():
