@@ -35,7 +35,9 @@ log = logging.getLogger(__name__)
 # A chunk row's write time in µs, times 2 (the low bit says whether it has its vector): with its
 # id, what tells the sidecar a row is the one it holds
 _STAMP = "coalesce(epoch_us(indexed_at), 0) * 2"
-_BATCH_ROWS = 65_536  # rows per Arrow batch a sidecar patch reads
+# Rows per Arrow batch a sidecar patch reads: a batch's vectors are copied a few times on their
+# way to the files (Arrow, the float matrix, its rotation for the bits), 3 MB a copy at 384-d.
+_BATCH_ROWS = 2_048
 PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
 _MARKS_KEPT = 8  # tokens whose sidecar mark a process remembers
 
@@ -118,7 +120,9 @@ class ConnectionVectors:
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
         """id, stamp, path, language and embedding (null: none yet) of these chunks (None:
-        every chunk), by id, streamed: a sidecar rebuild never holds every vector twice."""
+        every chunk), in no particular order (the sidecar takes rows in any order), streamed:
+        a sidecar rebuild holds one batch of vectors at a time (an ORDER BY would make DuckDB sort
+        every vector before handing back the first)."""
         if self.conn.has_vectors():
             columns = f"{_STAMP} + (embedding IS NOT NULL)::BIGINT AS stamp, path, language, embedding"
         else:
@@ -128,7 +132,7 @@ class ConnectionVectors:
             self.conn.con.register("sai_wanted", pa.table({"id": pa.array(ids, pa.int64())}))
             sql += " WHERE id IN (SELECT id FROM sai_wanted)"
         try:
-            yield from self.conn.con.execute(sql + " ORDER BY id").to_arrow_reader(_BATCH_ROWS)
+            yield from self.conn.con.execute(sql).to_arrow_reader(_BATCH_ROWS)
         finally:
             if ids is not None:
                 self.conn.con.unregister("sai_wanted")
