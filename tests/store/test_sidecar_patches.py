@@ -18,6 +18,7 @@ from sai.models import FileRow, NewChunk
 from sai.store.duckdb import DuckDBStore, sidecar_source
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar
+from sai.store.duckdb.vectors import VectorTable
 from sai.text.lexical import lexemes, query_lexemes
 
 WORDS = ("parse", "header", "socket", "config", "compress", "encode", "body", "retry", "json", "tree",
@@ -133,6 +134,31 @@ def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commit
         m = _manifest(db)
         assert (m.rows, m.dead) == (112, 6)  # the pending rows tombstoned, the rows with vectors appended
         _same_as_read_whole(store, db)
+    finally:
+        store.close()
+
+
+def test_pending_count_comes_from_a_current_sidecar_and_agrees_with_the_index(db: Path) -> None:
+    store = _build(db)
+    try:
+        files, rows, _ = _chunks("src/new.py", 6, seed=7)
+        with store.write() as writer:
+            writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
+        behind = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)  # a process of its own
+        with behind.read() as reader:
+            assert reader.pending_count() == 6  # the sidecar is behind: counted in DuckDB, not patched
+            assert reader.conn.derived.peek(reader.conn.token) is None  # type: ignore[attr-defined]
+        behind.close()
+        with store.read() as reader:
+            reader.conn.vector_table()  # type: ignore[attr-defined]  # a search brings the sidecar up to date
+        current = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+        with current.read() as reader:
+            conn = reader.conn  # type: ignore[attr-defined]
+            assert reader.pending_count() == 6
+            assert isinstance(conn.derived.peek(conn.token), VectorTable)  # mapped, every vector left unread
+            row = conn.con.execute(f"SELECT count(*) FROM {COLLECTION} WHERE embedding IS NULL").fetchone()
+            assert row == (6,)
+        current.close()
     finally:
         store.close()
 

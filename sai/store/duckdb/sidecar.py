@@ -177,6 +177,10 @@ class Sidecar:
                 done = self._rebuild(source, None, token=token, origin=origin, dim=dim)
             return self._open(done)
 
+    def is_current(self, *, token: str, origin: str, dim: int) -> bool:
+        """Whether the sidecar holds the state at `token`, so `view` would only map it."""
+        return _matches(Manifest.read(self.manifest_path), token, origin, dim)
+
     # -- reading ----------------------------------------------------------------------------
 
     def _file(self, generation: int, name: str) -> Path:

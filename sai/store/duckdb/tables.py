@@ -332,8 +332,10 @@ class Connection:
 
     def pending_count(self) -> int:
         """Chunks stored without a vector yet: from this process's vector table when it holds a
-        current one (a search does), else one count (status need not read every vector)."""
+        current one (a search does) or the sidecar does, else one count (which reads every vector)."""
         held = None if self.dirty else self.derived.peek(self.token, name="vectors")
+        if held is None and not self.dirty:
+            held = sidecar_source.current_table(self, self.token)
         if isinstance(held, VectorTable):
             return len(held) - held.vectors
         if not self.has_vectors():
