@@ -48,6 +48,13 @@ def first(rows: list[ChunkRow], query: str) -> str:
      "SqlMapper", ["Dapper/SqlMapper.cs"]),
     ([row(1, "Prims.Readers.cs", "Prims"), row(2, "Prims.Writers.cs", "Prims"), row(3, "Other.cs", "Prims")],
      "Prims", ["Prims.Readers.cs", "Prims.Writers.cs"]),
+    # a C++ class template over its specialisations, wherever they are; specialisations alone tie
+    ([row(1, "detail/char_traits.hpp", "detail.char_traits", "specialization", "cpp"),
+      row(2, "detail/type_traits.hpp", "detail.char_traits", "struct", "cpp")], "char_traits",
+     ["detail/type_traits.hpp"]),
+    ([row(1, "a/hash.hpp", "std.hash", "specialization", "cpp"),
+      row(2, "b/hash.hpp", "std.hash", "specialization", "cpp"),
+      row(3, "c/hash.hpp", "detail.hash", "function", "cpp")], "hash", ["a/hash.hpp", "b/hash.hpp", "c/hash.hpp"]),
     # a Ruby class reopened in several files has no main part: each answers
     ([row(1, "lib/rails/engine.rb", "Rails.Engine", language="ruby"),
       row(2, "lib/rails/engine/configuration.rb", "Rails.Engine", language="ruby")],
