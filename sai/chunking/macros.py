@@ -18,8 +18,8 @@ line and column holds; the chunks keep the source as written):
   access label's macro, in a function a label, the statement after it parsing alone;
 - such identifiers at the start of a line before a declaration keyword (`FMT_EXPORT template`):
   a declaration does not start with a name and then a keyword (`const` aside: `T const x`);
-- such an identifier between `class`/`struct`/`union` and the name when a base list or body
-  follows (`class FMT_API format_error : …`): a class key is followed by one name only.
+- such an identifier, or a call of it, between `class`/`struct`/`union` and the name when a base
+  list or body follows (`class FMT_API format_error : …`): a class key is followed by one name only.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _ENDS_DECLARATION = re.compile(r".*(?:[;{}]|\b(?:public|protected|private)\s*:)"
 _STARTS_DECLARATION = re.compile(rf"\s*(?:#|@|}}|(?:{_KEYWORDS}|const|unsigned|signed|long|short)\b)")
 _STARTS_FUNCTION = re.compile(r"\s*~?[A-Za-z_]\w*\s*\(")  # a constructor, a function of a macro's type
 _LEADING_MACROS = re.compile(rf"(?m)^[ \t]*(?P<macro>(?:{_MACRO}[ \t]+)+)(?=(?:{_KEYWORDS})\b)")
-_CLASS_HEAD_MACRO = re.compile(rf"\b(?:class|struct|union)\s+(?P<macro>{_MACRO})\s+"
+_CLASS_HEAD_MACRO = re.compile(rf"\b(?:class|struct|union)\s+(?P<macro>{_MACRO}(?:\([^()\n]*\))?)\s+"
                                r"(?=[A-Za-z_]\w*\s*(?:final\b|:(?!:)|\{))")
 
 

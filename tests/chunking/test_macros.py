@@ -74,6 +74,9 @@ class FMT_API format_error : public std::runtime_error {
  public:
   const char* what() const noexcept { return ""; }
 };
+class EXPORT_AS("default") format_context {
+  int arg() const { return 0; }
+};
 FMT_END_NAMESPACE
 """
 
@@ -142,7 +145,7 @@ def test_export_and_api_macros_leave_fmt_types_their_names() -> None:
     found = units(FMT, "cpp")
     assert (found["formatter"].kind, found["format_args"].kind, found["format_error"].kind) == (
         "struct", "struct", "class")
-    assert {"formatter.parse", "format_args.size", "format_error.what"} <= set(found)
+    assert {"formatter.parse", "format_args.size", "format_error.what", "format_context.arg"} <= set(found)
 
 
 def test_c_attribute_macros_join_their_function_and_values_stay_as_written() -> None:
