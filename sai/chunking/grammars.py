@@ -33,6 +33,7 @@ class UnitRule:
     scope_only: bool = False
     needs: str = ""  # path that must resolve for the node to count (e.g. a body: no prototypes)
     needs_types: frozenset[str] = frozenset()  # ...and the types the resolved node may have
+    unless: str = ""  # path that must not resolve: the node is a misparse of something else
     qualifier: str = ""  # path to a type owning the unit though declared outside it (receivers)
     fixed_name: str = ""  # the name when the source gives none (Kotlin `constructor`)
     top_level: bool = False  # a unit only when no function-like unit encloses it
@@ -46,7 +47,7 @@ class UnitRule:
     # What the unit is by another node: its type, else its text, looked up in `kinds` (Go's
     # `type_spec` by its type, Swift's `class_declaration` by its keyword, Elixir's by `def`).
     kind_from: str = ""
-    kinds: Mapping[str, str] | None = None
+    kinds: Mapping[str, str] | None = None  # what it does not name is the rule's kind or KINDS
     symbolic: bool = False  # operators are names (Haskell `(.:)`, Scala `def +`)
 
 
@@ -58,22 +59,29 @@ class Grammar:
     # Preceding siblings a unit absorbs, for attributes the grammar keeps outside the item.
     leading: frozenset[str] = frozenset()
     leading_limit: int = 0  # how many of them at most (0: all there are)
+    # C-family source is parsed before its preprocessor: blank the macros sai/chunking/macros.py finds
+    unexpanded_macros: bool = False
 
 
 FUNC = UnitRule()
 BODIED = UnitRule(needs="body")  # methods without a body are signatures: left to their class
 CLASS = UnitRule(container=True)
 NAMESPACE = UnitRule(container=True, scope_only=True, needs="body")
-JS_FUNCTION_VALUES = frozenset({"arrow_function", "function", "function_expression"})
+JS_FUNCTION_VALUES = frozenset({"arrow_function", "function", "function_expression", "generator_function"})
 JS_CONST_FUNCTION = UnitRule(
     name="@variable_declarator/name",
     needs="@variable_declarator/value",
     needs_types=JS_FUNCTION_VALUES,
     top_level=True,
 )
-C_FUNCTION = UnitRule(name="declarator*")
-# `typedef struct { … } Vec;` has no name of its own: take the typedef's.
-C_RECORD = UnitRule(name="name|^/declarator*", container=True, needs="body")
+# A "function" whose return type is a class with a body is a class missing its `;` (the parser
+# recovering from a macro it could not expand): the class is the unit, not a function around it.
+C_FUNCTION = UnitRule(name="declarator*", unless="type/body")
+# `typedef struct { … } Vec;` has no name of its own: take the typedef's. A C++ record named
+# with arguments (`template<> struct char_traits<unsigned char>`, a partial `X<T*>`) is a
+# specialisation of the template of that name, which the bare name means (query/definitions.py).
+C_RECORD = UnitRule(name="name|^/declarator*", container=True, needs="body",
+                    kind_from="name", kinds={"template_type": "specialization"})
 
 
 def _table(**groups: tuple[UnitRule, tuple[str, ...]]) -> dict[str, UnitRule]:
@@ -154,7 +162,7 @@ GRAMMARS: dict[str, Grammar] = {
                              "record_declaration", "annotation_type_declaration")),
         ),
     ),
-    "c": Grammar(units=_C_UNITS),
+    "c": Grammar(units=_C_UNITS, unexpanded_macros=True),
     "cpp": Grammar(
         units={
             **_C_UNITS,
@@ -162,6 +170,7 @@ GRAMMARS: dict[str, Grammar] = {
             "namespace_definition": NAMESPACE,
         },
         wrappers=frozenset({"template_declaration"}),
+        unexpanded_macros=True,
     ),
     "c_sharp": Grammar(
         units=_table(
@@ -303,7 +312,7 @@ GRAMMARS.update({
         "class_implementation": _kind("class", CLASS, name="@identifier"),
         "protocol_declaration": _kind("protocol", CLASS, name="@identifier"),
         "method_definition": _kind("method", name="@identifier"),
-    }),
+    }, unexpanded_macros=True),
     "julia": Grammar(units=_table(
         modules=(_kind("module", CLASS), ("module_definition",)),
         structs=(_kind("struct", CLASS, name="@type_head/@identifier|@type_head/@binary_expression/@identifier"
@@ -401,4 +410,4 @@ KINDS: dict[str, str] = {
 }
 # Kinds whose functions are methods (a function in a module or namespace stays a function).
 CLASS_LIKE = frozenset({"class", "object", "interface", "enum", "struct", "union", "trait", "impl", "record",
-                        "extension", "instance", "contract", "library", "mixin"})
+                        "specialization", "extension", "instance", "contract", "library", "mixin"})

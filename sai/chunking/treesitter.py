@@ -17,6 +17,7 @@ from tree_sitter import Node
 from sai.chunking.base import split_lines
 from sai.chunking.grammars import CLASS_LIKE, GRAMMARS, KINDS, Grammar, UnitRule
 from sai.chunking.lines import LineChunker, Numbered, window_chunks
+from sai.chunking.macros import blank_macros
 from sai.chunking.parsers import parser_for
 from sai.chunking.sections import COMPONENTS, DOCUMENTS, script_view, sections
 from sai.models import Chunk
@@ -25,6 +26,8 @@ _TYPE_ARGS = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
 # C++/Rust/Ruby `::`, PHP `\` and Lua's method colon (`M:load`) separate scopes
 _SCOPE = re.compile(r"\s*(?:::|\\)\s*|(?<=\w):(?=\w)")
 _METHOD_NAME = re.compile(r"::|(?<=\w):(?=\w)")  # `Shape::scale`, `M:load`: defined as a method
+# what a conversion operator's name node holds after its type: `operator bool() const`
+_CONVERSION_PARAMETERS = re.compile(r"(?<=\boperator\s)([^()]*?)\s*\([^()]*\)[^()]*$")
 _MODULE = -1  # owner index of lines outside every unit
 
 
@@ -62,11 +65,12 @@ class TreeSitterChunker:
         if grammar is None or grammar_name is None or language is None:
             return self._lines.chunk(key, text, language)
         lines = split_lines(text)
+        source, macro_lines = blank_macros(source) if grammar.unexpanded_macros else (source, frozenset())
         try:
             tree = parser_for(grammar_name).parse(source.encode("utf-8"))
         except ValueError:  # a parser failure costs the file its units, not its chunks
             return self._lines.chunk(key, text, language)
-        units = find_units(tree.root_node, grammar, last_line=len(lines))
+        units = with_macro_lines(find_units(tree.root_node, grammar, last_line=len(lines)), macro_lines)
         if not units and tree.root_node.has_error:
             return self._lines.chunk(key, text, language)
         return self._owned_chunks(key, lines, units, language)
@@ -87,6 +91,20 @@ class TreeSitterChunker:
             kind = None if index == _MODULE else units[index].kind
             chunks += [replace(c, kind=kind) for c in windows] if kind else windows
         return sorted(chunks, key=lambda c: (c.start_line, c.end_line))
+
+
+def with_macro_lines(units: list[Unit], macro_lines: frozenset[int]) -> list[Unit]:
+    """Each unit together with the blanked macro lines right above it (`ALLOC_FUNC` before a
+    function, a template macro before a class), as a unit adopts its attributes."""
+    if not macro_lines:
+        return units
+    out = []
+    for unit in units:
+        start = unit.start
+        while start - 1 in macro_lines:
+            start -= 1
+        out.append(replace(unit, start=start) if start != unit.start else unit)
+    return out
 
 
 def owner_by_line(units: list[Unit], line_count: int) -> list[int]:
@@ -144,6 +162,8 @@ def make_unit(
             return None
         if rule.needs_text and node_text(needed) not in rule.needs_text:
             return None
+    if rule.unless and resolve(node, rule.unless) is not None:
+        return None
     if rule.top_level and not all(u.container for u in enclosing):
         return None
     start, end = unit_span(node, grammar, last_line)
@@ -167,7 +187,7 @@ def unit_kind(node: Node, rule: UnitRule, enclosing: list[Unit]) -> str | None:
     kind = rule.kind or KINDS.get(node.type)
     if rule.kinds is not None:
         by = resolve(node, rule.kind_from)
-        kind = None if by is None else rule.kinds.get(by.type) or rule.kinds.get(node_text(by))
+        kind = (None if by is None else rule.kinds.get(by.type) or rule.kinds.get(node_text(by))) or kind
     if kind != "function":
         return kind
     if enclosing and enclosing[-1].kind in CLASS_LIKE:
@@ -232,12 +252,15 @@ def clean_name(node: Node | None, *, symbolic: bool = False) -> str | None:
     if symbolic and raw.strip("()") and not any(ch.isalnum() or ch == "_" for ch in raw):
         return raw.strip("() ")  # an operator defined as a name: Haskell `(.:)`, Scala `+`
     text = _SCOPE.sub(".", raw)
-    if "operator" not in text:  # `operator<` and `operator bool` are names as they stand
+    if "operator" in text:  # `operator<` and `operator bool` are names as they stand...
+        text = _CONVERSION_PARAMETERS.sub(r"\1", text)  # ...without a conversion's `() const`
+    else:
         previous = None
         while previous != text:
             previous, text = text, _TYPE_ARGS.sub("", text)
-        # Unexpanded macros can leave words before the name (`_If_sv append`).
-        text = text.rsplit(" ", 1)[-1]
+        # Unexpanded macros can leave words before the name (`_If_sv append`); a specialisation's
+        # arguments, a space before them (`iterator_types < It >`).
+        text = text.strip().rsplit(" ", 1)[-1]
     text = text.strip("*&'\"` ")
     return text if any(ch.isalnum() or ch == "_" for ch in text) else None
 
@@ -278,6 +301,8 @@ def _descend(node: Node, field: str) -> Node | None:
     """Follow `field` down as far as it goes (C declarator chains end at the declared name)."""
     current = node.child_by_field_name(field)
     while current is not None:
+        if current.type == "operator_cast":  # `operator bool() const`: its declarator is the `()`
+            return current
         following = current.child_by_field_name(field)
         if following is None and current.type.endswith("_declarator") and current.named_children:
             following = current.named_children[0]

@@ -13,8 +13,11 @@ when the ones before it tie:
    `deprecated/`) loses to one that is not;
 4. it is a concrete type, not an interface, trait or protocol of the same name (wherever the
    interface is declared: the name is the type's, the interface only its contract);
-5. it is less nested (class `JsonMapper`, not its constructor `JsonMapper.JsonMapper`);
-6. of a C# partial type (one qualified type over several files), it is the part in the file
+5. it is a template, not a specialisation of it (C++ `char_traits`, not `char_traits<unsigned
+   char>`: the chunker's kind `specialization`), when a type of the name that is none is among
+   them: the bare name is the template's, the specialisations only its cases;
+6. it is less nested (class `JsonMapper`, not its constructor `JsonMapper.JsonMapper`);
+7. of a C# partial type (one qualified type over several files), it is the part in the file
    named most closely after the type (`SqlMapper.cs` over `SqlMapper.Async.cs`): C# names a
    file after the type it declares, and the other parts extend it. Only C#: a Ruby class
    reopened in several files (`Rails::Engine` in `engine/*.rb`) has no main part, each answers.
@@ -38,11 +41,12 @@ _VERSION = re.compile(r"v(\d+)", re.IGNORECASE)  # a directory named for an API 
 FIRST_VERSION = 1
 PAST = frozenset({"legacy", "compat", "compatibility", "deprecated", "obsolete", "old"})
 ABSTRACT = frozenset({"interface", "trait", "protocol"})
-CONCRETE = frozenset({"class", "struct", "record", "enum", "object", "union"})
+CONCRETE = frozenset({"class", "struct", "record", "enum", "object", "union", "specialization"})
+SPECIALISATION = "specialization"
 
 PARTIAL_LANGUAGES = frozenset({"c_sharp"})  # where one type over several files is a partial type
 
-Closeness = tuple[bool, bool, bool, bool, int, bool]
+Closeness = tuple[bool, bool, bool, bool, bool, int, bool]
 
 
 def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
@@ -53,6 +57,7 @@ def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
     if newest is not None and any(v is None for v in versions.values()):
         newest = max(newest, FIRST_VERSION + 1)  # an unversioned copy is newer than a `v1/` one
     concrete = any(row.kind in CONCRETE for row in rows)
+    template = any(row.kind in CONCRETE and row.kind != SPECIALISATION for row in rows)
     name = qualified.rsplit(".", 1)[-1]
     main = _main_parts(rows, name)
     out = {}
@@ -63,6 +68,7 @@ def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:
             symbol.rsplit(".", 1)[-1] == name,
             not _superseded(row.path, versions[row.id], newest),
             not (concrete and row.kind in ABSTRACT),
+            not (template and row.kind == SPECIALISATION),
             -symbol.count("."),
             row.id in main,
         )

@@ -48,6 +48,13 @@ def first(rows: list[ChunkRow], query: str) -> str:
      "SqlMapper", ["Dapper/SqlMapper.cs"]),
     ([row(1, "Prims.Readers.cs", "Prims"), row(2, "Prims.Writers.cs", "Prims"), row(3, "Other.cs", "Prims")],
      "Prims", ["Prims.Readers.cs", "Prims.Writers.cs"]),
+    # a C++ class template over its specialisations, wherever they are; specialisations alone tie
+    ([row(1, "detail/char_traits.hpp", "detail.char_traits", "specialization", "cpp"),
+      row(2, "detail/type_traits.hpp", "detail.char_traits", "struct", "cpp")], "char_traits",
+     ["detail/type_traits.hpp"]),
+    ([row(1, "a/hash.hpp", "std.hash", "specialization", "cpp"),
+      row(2, "b/hash.hpp", "std.hash", "specialization", "cpp"),
+      row(3, "c/hash.hpp", "detail.hash", "function", "cpp")], "hash", ["a/hash.hpp", "b/hash.hpp", "c/hash.hpp"]),
     # a Ruby class reopened in several files has no main part: each answers
     ([row(1, "lib/rails/engine.rb", "Rails.Engine", language="ruby"),
       row(2, "lib/rails/engine/configuration.rb", "Rails.Engine", language="ruby")],
@@ -103,6 +110,13 @@ TREE = {
     "lib/rails/engine.rb": "module Rails\n  class Engine\n    def call(env)\n      env\n    end\n  end\nend\n",
     "lib/rails/engine/configuration.rb": ("module Rails\n  class Engine\n    def config\n      @config\n"
                                           "    end\n  end\nend\n"),
+    # a class template and, in a file named after it, a specialisation of it
+    "include/detail/type_traits.hpp": ("JSON_NAMESPACE_BEGIN\nnamespace detail\n{\ntemplate<typename T>\n"
+                                       "struct char_traits : std::char_traits<T>\n{\n    using base = T;\n};\n}\n"
+                                       "JSON_NAMESPACE_END\n"),
+    "include/detail/char_traits.hpp": ("JSON_NAMESPACE_BEGIN\nnamespace detail\n{\ntemplate<>\n"
+                                       "struct char_traits<unsigned char> : std::char_traits<char>\n{\n"
+                                       "    static int eof() { return -1; }\n};\n}\nJSON_NAMESPACE_END\n"),
     "src/api/transport.ts": "export interface Transport {\n  send(body: string): void;\n}\n",
     "src/http/fetcher.ts": ("export class Transport {\n  send(body: string): void {\n"
                             "    console.log(body);\n  }\n}\n"),
@@ -125,6 +139,7 @@ CASES = [
     ("SqlMapper", "Dapper/SqlMapper.cs"),
     ("ZodString", "src/v4/classic/schemas.ts"),
     ("Transport", "src/http/fetcher.ts"),
+    ("char_traits", "include/detail/type_traits.hpp"),
 ]
 
 

@@ -1,0 +1,168 @@
+"""C-family source behind unexpanded macros (sai/chunking/macros.py), chunked over real parses:
+the forms of nlohmann/json, fmt, redis and curl, cut down."""
+
+from __future__ import annotations
+
+import pytest
+
+from sai.chunking.macros import blank_macros
+from sai.chunking.treesitter import TreeSitterChunker
+from sai.models import Chunk
+
+# nlohmann/json: namespace macros on their own lines, a template macro before the class, an
+# access label's macro, an attribute call before a constructor
+NLOHMANN = """\
+#include <string>
+
+NLOHMANN_JSON_NAMESPACE_BEGIN
+namespace detail
+{
+
+template<typename T>
+struct char_traits : std::char_traits<T>
+{};
+
+template<>
+struct char_traits<unsigned char> : std::char_traits<char>
+{
+    static int eof() noexcept { return -1; }
+};
+
+template<typename It>
+struct iterator_types <
+    It,
+    void_t<typename It::difference_type, typename It::value_type >>
+{
+    using value_type = typename It::value_type;
+};
+
+class exception : public std::exception
+{
+  protected:
+    JSON_HEDLEY_NON_NULL(3)
+    exception(int id_, const char* what_arg) : id(id_), m(what_arg) {}
+};
+
+}  // namespace detail
+
+NLOHMANN_BASIC_JSON_TPL_DECLARATION
+class basic_json
+    : public ::nlohmann::detail::json_base_class<CustomBaseClass>
+{
+  JSON_PRIVATE_UNLESS_TESTED:
+    using lexer = ::nlohmann::detail::lexer_base<basic_json>;
+
+  public:
+    JSON_HEDLEY_WARN_UNUSED_RESULT
+    static basic_json parse(const char* s) { return basic_json(s); }
+
+    explicit operator bool() const noexcept { return true; }
+};
+NLOHMANN_JSON_NAMESPACE_END
+"""
+
+# fmt: a namespace macro, an export macro before a template and a struct, an API macro in a class head
+FMT = """\
+FMT_BEGIN_NAMESPACE
+FMT_EXPORT template <typename T> struct formatter {
+  void parse() {}
+};
+FMT_EXPORT struct format_args {
+  int size() const { return 0; }
+};
+class FMT_API format_error : public std::runtime_error {
+ public:
+  const char* what() const noexcept { return ""; }
+};
+class EXPORT_AS("default") format_context {
+  int arg() const { return 0; }
+};
+FMT_END_NAMESPACE
+"""
+
+# redis and curl: an attribute macro on the line before a function, a statement macro, values
+# that are no macros of this kind (a NULL ending a list, an enumerator, a type before a name)
+REDIS = """\
+static const char *help[] = {
+"GET <key>",
+NULL
+};
+
+enum state {
+  STATE_INIT,
+  STATE_LAST
+};
+
+ATTRIBUTE_TARGET_POPCNT
+long long redisPopcount(void *s, long count) {
+    long long bits = 0;
+    GET_NUMERIC_TYPE(prev)
+    if (prev) {
+        return bits;
+    }
+    return bits;
+}
+
+VALUE
+rb_call(VALUE self)
+{
+    return self;
+}
+"""
+
+
+def units(text: str, language: str) -> dict[str | None, Chunk]:
+    """The first chunk of each symbol."""
+    out: dict[str | None, Chunk] = {}
+    for chunk in TreeSitterChunker().chunk("f", text, language):
+        out.setdefault(chunk.symbol, chunk)
+    return out
+
+
+def test_types_inside_namespace_macros_are_named_by_their_namespace() -> None:
+    found = units(NLOHMANN, "cpp")
+    assert {"detail.char_traits", "detail.char_traits.eof", "detail.iterator_types",
+            "detail.exception", "detail.exception.exception"} <= set(found)
+    assert not [s for s in found if s and s.split(".")[0] in {"namespace", "public", "struct"}]
+
+
+def test_a_class_after_a_template_macro_holds_its_members_and_the_macro_line() -> None:
+    found = units(NLOHMANN, "cpp")
+    assert found["basic_json"].kind == "class"
+    assert found["basic_json"].text.startswith("NLOHMANN_BASIC_JSON_TPL_DECLARATION\nclass basic_json")
+    assert found["basic_json.parse"].kind == "method"
+    assert found["basic_json.parse"].text.lstrip().startswith("JSON_HEDLEY_WARN_UNUSED_RESULT")
+    assert "basic_json.operator bool" in found  # a conversion's name, without `() const noexcept`
+
+
+def test_a_specialisation_is_of_kind_specialization_and_named_as_its_template() -> None:
+    chunks = [c for c in TreeSitterChunker().chunk("f", NLOHMANN, "cpp") if c.symbol == "detail.char_traits"]
+    assert [(c.start_line, c.kind) for c in chunks] == [(7, "struct"), (11, "specialization")]
+    assert units(NLOHMANN, "cpp")["detail.iterator_types"].kind == "specialization"  # a partial one
+
+
+def test_export_and_api_macros_leave_fmt_types_their_names() -> None:
+    found = units(FMT, "cpp")
+    assert (found["formatter"].kind, found["format_args"].kind, found["format_error"].kind) == (
+        "struct", "struct", "class")
+    assert {"formatter.parse", "format_args.size", "format_error.what", "format_context.arg"} <= set(found)
+
+
+def test_c_attribute_macros_join_their_function_and_values_stay_as_written() -> None:
+    found = units(REDIS, "c")
+    assert found["redisPopcount"].text.startswith("ATTRIBUTE_TARGET_POPCNT\nlong long redisPopcount")
+    assert "redisPopcount.if" not in found  # the statement macro no longer opens a "function"
+    assert found["rb_call"].text.startswith("VALUE\nrb_call")
+    blanked, lines = blank_macros(REDIS)
+    assert lines == {11, 14}
+    kept = {"NULL", "  STATE_LAST", "VALUE"}
+    assert kept <= set(blanked.split("\n")) and len(blanked) == len(REDIS)
+
+
+@pytest.mark.parametrize("text", [
+    "int f(int a,\n#ifdef X\n      A_FLAG\n#else\n      B_FLAG\n#endif\n      );\n",
+    "#define PICK(a, b) \\\n  (a > b ? a : \\\n   b)\nint x;\n",
+    "int x =\n  MAXIMUM\n  ;\n",
+])
+def test_macros_inside_expressions_and_definitions_are_not_blanked(text: str) -> None:
+    assert blank_macros(text) == (text, frozenset())
