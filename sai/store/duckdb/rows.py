@@ -69,3 +69,28 @@ def utc_now() -> datetime:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def quote_ident(name: str) -> str:
+    """A name read from the catalog as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def chunk_rows_of(table: pa.Table) -> list[ChunkRow]:
+    """ChunkRows from an Arrow result holding the CHUNK_COLS columns."""
+    columns = [table.column(name).to_pylist() for name in CHUNK_COLS.split(", ")]
+    return [ChunkRow(*values) for values in zip(*columns, strict=True)]
+
+
+def chunk_cols(*, text: bool) -> str:
+    """The CHUNK_COLS select list; without text, an empty string stands in for the costly column."""
+    return CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
+
+
+def vector_column(vectors: np.ndarray) -> pa.Array:
+    """A FLOAT[d] column of these rows; a row of NaN is a null (no vector yet)."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    missing = np.isnan(matrix[:, 0]) if len(matrix) else np.zeros(0, dtype=bool)
+    values = pa.array(np.nan_to_num(matrix).ravel())
+    mask = pa.array(missing) if missing.any() else None
+    return pa.FixedSizeListArray.from_arrays(values, matrix.shape[1], mask=mask)

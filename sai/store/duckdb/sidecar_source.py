@@ -31,7 +31,7 @@ from sai.store.duckdb.vectors import VectorTable
 from sai.store.symbols import SymbolTable
 
 if TYPE_CHECKING:
-    from sai.store.duckdb.tables import Connection
+    from sai.store.duckdb.derived import DerivedTables
 
 log = logging.getLogger(__name__)
 # A chunk row's write time in µs, times 2 (the low bit says whether it has its vector): with its
@@ -44,7 +44,7 @@ PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of
 _MARKS_KEPT = 8  # tokens whose sidecar mark a process remembers
 
 
-def mapped_table(conn: Connection, token: str) -> VectorTable:
+def mapped_table(conn: DerivedTables, token: str) -> VectorTable:
     """The vector table of `conn`'s snapshot (at `token`) over the shared sidecar, patched first
     when behind; where the sidecar cannot be used, a copy in this process's memory."""
     assert conn.sidecar is not None
@@ -61,7 +61,7 @@ def mapped_table(conn: Connection, token: str) -> VectorTable:
     return VectorTable.from_view(view)
 
 
-def current_table(conn: Connection, token: str) -> VectorTable | None:
+def current_table(conn: DerivedTables, token: str) -> VectorTable | None:
     """The vector table of `conn`'s snapshot when the sidecar holds it already (mapping it costs
     nothing), else None: what a count of the chunks without a vector reads instead of every
     vector (a DuckDB filter on the embedding column reads the whole column, 30 MB at 20k chunks)."""
@@ -71,13 +71,13 @@ def current_table(conn: Connection, token: str) -> VectorTable | None:
     return conn.vector_table() if conn.sidecar.is_current(token=token, origin=origin, dim=dim) else None
 
 
-def _identity(conn: Connection) -> tuple[str, int]:
+def _identity(conn: DerivedTables) -> tuple[str, int]:
     """What a sidecar is built from besides the token: the collection's creation time, the dimension."""
     meta = conn.meta()
     return meta.get("created_at", ""), int(meta.get("vector_dim") or 0)
 
 
-def _changes(conn: Connection, since_token: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _changes(conn: DerivedTables, since_token: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(chunk ids removed, chunk ids added) from `since_token` to `conn`'s snapshot, by the sidecar."""
     since = conn.derived.marks.get(since_token)
     if not isinstance(since, Mark) or conn.sidecar is None:
@@ -86,7 +86,7 @@ def _changes(conn: Connection, since_token: str) -> tuple[np.ndarray, np.ndarray
     return None if table.view is None else changes(since, table.view)
 
 
-def patch_rows(conn: Connection, old: RowTable, token: str) -> RowTable | None:
+def patch_rows(conn: DerivedTables, old: RowTable, token: str) -> RowTable | None:
     """`old` brought to `token` with the rows of the chunks written since (None: read it whole)."""
     found = _changes(conn, old.token)
     if found is None or len(found[0]) + len(found[1]) > PATCH_SHARE * max(len(old.ids), 1):
@@ -95,7 +95,7 @@ def patch_rows(conn: Connection, old: RowTable, token: str) -> RowTable | None:
     return old.patched(token, np.union1d(removed, added), conn.row_rows(np.unique(added)))
 
 
-def patch_lexicon(conn: Connection, old: LexicalTable, token: str) -> LexicalTable | None:
+def patch_lexicon(conn: DerivedTables, old: LexicalTable, token: str) -> LexicalTable | None:
     """`old` brought to `token`: the chunks removed since masked out, a new delta read of every
     chunk written since its full read (None: read it whole)."""
     found = _changes(conn, old.token)
@@ -109,7 +109,7 @@ def patch_lexicon(conn: Connection, old: LexicalTable, token: str) -> LexicalTab
     return old.patched(token, np.union1d(removed, added), delta)
 
 
-def patch_symbols(conn: Connection, old: SymbolTable, token: str) -> SymbolTable | None:
+def patch_symbols(conn: DerivedTables, old: SymbolTable, token: str) -> SymbolTable | None:
     """`old` brought to `token`: every file written since it was built answered from its rows
     read now (None: read it whole)."""
     found = _changes(conn, old.token)
@@ -126,7 +126,7 @@ def patch_symbols(conn: Connection, old: SymbolTable, token: str) -> SymbolTable
 class ConnectionVectors:
     """The sidecar's VectorSource over one connection's snapshot."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: DerivedTables) -> None:
         self.conn = conn
         self.table = conn.collection
 

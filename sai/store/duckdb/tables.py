@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 from typing import TypeVar
@@ -21,24 +20,25 @@ import pyarrow as pa
 
 from sai.models import NewChunk
 from sai.store.cache import TokenCache
-from sai.store.duckdb import changelog, postings, sidecar_source
-from sai.store.duckdb.chunkrows import RowTable
+from sai.store.duckdb import changelog, postings
+from sai.store.duckdb.derived import DerivedTables
 from sai.store.duckdb.rows import (
     CHUNK_COLS,
     ChunkRow,
     FileRow,
     IndexMeta,
     check_collection,
+    chunk_cols,
+    chunk_rows_of,
     extension_path,
-    int_list,
     matrix_of,
     now_iso,
     quote,
+    quote_ident,
     utc_now,
+    vector_column,
 )
 from sai.store.duckdb.sidecar import Sidecar
-from sai.store.duckdb.vectors import VectorTable
-from sai.store.symbols import SYMBOL_COLS, SymbolRow, SymbolTable
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -49,7 +49,7 @@ _WITH_VECTORS = "WHERE embedding IS NOT NULL"  # duplicates compare chunks that 
 __all__ = ["Connection", "extension_path"]
 
 
-class Connection:
+class Connection(DerivedTables):
     """One DuckDB connection to one collection of an index file."""
 
     def __init__(
@@ -104,11 +104,6 @@ class Connection:
 
     def close(self) -> None:
         self.con.close()
-
-    def _arrow(self, sql: str, params: list[object] | None = None) -> pa.Table:
-        """A query's result as one Arrow table (duckdb may hand back a batch reader)."""
-        result = self.con.execute(sql, params).arrow()
-        return result.read_all() if hasattr(result, "read_all") else result
 
     @property
     def dirty(self) -> bool:
@@ -253,71 +248,6 @@ class Connection:
         for schema, table in tables:
             self.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
 
-    # -- derived state: the vector token and the BM25 index --------------------------------
-
-    @property
-    def token(self) -> str:
-        """Changes with every write of chunk rows: what a process's vector copy is keyed by."""
-        return self.meta().get("token", "")
-
-    def vector_table(self) -> VectorTable:
-        """Every chunk's vector, from the shared sidecar when this reads committed rows
-        (store/duckdb/sidecar.py), else from a copy in memory (store/duckdb/vectors.py)."""
-        token = self.token
-        if self.dirty or self.sidecar is None or not token:
-            return self._derived("vectors", VectorTable.from_arrow, self.vector_rows)
-        return self.derived.get(token, lambda: sidecar_source.mapped_table(self, token), name="vectors")
-
-    def row_table(self) -> RowTable:
-        """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
-        return self._derived("rows", RowTable.from_arrow, self.row_rows, patch=sidecar_source.patch_rows)
-
-    def row_rows(self, ids: np.ndarray | None = None) -> pa.Table:
-        """The rows of RowTable (of these chunk ids; None: all), by id."""
-        if ids is None:
-            return self._arrow(f"SELECT {_chunk_cols(text=False)} FROM {self.collection} ORDER BY id")
-        self.con.register("sai_wanted", pa.table({"id": pa.array(ids, pa.int64())}))
-        try:
-            return self._arrow(f"SELECT {_chunk_cols(text=False)} FROM {self.collection} "
-                               "WHERE id IN (SELECT id FROM sai_wanted) ORDER BY id")
-        finally:
-            self.con.unregister("sai_wanted")
-
-    def symbols(self) -> SymbolTable:
-        """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
-        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows, patch=sidecar_source.patch_symbols)
-
-    def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R], *,
-                 patch: Callable[[Connection, T, str], T | None] | None = None) -> T:
-        """A table derived from the chunk rows, shared by the process's threads until the token
-        changes; then patched from its old copy by `patch` when it can (store/duckdb/sidecar_source.py)."""
-        if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
-            return build("", rows())
-        token = self.token
-        if patch is not None and self.sidecar is not None:
-            self.vector_table()  # the sidecar's mark at this token: what the next write's patch starts from
-        renew = None if patch is None else (lambda old: patch(self, old, token))
-        return self.derived.get(token, lambda: build(token, rows()), name=name, patch=renew)
-
-    def _symbol_rows(self) -> pa.Table:
-        return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
-
-    def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]:
-        """The symbol rows of every chunk of these files, by id."""
-        return [tuple(r) for r in self.con.execute(
-            f"SELECT {SYMBOL_COLS} FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[])) ORDER BY id",
-            [sorted(files)]).fetchall()]
-
-    def files_of(self, ids: np.ndarray) -> set[str]:
-        """The files of these chunk ids."""
-        rows = self.con.execute(f"SELECT DISTINCT path FROM {self.collection} WHERE id IN "
-                                "(SELECT unnest(?::BIGINT[]))", [ids.tolist()]).fetchall()
-        return {path for (path,) in rows}
-
-    def vector_rows(self) -> pa.Table:
-        vectors = "embedding" if self.has_vectors() else "NULL::FLOAT[1] AS embedding"
-        # Unordered: DuckDB's sort of the vectors cost ~40 MB more at 20k chunks; from_arrow orders by id.
-        return self._arrow(f"SELECT id, path, language, {vectors} FROM {self.collection}")
 
     def has_vectors(self) -> bool:
         """Whether the chunk table has its `embedding` column (added with the first vectors)."""
@@ -329,19 +259,6 @@ class Connection:
             return bool(row and row[0])
 
         return self._cached("column:embedding", column)
-
-    def pending_count(self) -> int:
-        """Chunks stored without a vector yet: from this process's vector table when it holds a
-        current one (a search does) or the sidecar does, else one count (which reads every vector)."""
-        held = None if self.dirty else self.derived.peek(self.token, name="vectors")
-        if held is None and not self.dirty:
-            held = sidecar_source.current_table(self, self.token)
-        if isinstance(held, VectorTable):
-            return len(held) - held.vectors
-        if not self.has_vectors():
-            return self.chunk_count()
-        row = self.con.execute(f"SELECT count(*) FROM {self.collection} WHERE embedding IS NULL").fetchone()
-        return int(row[0]) if row else 0
 
     def pending_hashes(self) -> list[str]:
         """The distinct content hashes of the chunks without a vector, in the order they were stored."""
@@ -371,7 +288,7 @@ class Connection:
             self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{dim}]")
             self.cache.pop("column:embedding", None)
             self.set_meta({"vector_dim": str(dim)})
-        batch = pa.table({"content_hash": pa.array(hashes, pa.string()), "embedding": _vector_column(vectors)})
+        batch = pa.table({"content_hash": pa.array(hashes, pa.string()), "embedding": vector_column(vectors)})
         self.con.register("sai_vectors", batch)
         try:
             changed = self._touching(
@@ -393,11 +310,6 @@ class Connection:
     def drop_hnsw(self) -> None:
         """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
         self.con.execute(f"DROP INDEX IF EXISTS {self.collection}_hnsw")
-
-    def lexical_table(self) -> postings.LexicalTable:
-        """Every chunk's postings, from this process's copy when it is current (store/duckdb/postings.py)."""
-        return self._derived("lexicon", postings.LexicalTable.from_arrow, self.postings.rows,
-                             patch=sidecar_source.patch_lexicon)
 
     def finish_run(self) -> None:
         """Unless run_finished() holds: build the postings from every chunk's lexemes, and
@@ -441,48 +353,6 @@ class Connection:
     def has_postings(self) -> bool:
         """Whether the collection has a lexical index (a postings table)."""
         return self._table_exists(self.postings.postings)
-
-    def lexical(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) of the best lexical matches, best first (ties by id).
-
-        Okapi BM25 (k1 1.2, b 0.75) over the postings of the query's terms only, in numpy
-        (store/duckdb/postings.py). `among` (chunk ids) restricts the search to those chunks, with the
-        statistics (document count, mean length, document frequencies) of that subset: the
-        answer an index holding only them would give.
-        """
-        if not query_lexemes.strip() or not self.has_postings() or (among is not None and not len(among)):
-            return []
-        terms = self.postings.query_terms(query_lexemes)
-        if not terms:
-            return []
-        table = self.lexical_table()
-        return table.search(terms, limit, mask=None if among is None else table.mask_of(among))
-
-    def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
-        """These chunks, in the order of `ids` (missing ids dropped).
-
-        Without `text` the rows carry an empty text: the text column is the costly one to read.
-        """
-        if not ids:
-            return []
-        if not text and not self.dirty:  # what ranking asks: from memory
-            return self.row_table().rows(ids, _chunk_rows)
-        held = None if self.dirty else self.derived.peek(self.token, name="rows")
-        if isinstance(held, RowTable):  # a search's rows are in memory: only their texts to read
-            rows = held.rows(ids, _chunk_rows)
-            found = self.con.execute(
-                f"SELECT id, text FROM {self.collection} WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-                [int_list([r.id for r in rows])],
-            ).fetchall() if rows else []
-            texts = dict(found)
-            return [replace(r, text=texts.get(r.id, "")) for r in rows]
-        table = self._arrow(
-            f"SELECT {_chunk_cols(text=text)} FROM {self.collection} "
-            "WHERE list_contains(CAST(?::VARCHAR AS BIGINT[]), id)",
-            [int_list(ids)],
-        )
-        position = {row.id: row for row in _chunk_rows(table)}
-        return [position[i] for i in ids if i in position]
 
     # -- files ------------------------------------------------------------------------------
 
@@ -627,7 +497,7 @@ class Connection:
             "text": column("text", pa.string()),
             "content_hash": column("content_hash", pa.string()),
             "file_hash": column("file_hash", pa.string()),
-            **({"embedding": _vector_column(vectors)} if self.has_vectors() and vectors.shape[1] else {}),
+            **({"embedding": vector_column(vectors)} if self.has_vectors() and vectors.shape[1] else {}),
             "no_duplicate": column("no_duplicate", pa.bool_()),
             "indexed_at": pa.array([utc_now()] * len(chunks), pa.timestamp("us")),
             "lexemes": column("lexemes", pa.string()),
@@ -647,7 +517,7 @@ class Connection:
         """Every chunk of one file with its text, in (start_line, end_line) order; with `line`,
         those whose range holds it, innermost (shortest range) first."""
         if line is None:
-            return _chunk_rows(self._arrow(
+            return chunk_rows_of(self._arrow(
                 f"SELECT {CHUNK_COLS} FROM {self.collection} WHERE path = ? ORDER BY start_line, end_line, id",
                 [path],
             ))
@@ -664,11 +534,11 @@ class Connection:
         Without `text` the rows carry an empty text (duplicates need none: it is most of the
         memory of a large index).
         """
-        cols = _chunk_cols(text=text)
+        cols = chunk_cols(text=text)
         if not self.has_vectors():
             return [], np.zeros((0, 0), dtype=np.float32)
         table = self._arrow(f"SELECT {cols}, embedding FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
-        rows = _chunk_rows(table)
+        rows = chunk_rows_of(table)
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
         return rows, matrix_of(table.column("embedding"))
@@ -679,26 +549,4 @@ class Connection:
         return table.column("shape").to_pylist()
 
 
-def quote_ident(name: str) -> str:
-    """A name read from the catalog as a quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
 
-
-def _chunk_rows(table: pa.Table) -> list[ChunkRow]:
-    """ChunkRows from an Arrow result holding the CHUNK_COLS columns."""
-    columns = [table.column(name).to_pylist() for name in CHUNK_COLS.split(", ")]
-    return [ChunkRow(*values) for values in zip(*columns, strict=True)]
-
-
-def _chunk_cols(*, text: bool) -> str:
-    """The CHUNK_COLS select list; without text, an empty string stands in for the costly column."""
-    return CHUNK_COLS if text else CHUNK_COLS.replace("text", "'' AS text")
-
-
-def _vector_column(vectors: np.ndarray) -> pa.Array:
-    """A FLOAT[d] column of these rows; a row of NaN is a null (no vector yet)."""
-    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-    missing = np.isnan(matrix[:, 0]) if len(matrix) else np.zeros(0, dtype=bool)
-    values = pa.array(np.nan_to_num(matrix).ravel())
-    mask = pa.array(missing) if missing.any() else None
-    return pa.FixedSizeListArray.from_arrays(values, matrix.shape[1], mask=mask)
