@@ -148,7 +148,8 @@ def duplicate_edges(
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     # a pair whose shape band_pairs may miss (J < FOUND_FROM) needs cosine >= this to score min_score
     floor = max(min_score, 2 * min_score - shape.FOUND_FROM)
-    by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting)
+    by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting,
+                                shaped_at=min_score)
     i, j = _unique_pairs(n, [by_cosine, _shape_candidates(shapes, queries, nesting, window=2 * top_k)])
     both = shapes.known[i] & shapes.known[j]
     i, j = i[both], j[both]
@@ -198,15 +199,23 @@ def neighbour_edges(
     min_score: float,
     queries: np.ndarray | None = None,
     nesting: Nesting | None = None,
+    shaped_at: float | None = None,
 ) -> Edges:
     """For each query row, its top_k neighbours (itself excluded) with score >= min_score.
 
     `queries` (row indices) limits the rows that look for neighbours (seeded search); by
     default every row does. Pairs `nesting` excludes are dropped before the top k are chosen.
+    From candidates.BUCKETED_FROM rows an unseeded search buckets the rows instead of visiting
+    every pair (sai/duplicates/candidates.py); `shaped_at` is the duplicate score it serves.
     """
+    from sai.duplicates import candidates  # it builds on this module
+
     n = matrix.shape[0]
     if n < 2 or top_k <= 0:
         return Edges.empty()
+    if queries is None and n >= candidates.BUCKETED_FROM:
+        return candidates.bucketed_edges(np.ascontiguousarray(matrix, dtype=np.float32), top_k=top_k,
+                                         min_score=float(min_score), nesting=nesting, shaped_at=shaped_at)
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     screen = _screen(matrix) if n >= SCREEN_FROM and matrix.shape[1] > 2 * HEAD_DIMS else None
     kept = _TopK(top_k, limit=max(COMPACT_AT, 2 * n * top_k))
