@@ -18,13 +18,14 @@ Candidates come from two sides. Pairs whose signatures share a locality-sensitiv
 cosine reaches 2 * min_score - FOUND_FROM (the shape weighs at least half), and those pairs are
 found exactly by cosine (neighbour_edges), so the cosine pass runs at that floor.
 
-The cosine pass is exact below candidates.BUCKETED_FROM rows (above, sai/duplicates/candidates.py
-buckets the rows by random hyperplanes and verifies each bucket's pairs exactly). Pairs are
-visited tile by tile (each pair once; an off-diagonal tile serves both directions), every pair
-scoring >= the floor becomes a candidate edge, pairs that may never pair (a chunk and itself, a chunk and one containing it in the same file) are dropped, and
-each row keeps its k best. Candidates are cut to each row's k best whenever they pile up, and a
-tile where most pairs pass (a low threshold) keeps only each row's best few, so memory stays at
-one tile plus O(n * k) edges and time near one matrix product whatever the threshold.
+The cosine pass is exact below candidates.BUCKETED_FROM rows (above,
+sai/duplicates/candidates.py buckets the rows by random hyperplanes and verifies each bucket's
+pairs exactly). Pairs are visited tile by tile (each pair once; an off-diagonal tile serves both
+directions), every pair scoring >= the floor becomes a candidate edge, pairs that may never pair
+(a chunk and itself, a chunk and one containing it in the same file) are dropped, and each row
+keeps its k best. Candidates are cut to each row's k best whenever they pile up, and a tile
+where most pairs pass (a low threshold) keeps only each row's best few, so memory stays at one
+tile plus O(n * k) edges and time near one matrix product whatever the threshold.
 
 On a large matrix most of the n^2 * d multiply-adds are skipped by a screen that cannot miss a
 pair: the vectors are rotated onto their principal directions (a rotation keeps every dot
