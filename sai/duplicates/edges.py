@@ -18,12 +18,14 @@ Candidates come from two sides. Pairs whose signatures share a locality-sensitiv
 cosine reaches 2 * min_score - FOUND_FROM (the shape weighs at least half), and those pairs are
 found exactly by cosine (neighbour_edges), so the cosine pass runs at that floor.
 
-The cosine pass is exact. Pairs are visited tile by tile (each pair once; an off-diagonal tile
-serves both directions), every pair scoring >= the floor becomes a candidate edge, pairs that may
-never pair (a chunk and itself, a chunk and one containing it in the same file) are dropped, and
-each row keeps its k best. Candidates are cut to each row's k best whenever they pile up, and a
-tile where most pairs pass (a low threshold) keeps only each row's best few, so memory stays at
-one tile plus O(n * k) edges and time near one matrix product whatever the threshold.
+The cosine pass is exact below candidates.BUCKETED_FROM rows (above,
+sai/duplicates/candidates.py buckets the rows by random hyperplanes and verifies each bucket's
+pairs exactly). Pairs are visited tile by tile (each pair once; an off-diagonal tile serves both
+directions), every pair scoring >= the floor becomes a candidate edge, pairs that may never pair
+(a chunk and itself, a chunk and one containing it in the same file) are dropped, and each row
+keeps its k best. Candidates are cut to each row's k best whenever they pile up, and a tile
+where most pairs pass (a low threshold) keeps only each row's best few, so memory stays at one
+tile plus O(n * k) edges and time near one matrix product whatever the threshold.
 
 On a large matrix most of the n^2 * d multiply-adds are skipped by a screen that cannot miss a
 pair: the vectors are rotated onto their principal directions (a rotation keeps every dot
@@ -148,7 +150,8 @@ def duplicate_edges(
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     # a pair whose shape band_pairs may miss (J < FOUND_FROM) needs cosine >= this to score min_score
     floor = max(min_score, 2 * min_score - shape.FOUND_FROM)
-    by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting)
+    by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting,
+                                shaped_at=min_score)
     i, j = _unique_pairs(n, [by_cosine, _shape_candidates(shapes, queries, nesting, window=2 * top_k)])
     both = shapes.known[i] & shapes.known[j]
     i, j = i[both], j[both]
@@ -198,15 +201,23 @@ def neighbour_edges(
     min_score: float,
     queries: np.ndarray | None = None,
     nesting: Nesting | None = None,
+    shaped_at: float | None = None,
 ) -> Edges:
     """For each query row, its top_k neighbours (itself excluded) with score >= min_score.
 
     `queries` (row indices) limits the rows that look for neighbours (seeded search); by
     default every row does. Pairs `nesting` excludes are dropped before the top k are chosen.
+    From candidates.BUCKETED_FROM rows an unseeded search buckets the rows instead of visiting
+    every pair (sai/duplicates/candidates.py); `shaped_at` is the duplicate score it serves.
     """
+    from sai.duplicates import candidates  # it builds on this module
+
     n = matrix.shape[0]
     if n < 2 or top_k <= 0:
         return Edges.empty()
+    if queries is None and n >= candidates.BUCKETED_FROM:
+        return candidates.bucketed_edges(np.ascontiguousarray(matrix, dtype=np.float32), top_k=top_k,
+                                         min_score=float(min_score), nesting=nesting, shaped_at=shaped_at)
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     screen = _screen(matrix) if n >= SCREEN_FROM and matrix.shape[1] > 2 * HEAD_DIMS else None
     kept = _TopK(top_k, limit=max(COMPACT_AT, 2 * n * top_k))
