@@ -17,6 +17,8 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
+from sai.store.duckdb.rows import int_list
+
 KEPT = 64  # writes remembered: a reader further behind compares every pair (and the log stays small)
 _SUFFIX = "__changes"
 
@@ -32,7 +34,8 @@ def record(con: duckdb.DuckDBPyConnection, collection: str, *, previous: str, to
     con.execute(f"CREATE TABLE IF NOT EXISTS {table} (seq BIGINT, token VARCHAR, previous VARCHAR, ids BIGINT[])")
     row = con.execute(f"SELECT coalesce(max(seq), 0) + 1 FROM {table}").fetchone()
     seq = int(row[0]) if row else 1
-    con.execute(f"INSERT INTO {table} VALUES (?, ?, ?, ?)", [seq, token, previous, np.unique(ids).tolist()])
+    con.execute(f"INSERT INTO {table} VALUES (?, ?, ?, CAST(?::VARCHAR AS BIGINT[]))",
+                [seq, token, previous, int_list(np.unique(ids).tolist())])
     con.execute(f"DELETE FROM {table} WHERE seq <= ?", [seq - KEPT])
 
 
@@ -54,6 +57,7 @@ def touched(con: duckdb.DuckDBPyConnection, collection: str, *, since: str, unti
             return None
         at, seq = before[at]
         seqs.append(seq)
-    rows = con.execute(f"SELECT ids FROM {table} WHERE seq IN (SELECT unnest(?::BIGINT[]))", [seqs]).fetchall()
+    rows = con.execute(f"SELECT ids FROM {table} WHERE seq IN (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])))",
+                       [int_list(seqs)]).fetchall()
     found = [np.asarray(ids, np.int64) for (ids,) in rows]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)

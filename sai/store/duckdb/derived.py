@@ -61,12 +61,10 @@ class DerivedTables:
         result = self.con.execute(sql, params).arrow()
         return result.read_all() if hasattr(result, "read_all") else result
 
-
     @property
     def token(self) -> str:
         """Changes with every write of chunk rows: what a process's vector copy is keyed by."""
         return self.meta().get("token", "")
-
 
     def vector_table(self) -> VectorTable:
         """Every chunk's vector, from the shared sidecar when this reads committed rows
@@ -76,11 +74,9 @@ class DerivedTables:
             return self._derived("vectors", VectorTable.from_arrow, self.vector_rows)
         return self.derived.get(token, lambda: sidecar_source.mapped_table(self, token), name="vectors")
 
-
     def row_table(self) -> RowTable:
         """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
         return self._derived("rows", RowTable.from_arrow, self.row_rows, patch=sidecar_source.patch_rows)
-
 
     def row_rows(self, ids: np.ndarray | None = None) -> pa.Table:
         """The rows of RowTable (of these chunk ids; None: all), by id."""
@@ -93,11 +89,9 @@ class DerivedTables:
         finally:
             self.con.unregister("sai_wanted")
 
-
     def symbols(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
         return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows, patch=sidecar_source.patch_symbols)
-
 
     def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R], *,
                  patch: Callable[[DerivedTables, T, str], T | None] | None = None) -> T:
@@ -111,10 +105,8 @@ class DerivedTables:
         renew = None if patch is None else (lambda old: patch(self, old, token))
         return self.derived.get(token, lambda: build(token, rows()), name=name, patch=renew)
 
-
     def _symbol_rows(self) -> pa.Table:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
-
 
     def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]:
         """The symbol rows of every chunk of these files, by id."""
@@ -122,19 +114,16 @@ class DerivedTables:
             f"SELECT {SYMBOL_COLS} FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[])) ORDER BY id",
             [sorted(files)]).fetchall()]
 
-
     def files_of(self, ids: np.ndarray) -> set[str]:
         """The files of these chunk ids."""
         rows = self.con.execute(f"SELECT DISTINCT path FROM {self.collection} WHERE id IN "
-                                "(SELECT unnest(?::BIGINT[]))", [ids.tolist()]).fetchall()
+                                "(SELECT unnest(CAST(?::VARCHAR AS BIGINT[])))", [int_list(ids.tolist())]).fetchall()
         return {path for (path,) in rows}
-
 
     def vector_rows(self) -> pa.Table:
         vectors = "embedding" if self.has_vectors() else "NULL::FLOAT[1] AS embedding"
         # Unordered: DuckDB's sort of the vectors cost ~40 MB more at 20k chunks; from_arrow orders by id.
         return self._arrow(f"SELECT id, path, language, {vectors} FROM {self.collection}")
-
 
     def pending_count(self) -> int:
         """Chunks stored without a vector yet: from this process's vector table when it holds a
@@ -149,12 +138,10 @@ class DerivedTables:
         row = self.con.execute(f"SELECT count(*) FROM {self.collection} WHERE embedding IS NULL").fetchone()
         return int(row[0]) if row else 0
 
-
     def lexical_table(self) -> LexicalTable:
         """Every chunk's postings, from this process's copy when it is current (store/duckdb/postings.py)."""
         return self._derived("lexicon", LexicalTable.from_arrow, self.postings.rows,
                              patch=sidecar_source.patch_lexicon)
-
 
     def lexical(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) of the best lexical matches, best first (ties by id).
@@ -171,7 +158,6 @@ class DerivedTables:
             return []
         table = self.lexical_table()
         return table.search(terms, limit, mask=None if among is None else table.mask_of(among))
-
 
     def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
         """These chunks, in the order of `ids` (missing ids dropped).
