@@ -187,8 +187,8 @@ class _Built:
         return sum(1 for r in self.rows if r[1] in files) if files else 0
 
     def tiers(self, name: str) -> Iterator[tuple[str, list[int]]]:
-        """(match, definition indices) per MATCHES entry; later tiers are worked out only if asked."""
-        name = name.strip()
+        """(match, definition indices) per MATCHES entry for a stripped name; later tiers are worked
+        out only if asked."""
         folded = name.lower()
         lo = bisect.bisect_left(self._folded, folded)
         same = range(lo, bisect.bisect_right(self._folded, folded, lo=lo))

@@ -41,7 +41,6 @@ from sai.store.duckdb.rows import (
 from sai.store.duckdb.sidecar import Sidecar
 
 T = TypeVar("T")
-R = TypeVar("R")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 _WITH_VECTORS = "WHERE embedding IS NOT NULL"  # duplicates compare chunks that have their vector
@@ -247,7 +246,6 @@ class Connection(DerivedTables):
             "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'sai'").fetchall()
         for schema, table in tables:
             self.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
-
 
     def has_vectors(self) -> bool:
         """Whether the chunk table has its `embedding` column (added with the first vectors)."""
@@ -547,6 +545,3 @@ class Connection(DerivedTables):
         """Every chunk's shape signature, in the order of all_chunks() (~0.1 s at 100,000 chunks)."""
         table = self._arrow(f"SELECT shape FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
         return table.column("shape").to_pylist()
-
-
-
