@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from sai.duplicates.edges import TILE, Edges, Nesting, _keep_top_k, neighbour_edges
+from sai.duplicates.edges import COMPACT_AT, TILE, Edges, Nesting, _keep_top_k, _TopK, neighbour_edges
 from sai.text import shape
 
 BUCKETED_FROM = 200_000  # rows from which buckets replace the exact pass (measured: docs/design.md)
@@ -85,7 +85,7 @@ def bucketed_edges(
     n, dim = matrix.shape
     bits = hash_bits(n)
     tables = tables_needed(min_score if shaped_at is None else shaped_at, bits=bits, shaped=shaped_at is not None)
-    kept = _Distinct(n, top_k, limit=max(4_000_000, 2 * n * top_k))
+    kept = _TopK(top_k, limit=max(COMPACT_AT, 2 * n * top_k), distinct_in=n)
     for table in range(tables):
         planes = np.random.default_rng(SEED + table).standard_normal((dim, bits)).astype(np.float32)
         for rows in _buckets(_keys(matrix, planes)):
@@ -130,25 +130,3 @@ def _bucket_edges(
         r, c = r[keep], c[keep]
     edges = Edges(rows[r], rows[c], block[r, c])
     return _keep_top_k(edges, top_k) if len(edges) > top_k * len(rows) else edges
-
-
-class _Distinct:
-    """Edges found in any round, each pair once, cut to each row's top k when many pile up."""
-
-    def __init__(self, n: int, k: int, *, limit: int) -> None:
-        self.n, self.k, self.limit = n, k, limit
-        self.parts: list[Edges] = []
-        self.held = 0
-
-    def add(self, edges: Edges) -> None:
-        if len(edges):
-            self.parts.append(edges)
-            self.held += len(edges)
-            if self.held > self.limit:
-                self.parts = [self.result()]
-                self.held = len(self.parts[0])
-
-    def result(self) -> Edges:
-        edges = Edges.concat(self.parts)
-        _, first = np.unique(edges.i * self.n + edges.j, return_index=True)
-        return _keep_top_k(edges.where(first), self.k)

@@ -383,10 +383,13 @@ def _kth_largest(block: np.ndarray, k: int, *, axis: int) -> np.ndarray:
 
 
 class _TopK:
-    """Candidate edges, cut to each source row's k best whenever more than `limit` pile up."""
+    """Candidate edges, cut to each source row's k best whenever more than `limit` pile up.
 
-    def __init__(self, k: int, *, limit: int) -> None:
-        self.k, self.limit = k, limit
+    With `distinct_in` (the row count), a pair added more than once (found in several rounds of
+    sai/duplicates/candidates.py) is kept once."""
+
+    def __init__(self, k: int, *, limit: int, distinct_in: int | None = None) -> None:
+        self.k, self.limit, self.distinct_in = k, limit, distinct_in
         self.parts: list[Edges] = []
         self.held = 0
 
@@ -396,11 +399,15 @@ class _TopK:
         self.parts.append(edges)
         self.held += len(edges)
         if self.held > self.limit:
-            self.parts = [_keep_top_k(Edges.concat(self.parts), self.k)]
+            self.parts = [self.result()]
             self.held = len(self.parts[0])
 
     def result(self) -> Edges:
-        return _keep_top_k(Edges.concat(self.parts), self.k)
+        edges = Edges.concat(self.parts)
+        if self.distinct_in is not None:
+            _, first = np.unique(edges.i * self.distinct_in + edges.j, return_index=True)
+            edges = edges.where(first)
+        return _keep_top_k(edges, self.k)
 
 
 def _keep_top_k(edges: Edges, top_k: int) -> Edges:
