@@ -42,6 +42,7 @@ class TokenCache:
         self._lock = threading.RLock()  # a patch asks for the vector table while holding it
         self._held: dict[str, tuple[str, object]] = {}
         self.marks: dict[str, object] = {}  # token -> the vector sidecar's mark at it (store/duckdb/sidecar_source.py)
+        self.loads = 0  # tables read or patched so far (a store frees what their reads left cached)
 
     def get(self, token: str, load: Callable[[], T], *, name: str = "vectors",
             patch: Callable[[T], T | None] | None = None) -> T:
@@ -56,6 +57,7 @@ class TokenCache:
             if table is None:
                 old = None
                 table = load()
+            self.loads += 1
             _give_back_freed_memory()
             self._held[name] = (token, table)
             return table
