@@ -89,7 +89,7 @@ class _Run:
         self.fresh: dict[str, np.ndarray] = {}  # vectors embedded and not yet written
         self.embedded: set[str] = set()  # content hashes embedded during this run
         self.requested: set[str] = set()  # content hashes sent to the embedder this run
-        self.known: set[str] = set()  # content hashes stored when the run began
+        self._known: set[str] | None = set()  # content hashes stored (None: not read yet; `known`)
         self.stored: dict[str, FileRow] = {}
         self.had_rows: set[str] = set()  # files with rows when the run began
         self.dim: int | None = None
@@ -108,8 +108,17 @@ class _Run:
                 self.rechunk = self.meta.get("chunking") != self.project.chunking_signature()
                 self.stored = reader.files()
                 self.had_rows = set(self.stored)
-                self.known = reader.content_hashes()
+                self._known = None  # read when a file changed: a no-op run never needs them
                 self.dim = int(self.meta["vector_dim"]) or None  # 0: no vector stored yet
+
+    @property
+    def known(self) -> set[str]:
+        """The content hashes the index holds, read at the first changed file (1.6 s of a no-op
+        run at 1M chunks otherwise); the hashes this run stored since are in `requested` too."""
+        if self._known is None:
+            with self.project.store.read() as reader:
+                self._known = reader.content_hashes()
+        return self._known
 
     def probe_dim(self) -> None:
         """A deferred first build writes chunks before any vector: with `vector_dim` in the config,
