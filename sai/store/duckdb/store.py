@@ -45,6 +45,7 @@ from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
 from sai.store.duckdb import compaction, migrations
 from sai.store.duckdb.errors import describe, first_line, is_lock_conflict, translate
+from sai.store.duckdb.locks import lock_held, wait_while
 from sai.store.duckdb.rows import quote
 from sai.store.duckdb.sessions import DuckDBReader, DuckDBWriter
 from sai.store.duckdb.tables import Connection
@@ -312,11 +313,11 @@ class DuckDBStore(base.Store):
 
     def _readers_asking(self) -> bool:
         """Whether a reader of another process holds `<db>.readers` (waits to connect)."""
-        return _lock_held(self.request_path, fcntl.LOCK_EX)
+        return lock_held(self.request_path, fcntl.LOCK_EX)
 
     def _wait_for_readers(self) -> None:
         """Until the readers that asked are connected (or lock_timeout_s has passed)."""
-        _wait_while(self._readers_asking, self.lock_timeout_s, poll_s=0.02)
+        wait_while(self._readers_asking, self.lock_timeout_s, poll_s=0.02)
 
     def upgrade(self, from_version: int) -> None:
         """Bring a collection of an older format to this one in place (store/migrations.py)."""
@@ -419,10 +420,10 @@ class DuckDBStore(base.Store):
     def _writer_waiting(self) -> bool:
         """Whether another process holds the writer lock now (this process's writer excluded:
         it closes the lease itself)."""
-        return _lock_held(self.intent_path, fcntl.LOCK_SH)
+        return lock_held(self.intent_path, fcntl.LOCK_SH)
 
     def _wait_for_writer(self) -> None:
-        _wait_while(self._writer_waiting, self.lock_timeout_s, poll_s=0.05)
+        wait_while(self._writer_waiting, self.lock_timeout_s, poll_s=0.05)
 
     def _schedule_close(self, idle_since: float | None = None) -> None:
         self._cancel_timer()
@@ -490,25 +491,5 @@ def _drop_blocks(conn: Connection) -> bool:
         log.debug("DuckDB's memory limit not set back: %s", first_line(exc))
         return False
 
-
-def _lock_held(path: Path, mode: int) -> bool:
-    """Whether another process holds a lock on `path` that `mode` (LOCK_SH, LOCK_EX) conflicts with."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing drops the probe's own lock
-    return False
-
-
-def _wait_while(busy: Callable[[], bool], timeout_s: float, *, poll_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while busy() and time.monotonic() < deadline:
-        time.sleep(poll_s)
 
 __all__ = ["DuckDBStore"]
