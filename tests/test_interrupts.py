@@ -26,8 +26,8 @@ LOCAL_RUN = """
 import sys
 from pathlib import Path
 from sai.embedders import local
-from sai.indexing import indexer
-indexer.IN_FLIGHT, indexer.FLUSH_CHUNKS = int(sys.argv[2]), int(sys.argv[3])
+from sai.indexing import run
+run.IN_FLIGHT, run.FLUSH_CHUNKS = int(sys.argv[2]), int(sys.argv[3])
 real = local.LocalEmbedder._run
 def announced(self, inputs):
     Path(sys.argv[1]).touch()
@@ -287,8 +287,8 @@ def _workers(pid: int) -> set[int]:
 
 POOLED_RUN = """
 import sys
-from sai.indexing import indexer
-indexer.POOL_MIN_FILES = 1
+from sai.indexing import run
+run.POOL_MIN_FILES = 1
 from sai.app import main
 sys.exit(main(["--silent"]))
 """

@@ -15,6 +15,7 @@ from ollama_standin import OllamaStandIn
 from test_indexer import _snapshot
 
 from sai.indexing import indexer
+from sai.indexing import run as run_module
 from sai.query import search
 
 ALPHA = "def alpha(x):\n    return x + 1\n"
@@ -84,7 +85,7 @@ def test_a_function_moved_between_files_written_in_different_batches_keeps_a_vec
     write_config(root, ollama_server.url)
     _index(root)
     write_tree(root, {"a.py": ALPHA, "z.py": GAMMA + "\n\n" + BETA})
-    monkeypatch.setattr(indexer, "FLUSH_CHUNKS", 1)  # a.py is written before z.py is read
+    monkeypatch.setattr(run_module, "FLUSH_CHUNKS", 1)  # a.py is written before z.py is read
     report = _index(root)
     assert report.chunks == 3
     assert _chunks(root)["z.py"] == {GAMMA.rstrip("\n"), BETA.rstrip("\n")}

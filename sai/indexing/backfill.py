@@ -83,8 +83,9 @@ class Backfill:
     """Embeds every text waiting for a vector and writes the vectors, reporting each step."""
 
     def __init__(self, store: Store, embedder: Embedder, *, check: Check,
-                 progress: Callable[[IndexProgress], None] | None = None) -> None:
+                 progress: Callable[[IndexProgress], None] | None = None, hashes: list[str] | None = None) -> None:
         self.store = store
+        self.given = hashes  # the texts waiting, when the caller knows them (None: ask the store)
         self.embedder = embedder
         self.check = check
         self.progress = progress
@@ -94,11 +95,17 @@ class Backfill:
         self._last_write = time.monotonic()
 
     def run(self) -> int:
-        """Embed what waits; returns how many texts were embedded."""
-        with self.store.read() as reader:
-            hashes = reader.pending_hashes()
+        """Embed what waits; returns how many texts were embedded. Once every text that waited has
+        its vector, the store records that none waits (mark_vectors_complete), so the next run
+        need not look at every chunk to know it."""
+        hashes = self.given
+        if hashes is None:
+            with self.store.read() as reader:
+                hashes = reader.pending_hashes()
         self.total = len(hashes)
         if not hashes:
+            if self.given is None:
+                self._mark_complete()
             return 0
         self._report()
         in_flight: deque[tuple[list[str], Future[np.ndarray]]] = deque()
@@ -111,10 +118,15 @@ class Backfill:
                 while in_flight:
                     self._take(*in_flight.popleft())
                 self._write()
+                self._mark_complete()
             finally:
                 for _, future in in_flight:
                     future.cancel()
         return self.embedded
+
+    def _mark_complete(self) -> None:
+        with self.store.write() as writer:
+            writer.mark_vectors_complete()
 
     def _submit(self, embedding: EmbeddingThread, group: list[str]) -> tuple[list[str], Future[np.ndarray]]:
         with self.store.read() as reader:

@@ -146,6 +146,11 @@ class IndexReader(ABC):
         """The distinct content hashes of the chunks waiting for a vector, in the order stored."""
         return []
 
+    def vectors_complete(self) -> bool:
+        """Whether the store has recorded that no chunk waits for a vector (see
+        `IndexWriter.mark_vectors_complete`), so that this is known without looking at every chunk."""
+        return True
+
     def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
         """One stored text per content hash found (what the embedder is given)."""
         return {}
@@ -193,6 +198,11 @@ class IndexWriter(IndexReader):
         """Give every chunk of these content hashes still without a vector its vector (rows of
         `vectors` aligned with `hashes`); returns how many chunks got one."""
         raise NotImplementedError(f"{type(self).__name__} stores every chunk with its vector")
+
+    def mark_vectors_complete(self) -> None:
+        """Record that no chunk waits for a vector: the caller gave a vector to every text
+        pending_hashes() named (or it named none), under the one index run (Store.claim). A chunk
+        stored without a vector afterwards unmarks it in the same transaction."""
 
     @abstractmethod
     def finish_run(self) -> None:

@@ -33,6 +33,7 @@ from sai.duplicates.clusters import find_duplicates
 from sai.embedders.ollama import OllamaEmbedder
 from sai.errors import ConfigError, EmbedderError, IndexMismatchError, StoreError
 from sai.indexing import indexer
+from sai.indexing import run as run_module
 from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.query import lookup, search
@@ -428,10 +429,11 @@ import sys
 from pathlib import Path
 import sai.indexing.backfill
 import sai.indexing.indexer
+import sai.indexing.run
 import sai.store.duckdb
 from sai.config import load_config
 from sai.project import Project
-sai.indexing.indexer.FLUSH_CHUNKS = int(sys.argv[2])
+sai.indexing.run.FLUSH_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.EMBED_GROUP = 20
 sai.indexing.backfill.WRITE_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.AHEAD = 0
@@ -637,7 +639,7 @@ def test_strip_comments_and_the_noindex_marker_shape_what_is_stored(
 def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
     root: Path, original: Snapshot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(indexer, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(run_module, "POOL_MIN_FILES", 1)
     report = _index(root)
     assert report.chunks == TREE_CHUNKS
     assert _snapshot(root) == original
@@ -648,13 +650,13 @@ def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
 # with the pool still open.
 POOLED_CLI_RUN = """
 import sys
-import sai.indexing.indexer
+import sai.indexing.run
 import sai.store.duckdb
 from sai.cli import commands as cli
 sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[1] == "two-phase"
-sai.indexing.indexer.POOL_MIN_FILES = 1
-sai.indexing.indexer.FLUSH_CHUNKS = 1
-sai.indexing.indexer.IN_FLIGHT = sai.indexing.indexer.IN_FLIGHT_LARGE = 0
+sai.indexing.run.POOL_MIN_FILES = 1
+sai.indexing.run.FLUSH_CHUNKS = 1
+sai.indexing.run.IN_FLIGHT = sai.indexing.run.IN_FLIGHT_LARGE = 0
 sys.exit(cli.main(["--silent"]))
 """
 
@@ -775,7 +777,7 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
 ) -> None:
     root = write_tree(tmp_path / "project", many_functions(40, per_file=10))
     write_config(root, ollama_server.url)
-    monkeypatch.setattr(indexer, "FLUSH_CHUNKS", 10)  # one file a batch
+    monkeypatch.setattr(run_module, "FLUSH_CHUNKS", 10)  # one file a batch
     embedder = _SignallingEmbedder(OllamaEmbedder(model=STANDIN_MODEL, url=ollama_server.url, timeout_s=5,
                                                   batch_size=32, prefix_style="nomic"))
     overlapped: list[bool] = []

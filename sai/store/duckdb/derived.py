@@ -29,6 +29,7 @@ from sai.store.symbols import SYMBOL_COLS, SymbolRow, SymbolTable
 
 T = TypeVar("T")
 R = TypeVar("R")
+VECTORS_COMPLETE = "vectors_complete"  # meta key: "1" when no chunk waits for a vector (vectors_complete)
 
 
 class DerivedTables:
@@ -125,9 +126,19 @@ class DerivedTables:
         # Unordered: DuckDB's sort of the vectors cost ~40 MB more at 20k chunks; from_arrow orders by id.
         return self._arrow(f"SELECT id, path, language, {vectors} FROM {self.collection}")
 
+    def vectors_complete(self) -> bool:
+        """Whether the meta records that no chunk waits for a vector: set by an index run whose
+        vectors are all written (mark_vectors_complete), unset with the first chunk stored without
+        one (insert_chunks), in the same transactions. Looking instead reads the whole vector
+        column (60 ms at 20k chunks, linear)."""
+        return self.meta().get(VECTORS_COMPLETE) == "1"
+
     def pending_count(self) -> int:
-        """Chunks stored without a vector yet: from this process's vector table when it holds a
-        current one (a search does) or the sidecar does, else one count (which reads every vector)."""
+        """Chunks stored without a vector yet: none when the meta says so, else from this process's
+        vector table when it holds a current one (a search does) or the sidecar does, else one
+        count (which reads every vector)."""
+        if self.vectors_complete():
+            return 0
         held = None if self.dirty else self.derived.peek(self.token, name="vectors")
         if held is None and not self.dirty:
             held = sidecar_source.current_table(self, self.token)

@@ -107,6 +107,9 @@ class DuckDBReader(IndexReader):
     def pending_hashes(self) -> list[str]:
         return self.conn.pending_hashes() if self.has_index() else []
 
+    def vectors_complete(self) -> bool:
+        return self.conn.vectors_complete() if self.has_index() else True
+
     def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
         return self.conn.texts_by_hash(hashes) if hashes and self.has_index() else {}
 
@@ -138,6 +141,10 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
 
     def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
         return self.conn.set_vectors(hashes, vectors) if hashes and self.has_index() else 0
+
+    def mark_vectors_complete(self) -> None:
+        if self.has_index():
+            self.conn.mark_vectors_complete()
 
     def touch_files(self, files: list[FileRow]) -> None:
         self.conn.touch_files(files)

@@ -21,7 +21,7 @@ import pyarrow as pa
 from sai.models import NewChunk
 from sai.store.cache import TokenCache
 from sai.store.duckdb import changelog, postings
-from sai.store.duckdb.derived import DerivedTables
+from sai.store.duckdb.derived import VECTORS_COMPLETE, DerivedTables
 from sai.store.duckdb.rows import (
     CHUNK_COLS,
     ChunkRow,
@@ -258,8 +258,13 @@ class Connection(DerivedTables):
 
         return self._cached("column:embedding", column)
 
+    def mark_vectors_complete(self) -> None:
+        self.set_meta({VECTORS_COMPLETE: "1"})
+
     def pending_hashes(self) -> list[str]:
         """The distinct content hashes of the chunks without a vector, in the order they were stored."""
+        if self.vectors_complete():
+            return []
         where = "WHERE embedding IS NULL " if self.has_vectors() else ""
         rows = self.con.execute(
             f"SELECT content_hash FROM {self.collection} {where}GROUP BY content_hash ORDER BY min(id)"
@@ -477,6 +482,8 @@ class Connection(DerivedTables):
         start_id = int(first[0]) if first else 1
         self._touch(np.arange(start_id, start_id + len(chunks), dtype=np.int64))
         given = vectors.shape[1] > 0 and not np.isnan(vectors[:, 0]).all()
+        if not given or np.isnan(vectors[:, 0]).any():
+            self.set_meta({VECTORS_COMPLETE: "0"})
         if given and not self.has_vectors():
             self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{vectors.shape[1]}]")
             self.cache.pop("column:embedding", None)
