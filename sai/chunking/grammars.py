@@ -37,6 +37,8 @@ class UnitRule:
     qualifier: str = ""  # path to a type owning the unit though declared outside it (receivers)
     fixed_name: str = ""  # the name when the source gives none (Kotlin `constructor`)
     top_level: bool = False  # a unit only when no function-like unit encloses it
+    in_classes: bool = True  # False: inside a class-like unit it stays in the class's chunk
+    min_lines: int = 1  # a node of fewer lines stays in the chunk around it
     # Also qualifies the siblings after it, up to the next such unit: the C# grammar ends a
     # file-scoped `namespace X;` at its semicolon (Perl's `package X;` likewise), yet the
     # namespace holds the rest of the file.
@@ -83,6 +85,19 @@ C_FUNCTION = UnitRule(name="declarator*", unless="type/body")
 C_RECORD = UnitRule(name="name|^/declarator*", container=True, needs="body",
                     kind_from="name", kinds={"template_type": "specialization"})
 
+# A type alias (TypeScript `export type X<T> = {…}`, C++ `using`, a C `typedef`) and a C
+# function-like macro are definitions a bare name can mean, as a class is: a unit of its own,
+# outside functions, when it spans two lines or more (one line reads with its neighbours, too
+# little to rank alone). A member type (`using value_type = T;`) stays in its class's chunk,
+# which reads as the class; a TypeScript alias is a unit when exported, a module's API (the
+# others are its helpers). A typedef of a record is the record's business (`typedef struct {…}
+# Vec;` names the record, `typedef struct uv_loop_s uv_loop_t;` renames one defined elsewhere);
+# object-like `#define`s are constants, left in the module chunk (benchmarks/DECISIONS.md).
+TYPE_ALIAS = UnitRule(kind="type", top_level=True, in_classes=False, min_lines=2)
+TS_TYPE_ALIAS = replace(TYPE_ALIAS, needs="^", needs_types=frozenset({"export_statement"}))
+C_TYPEDEF = replace(TYPE_ALIAS, name="declarator*",
+                    unless="type/body|>struct_specifier|>union_specifier|>enum_specifier")
+C_MACRO = UnitRule(kind="macro", top_level=True, min_lines=2)
 
 def _table(**groups: tuple[UnitRule, tuple[str, ...]]) -> dict[str, UnitRule]:
     """Node type -> rule, written as rule-name=(rule, node types) for readability."""
@@ -111,12 +126,15 @@ _TS_UNITS = {
         fields=(UnitRule(needs="value", needs_types=JS_FUNCTION_VALUES),
                 ("public_field_definition",)),
         namespaces=(NAMESPACE, ("internal_module", "module")),
+        types=(TS_TYPE_ALIAS, ("type_alias_declaration",)),
     ),
 }
 
 _C_UNITS = _table(
     functions=(C_FUNCTION, ("function_definition",)),
     records=(C_RECORD, ("struct_specifier", "union_specifier", "enum_specifier")),
+    types=(C_TYPEDEF, ("type_definition",)),
+    macros=(C_MACRO, ("preproc_function_def",)),
 )
 
 GO_TYPE_KINDS = {"struct_type": "struct", "interface_type": "interface"}
@@ -168,6 +186,7 @@ GRAMMARS: dict[str, Grammar] = {
             **_C_UNITS,
             "class_specifier": C_RECORD,
             "namespace_definition": NAMESPACE,
+            "alias_declaration": TYPE_ALIAS,
         },
         wrappers=frozenset({"template_declaration"}),
         unexpanded_macros=True,

@@ -166,8 +166,10 @@ def make_unit(
         return None
     if rule.top_level and not all(u.container for u in enclosing):
         return None
+    if not rule.in_classes and any(u.kind in CLASS_LIKE for u in enclosing):
+        return None
     start, end = unit_span(node, grammar, last_line)
-    if start > end:
+    if start > end or end - start + 1 < rule.min_lines:
         return None
     parent_symbol = enclosing[-1].symbol if enclosing else None
     return Unit(

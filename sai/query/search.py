@@ -159,12 +159,20 @@ def _with_bodies(
 
 def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow]:
     """For a query that is one name (`Engine`, `Sinatra::Helpers`), the first chunks of the
-    definitions of that name within the scope, whether or not either list found them."""
+    definitions of that name within the scope, whether or not either list found them. A name
+    qualified by more than the index's symbols hold (a package, `gin.Engine`; a namespace a macro
+    opens, `fmt::format_to`) means its longest qualified tail that is defined (`Engine`)."""
     name = bare_name(query)
     if name is None:
         return []
-    rows = reader.chunks(reader.symbols().defining_rows(name, limit=DEFINITIONS_READ), text=False)
-    return preferred([r for r in rows if scope.admits(r.language, r.path)], name, limit=DEFINITIONS)
+    symbols = reader.symbols()
+    parts = name.split(".")
+    for start in range(len(parts)):
+        ids = symbols.defining_rows(".".join(parts[start:]), limit=DEFINITIONS_READ)
+        rows = [r for r in reader.chunks(ids, text=False) if scope.admits(r.language, r.path)] if ids else []
+        if rows:
+            return preferred(rows, name, limit=DEFINITIONS)
+    return []
 
 
 def _order(

@@ -495,6 +495,47 @@ def test_go_type_without_struct_or_interface_stays_in_module_chunk() -> None:
     assert "type Handler func" in chunk_with(chunks, None).text
 
 
+def test_an_exported_typescript_type_alias_of_two_lines_or_more_is_a_unit() -> None:
+    text = ("export type inferRouterInputs<TRouter extends AnyRouter> = {\n  [K in keyof TRouter]: string;\n};\n"
+            "export type AnyRouter = Router<any>;\n"
+            "type Helper<T> =\n  T extends string ? 1 : 0;\n"
+            "function f() {\n  type Local = number;\n  return 1;\n}\n")
+    chunks = ast_chunks(text, "typescript")
+    alias = chunk_with(chunks, "inferRouterInputs")
+    assert (alias.kind, alias.start_line, alias.end_line) == ("type", 1, 3)
+    assert alias.text.startswith("export type")  # the export wrapper is the unit's
+    assert symbols(chunks) == {"inferRouterInputs", "f", None}
+    assert "export type AnyRouter" in chunk_with(chunks, None).text  # one line: with its neighbours
+    assert "type Helper<T> =" in chunk_with(chunks, None).text  # not exported: a helper
+
+
+def test_cpp_type_aliases_outside_classes_and_typedefs_of_no_record_are_units() -> None:
+    text = ("namespace fmt {\n"
+            "template <typename... T>\nusing format_string = basic_format_string<char, T...>;\n"
+            "using memory_buffer = basic_memory_buffer<char>;\n"
+            "typedef void (*close_cb)(handle* h,\n                         int status);\n"
+            "typedef struct loop_s\n    loop_t;\n"
+            "class memory_buffer_base {\n  using value_type =\n      char;\n  int n;\n};\n"
+            "}\n")
+    chunks = ast_chunks(text, "cpp")
+    kinds = {c.symbol: (c.kind, c.start_line, c.end_line) for c in chunks}
+    assert kinds == {None: (None, 1, 14), "fmt.format_string": ("type", 2, 3), "fmt.close_cb": ("type", 5, 6),
+                     "fmt.memory_buffer_base": ("class", 9, 13)}
+    module = chunk_with(chunks, None).text
+    assert "using memory_buffer =" in module and "typedef struct loop_s" in module  # one line; a renamed record
+    assert "using value_type =" in chunk_with(chunks, "fmt.memory_buffer_base").text  # a member type
+
+
+def test_a_c_function_like_macro_of_two_lines_or_more_is_a_unit_and_a_constant_is_not() -> None:
+    text = ("#define CAP 16\n#define MAX(a, b) ((a) > (b) ? (a) : (b))\n\n#define MIN(a, b) \\\n"
+            "  ((a) < (b) ? (a) : (b))\n\n"
+            "int f(void) {\n#define LOCAL(x) \\\n  (x)\n  return LOCAL(1);\n}\n")
+    chunks = ast_chunks(text, "c")
+    kinds = {c.symbol: (c.kind, c.start_line, c.end_line) for c in chunks}
+    assert kinds == {None: (None, 1, 2), "MIN": ("macro", 4, 5), "f": ("function", 7, 11)}
+    assert kinds == {c.symbol: (c.kind, c.start_line, c.end_line) for c in ast_chunks(text, "cpp")}
+
+
 def test_rust_attributes_are_inside_the_item() -> None:
     point = next(c for c in ast_chunks(RUST, "rust") if c.text.startswith("#[derive"))
     assert point.symbol == "Point" and "pub struct Point {" in point.text

@@ -320,3 +320,13 @@ def test_a_bare_name_reaches_its_definition_when_neither_list_holds_it(http_proj
     assert "_split" not in [h.symbol for h in search.search(http_project, "_split", limit=3, language="javascript")]
     assert "_split" not in [h.symbol for h in search.search(http_project, "_split", limit=3, path_glob="web/**")]
     assert search.search(http_project, "_split", limit=3, mode="lexical") == []
+
+
+def test_a_name_qualified_beyond_the_indexed_symbols_reaches_its_defined_tail(http_project, monkeypatch):
+    # `httpkit.` is a package (or a namespace a macro opens) that no symbol holds: the name means `_split`
+    monkeypatch.setattr(search, "_candidates", lambda *args, **kwargs: ([], []))
+    for query in ("httpkit._split", "httpkit::http_util::_split", "_split()"):
+        hits = search.search(http_project, query, limit=3, explain=True)
+        assert (hits[0].symbol, hits[0].path) == ("_split", "src/http_util.py"), query
+        assert hits[0].explain.signals.definition == ranking.NAME_QUERY_BOOST
+    assert search.search(http_project, "httpkit.nowhere", limit=3) == []
