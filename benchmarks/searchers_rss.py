@@ -1,0 +1,132 @@
+"""Memory of searching processes on one index: one alone, then four at once, per code tree.
+
+Runs on an index `scale.py` built (its tree under `--cache`, e.g. tree-100000) with the same
+stand-in embedder, for each `--code` directory (a checkout of SAI: its `sai` is what the workers
+import), so two versions are measured on one index in one run:
+
+    python benchmarks/searchers_rss.py --tree DIR/tree-100000 --code /path/main --code /path/branch
+
+Each worker warms up (every query of scale.py in each mode), then times `--queries` hybrid
+searches without a filter; the parent reads each worker's /proc/<pid>/smaps: RSS, PSS, anonymous
+PSS, file-backed PSS, and the PSS of the index's own files (sidecar, shared copies). The ratio is
+the four's PSS sum over the one's PSS (and over its RSS). Sidecar files other than the vectors'
+(the shared copies) are removed before each code tree's run, so its first process builds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+MODES = ("hybrid", "semantic", "lexical")
+
+
+def worker(root: Path, queries: int) -> None:
+    from sai import search  # noqa: PLC0415 (the `sai` of PYTHONPATH: the code tree measured)
+    from sai.config import load_config  # noqa: PLC0415
+    from sai.project import Project  # noqa: PLC0415
+
+    sys.path.insert(0, str(HERE))
+    from scale import QUERIES  # noqa: PLC0415 (after sai: scale.py puts its own checkout first on the path)
+
+    project = Project(load_config(cwd=root, env={}))
+    for line in sys.stdin:
+        if line.strip() != "warm":
+            continue
+        for query in QUERIES:
+            for mode in MODES:
+                search(project, query, limit=8, mode=mode)
+        times = []
+        for n in range(queries):
+            start = time.perf_counter()
+            search(project, QUERIES[n % len(QUERIES)], limit=8, mode="hybrid")
+            times.append(time.perf_counter() - start)
+        print(json.dumps({"pid": os.getpid(), "hybrid_p50_ms": round(statistics.median(times) * 1000, 1)}),
+              flush=True)
+    project.close()
+
+
+def smaps(pid: int, index_dir: Path) -> dict[str, float]:
+    """RSS, PSS, anonymous / file-backed PSS (smaps_rollup) and the PSS of the index's files (smaps), MB."""
+    out = {"rss": 0.0, "pss": 0.0, "pss_anon": 0.0, "pss_file": 0.0, "pss_index_files": 0.0}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name.lower() in out:
+                out[name.lower()] = int(rest.split()[0]) / 1024
+    current = ""
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if head and not head[0].endswith(":"):  # a mapping's first line: range, mode, ..., path
+                current = head[5] if len(head) > 5 else ""
+            elif head and head[0] == "Pss:" and current.startswith(str(index_dir)):
+                out["pss_index_files"] += int(head[1]) / 1024
+    return {k: round(v, 1) for k, v in out.items()}
+
+
+def measure(code: Path, root: Path, n: int, queries: int) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=str(code))
+    workers = [subprocess.Popen([sys.executable, __file__, "--worker", str(root), "--queries", str(queries)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=code)
+               for _ in range(n)]
+    for w in workers:
+        assert w.stdin is not None
+        w.stdin.write("warm\n")
+        w.stdin.flush()
+    answers = [json.loads(w.stdout.readline()) for w in workers if w.stdout is not None]
+    each = [smaps(a["pid"], root / ".index") | {"hybrid_p50_ms": a["hybrid_p50_ms"]} for a in answers]
+    for w in workers:
+        if w.stdin is not None:
+            w.stdin.close()
+        w.wait(timeout=120)
+    return {"each": each, "pss_sum": round(sum(e["pss"] for e in each), 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", type=Path, help="an indexed tree of scale.py (tree-<chunks>)")
+    parser.add_argument("--code", type=Path, action="append", default=[], help="a SAI checkout (repeatable)")
+    parser.add_argument("--queries", type=int, default=40, help="hybrid queries timed per worker")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.queries)
+        return 0
+    if args.tree is None:
+        parser.error("--tree is required")
+    server = subprocess.Popen([sys.executable, str(HERE / "scale.py"), "--serve"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        (args.tree / "sai-cfg.yml").write_text(
+            f"embedder: ollama\nmodel: nomic-embed-text\next: py\nollama:\n  url: {url}\n", encoding="utf-8")
+        results = {}
+        for code in args.code:
+            for stale in (args.tree / ".index").glob("*.vectors/*/g*.*.arrow"):
+                stale.unlink()
+            one = measure(code, args.tree, 1, args.queries)
+            four = measure(code, args.tree, 4, args.queries)
+            results[str(code)] = {"one": one["each"][0], "four": four,
+                                  "ratio_pss": round(four["pss_sum"] / one["each"][0]["pss"], 2),
+                                  "ratio_to_rss_one": round(four["pss_sum"] / one["each"][0]["rss"], 2),
+                                  "load": os.getloadavg()}
+            print(json.dumps({str(code): results[str(code)]}), flush=True)
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
