@@ -6,8 +6,8 @@ import), so two versions are measured on one index in one run:
 
     python benchmarks/searchers_rss.py --tree DIR/tree-100000 --code /path/main --code /path/branch
 
-Each worker warms up (every query of scale.py in each mode), then times `--queries` hybrid
-searches without a filter; the parent reads each worker's /proc/<pid>/smaps: RSS, PSS, anonymous
+Each worker warms up (every query of scale.py in each mode, then one symbol look-up, which
+builds or maps the symbol table), then times `--queries` hybrid searches without a filter; the parent reads each worker's /proc/<pid>/smaps: RSS, PSS, anonymous
 PSS, file-backed PSS, and the PSS of the index's own files (sidecar, shared copies). The ratio is
 the four's PSS sum over the one's PSS (and over its RSS). Sidecar files other than the vectors'
 (the shared copies) are removed before each code tree's run, so its first process builds them.
@@ -31,6 +31,7 @@ MODES = ("hybrid", "semantic", "lexical")
 
 def worker(root: Path, queries: int) -> None:
     from sai import search  # noqa: PLC0415 (the `sai` of PYTHONPATH: the code tree measured)
+    from sai.query.lookup import find_symbol  # noqa: PLC0415
     from sai.config import load_config  # noqa: PLC0415
     from sai.project import Project  # noqa: PLC0415
 
@@ -44,13 +45,16 @@ def worker(root: Path, queries: int) -> None:
         for query in QUERIES:
             for mode in MODES:
                 search(project, query, limit=8, mode=mode)
+        start = time.perf_counter()
+        find_symbol(project, "parse")  # builds or maps the symbol table
+        lookup = time.perf_counter() - start
         times = []
         for n in range(queries):
             start = time.perf_counter()
             search(project, QUERIES[n % len(QUERIES)], limit=8, mode="hybrid")
             times.append(time.perf_counter() - start)
-        print(json.dumps({"pid": os.getpid(), "hybrid_p50_ms": round(statistics.median(times) * 1000, 1)}),
-              flush=True)
+        print(json.dumps({"pid": os.getpid(), "hybrid_p50_ms": round(statistics.median(times) * 1000, 1),
+                          "first_lookup_ms": round(lookup * 1000, 1)}), flush=True)
     project.close()
 
 
@@ -83,7 +87,7 @@ def measure(code: Path, root: Path, n: int, queries: int) -> dict[str, Any]:
         w.stdin.write("warm\n")
         w.stdin.flush()
     answers = [json.loads(w.stdout.readline()) for w in workers if w.stdout is not None]
-    each = [smaps(a["pid"], root / ".index") | {"hybrid_p50_ms": a["hybrid_p50_ms"]} for a in answers]
+    each = [smaps(a["pid"], root / ".index") | {k: a[k] for k in ("hybrid_p50_ms", "first_lookup_ms")} for a in answers]
     for w in workers:
         if w.stdin is not None:
             w.stdin.close()

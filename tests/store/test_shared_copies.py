@@ -1,4 +1,4 @@
-"""The row table and BM25 CSR shared through files beside the sidecar (store/duckdb/shared_copies.py):
+"""The row, BM25 and symbol tables shared through files beside the sidecar (store/duckdb/shared_copies.py):
 another process maps them instead of reading DuckDB, a later token patches the mapped copy, and
 answers equal copies read whole after writes, deletions, damage, compactions and kills."""
 
@@ -44,7 +44,7 @@ def _shared(db: Path) -> list[str]:
 
 
 def _no_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make a whole read of the rows or the postings fail: what a process mapping the files never does."""
+    """Make a whole read of the rows, the postings or the symbols fail: what a process mapping the files never does."""
     real_rows = DerivedTables.row_rows
 
     def rows(self: DerivedTables, ids: np.ndarray | None = None) -> object:
@@ -54,8 +54,12 @@ def _no_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     def postings(self: Postings) -> object:
         raise AssertionError("the postings were read whole")
 
+    def symbols(self: DerivedTables) -> object:
+        raise AssertionError("the symbol rows were read whole")
+
     monkeypatch.setattr(DerivedTables, "row_rows", rows)
     monkeypatch.setattr(Postings, "rows", postings)
+    monkeypatch.setattr(DerivedTables, "_symbol_rows", symbols)
 
 
 @pytest.fixture
@@ -68,7 +72,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
     store = _build(db)
     try:
         expected = _answers(store)
-        assert _shared(db) == ["g1.lexicon.arrow", "g1.rows.arrow"]
+        assert _shared(db) == ["g1.lexicon.arrow", "g1.rows.arrow", "g1.symbols.arrow"]
         _no_whole_reads(monkeypatch)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
@@ -76,6 +80,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
             with other.read() as reader:
                 lexicon = reader.conn.lexical_table()  # type: ignore[attr-defined]
                 assert not lexicon.rows.flags.owndata and not lexicon.rows.flags.writeable  # the file's pages
+                assert not reader.symbols().arrays["def_row"].flags.writeable
         finally:
             other.close()
     finally:
@@ -99,8 +104,9 @@ def test_a_process_at_a_later_token_patches_the_mapped_copies(
         with later.read() as reader:
             conn = reader.conn  # type: ignore[attr-defined]
             conn.vector_table()
-            rows, lexicon = conn.row_table(), conn.lexical_table()
-            assert rows.added is not None and lexicon.delta is not None  # the mapped copy, patched
+            rows, lexicon, symbols = conn.row_table(), conn.lexical_table(), reader.symbols()
+            assert rows.added is not None and lexicon.delta is not None  # the mapped copies, patched
+            assert symbols.patched_files
     try:
         _same_as_read_whole(later, db)
     finally:

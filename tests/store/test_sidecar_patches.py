@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_vectors import COLLECTION, DIM, HELPERS, META, _check, _env, _manifest
 
-from sai.models import FileRow, NewChunk
+from sai.models import FileRow, NewChunk, chunk_id
 from sai.store.duckdb import DuckDBStore, sidecar_source
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar
@@ -47,8 +47,9 @@ def _chunks(key: str, count: int, seed: int) -> tuple[list[FileRow], list[NewChu
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     texts = [" ".join(rng.choice(WORDS, 6)) + f" {key} s{seed} k{k}" for k in range(count)]
     rows = [NewChunk(path=key, language="python" if k % 3 else "rust", start_line=k + 1, end_line=k + 1,
-                     symbol=None, text=text, content_hash=f"{key}-{seed}-{k}", file_hash=str(seed),
-                     no_duplicate=False, lexemes=lexemes(text, path=key, symbol=None), shape=None)
+                     symbol=str(rng.choice(WORDS)) if k % 2 else None, text=text,
+                     content_hash=f"{key}-{seed}-{k}", file_hash=str(seed), no_duplicate=False,
+                     lexemes=lexemes(text, path=key, symbol=None), shape=None)
             for k, text in enumerate(texts)]
     return [FileRow(key, 1, seed, str(seed), count)], rows, v
 
@@ -62,9 +63,10 @@ def _build(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
     return store
 
 
-def _answers(store: DuckDBStore) -> tuple[list[object], list[object]]:
-    """Every BM25 answer (whole and scoped) and every chunk row, as this store's copies give them
-    (after the vector table, as a hybrid search reads them: its sidecar mark is what patches)."""
+def _answers(store: DuckDBStore) -> tuple[list[object], ...]:
+    """Every BM25 answer (whole and scoped), every chunk row and symbol look-ups, as this store's
+    copies give them (after the vector table, as a hybrid search reads them: its sidecar mark is
+    what patches)."""
     with store.read() as reader:
         conn = reader.conn  # type: ignore[attr-defined]
         conn.vector_table()
@@ -72,7 +74,11 @@ def _answers(store: DuckDBStore) -> tuple[list[object], list[object]]:
         scope = np.asarray(ids[::3], np.int64)
         hits = [conn.lexical(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
         rows = conn.row_table().rows(ids + [10**6], lambda t: t.to_pylist())
-    return [[(i, round(s, 9)) for i, s in found] for found in hits], rows
+        symbols = reader.symbols()
+        defined = [[(d.symbol, d.path, d.start_line, d.chunk_id, d.match) for d in symbols.lookup(w[:k], limit=30)]
+                   for w in WORDS for k in (2, len(w))]
+        named = [symbols.row_id(chunk_id(r["path"], r["start_line"], r["end_line"], r["content_hash"])) for r in rows]
+    return [[(i, round(s, 9)) for i, s in found] for found in hits], rows, defined, named
 
 
 def _same_as_read_whole(store: DuckDBStore, db: Path) -> None:

@@ -1,10 +1,12 @@
-"""Every chunk's row without its text, in memory per index token: what ranking reads per query.
+"""Every chunk's row without its text, per index token: what ranking reads per query.
 
 Hybrid search reads the candidates' rows (path, lines, symbol, kind, ...) after scoring; asking
 DuckDB for 60 ids scanned those columns of the whole table (~35-60 ms at 78-100k chunks on the
 busy test machine). This copy costs one read per token (the value every write of chunk rows
 replaces, store/vectors.py) and ~15 MB at 100k chunks; a look-up is a binary search and an
-Arrow take. A write's new token patches the copy with the rows it changed (`patched`).
+Arrow slice. The rows read whole are mapped from a file other processes map too
+(store/duckdb/shared_copies.py); a write's new token patches the copy with the rows it changed
+(`patched`), which leaves the rows read whole as they are.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The vector table (over the shared sidecar, store/duckdb/sidecar.py), the row table
 (store/duckdb/chunkrows.py), the symbol table (store/symbols.py) and the BM25 CSR
-(store/duckdb/postings.py) are read once per index token and shared by the process's threads;
-after a write each is patched from its old copy where it can (store/duckdb/sidecar_source.py).
+(store/duckdb/postings.py) are read once per index token and shared by the process's threads
+(the rows and the CSR by every process too, as files: store/duckdb/shared_copies.py); after a
+write each is patched from its old copy where it can (store/duckdb/sidecar_source.py).
 A writer reads its own uncommitted rows, never a shared copy. `DerivedTables` is the part of
 tables.Connection that holds these reads; the rest of Connection is the SQL of the tables.
 """
@@ -91,7 +92,8 @@ class DerivedTables:
 
     def symbols(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
-        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows, patch=sidecar_source.patch_symbols)
+        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows, patch=sidecar_source.patch_symbols,
+                             shared=True)
 
     def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R], *,
                  patch: Callable[..., T | None] | None = None, shared: bool = False) -> T:

@@ -1,14 +1,16 @@
-"""The row table and the BM25 CSR of a collection as files beside the vector sidecar, mapped by
-every searching process, so the page cache holds them once however many processes search.
+"""The row table, the BM25 CSR and the symbol table of a collection as files beside the vector
+sidecar, mapped by every searching process, so the page cache holds them once however many
+processes search.
 
-Each copy is one Arrow IPC file in the sidecar's directory, `g<n>.rows.arrow` and
-`g<n>.lexicon.arrow` (`n`: the sidecar generation whose mark it records), holding the table as
-DuckDB gave it at one token, with that token and the sidecar's mark at it in its schema's
-metadata. A file is never changed in place: a process that reads a table whole writes it aside,
-fsyncs it and renames it over the old one, under the sidecar's exclusive lock. So a process
-killed while writing leaves the previous file (or none) and a stray `.new` file that the next
-writer removes; a process that mapped the old file keeps its pages; the files may be deleted at
-any time (the next reader writes them again), and the DuckDB file stays the source of truth.
+Each copy is one Arrow IPC file in the sidecar's directory, `g<n>.rows.arrow`,
+`g<n>.lexicon.arrow` and `g<n>.symbols.arrow` (`n`: the sidecar generation whose mark it
+records; the symbol table's flat arrays, store/symbols.py), holding the table at one token,
+with that token and the sidecar's mark at it in its schema's metadata. A file is never changed
+in place: a process that reads a table whole writes it aside, fsyncs it and renames it over the
+old one, under the sidecar's exclusive lock. So a process killed while writing leaves the
+previous file (or none) and a stray `.new` file that the next writer removes; a process that
+mapped the old file keeps its pages; the files may be deleted at any time (the next reader
+writes them again), and the DuckDB file stays the source of truth.
 
 A process at a later token maps the file and patches its mapped copy as it patches its own
 (store/duckdb/sidecar_source.py): the chunks the sidecar changed since the file's mark masked
@@ -27,12 +29,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from sai.store.dirs import fsync_path
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Manifest, Mark
+from sai.store.symbols import ARRAYS, SymbolTable
 
 if TYPE_CHECKING:
     from sai.store.duckdb.derived import DerivedTables
@@ -40,7 +44,8 @@ if TYPE_CHECKING:
 FORMAT = "1"  # the metadata and columns below; a file of another format is written again
 _LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs")
 log = logging.getLogger(__name__)
-T = TypeVar("T", RowTable, LexicalTable)
+T = TypeVar("T", RowTable, LexicalTable, SymbolTable)
+Shared = RowTable | LexicalTable | SymbolTable
 
 
 def file_of(conn: DerivedTables, name: str, generation: int) -> Path:
@@ -50,7 +55,7 @@ def file_of(conn: DerivedTables, name: str, generation: int) -> Path:
 
 def load(conn: DerivedTables, name: str, token: str, *, build: Callable[[], T],
          patch: Callable[[DerivedTables, T, str, Mark], T | None]) -> T:
-    """The table `name` ("rows" or "lexicon") at `token`: the shared file's, patched when it is
+    """The table `name` ("rows", "lexicon" or "symbols") at `token`: the shared file's, patched when it is
     of an older token, else `build()` (a read of DuckDB) written as the new shared file and mapped."""
     view = conn.vector_table().view  # the sidecar at this snapshot: its mark is what patches start from
     if view is None:  # the vectors are held in memory (no usable sidecar): so is this table
@@ -91,22 +96,32 @@ def _read(path: Path, name: str) -> tuple[T, Mark] | None:
     except (KeyError, ValueError):
         return None
     table = table.replace_schema_metadata(None)
-    held: T
+    held: Shared
     if name == "rows":
-        held = RowTable.from_arrow(token, table)  # type: ignore[assignment]
+        held = RowTable.from_arrow(token, table)
+    elif name == "lexicon":
+        held = LexicalTable(token=token, **{k: table.column(k).chunk(0).values.to_numpy() for k in _LEXICON_ARRAYS})
     else:
-        arrays = {k: table.column(k).chunk(0).values.to_numpy() for k in _LEXICON_ARRAYS}
-        held = LexicalTable(token=token, **arrays)  # type: ignore[assignment]
-    return (held, mark) if len(held.ids) == mark.rows - mark.dead else None
+        held = SymbolTable.of_arrays(token, {k: _values(table, k) for k in ARRAYS})
+    size = held.built_rows if isinstance(held, SymbolTable) else len(held.ids)
+    return (held, mark) if size == mark.rows - mark.dead else None  # type: ignore[return-value]
 
 
-def _arrow_of(table: RowTable | LexicalTable) -> pa.Table:
+def _values(table: pa.Table, name: str) -> pa.Array | np.ndarray:
+    """A column's one list as numbers (a numpy view of the file) or strings (an Arrow array)."""
+    values = table.column(name).chunk(0).values
+    return values if pa.types.is_string(values.type) else values.to_numpy()
+
+
+def _arrow_of(table: Shared) -> pa.Table:
     if isinstance(table, RowTable):
         return table.table.combine_chunks()
-    return pa.table({k: pa.array([getattr(table, k)]) for k in _LEXICON_ARRAYS})
+    arrays = table.arrays if isinstance(table, SymbolTable) else {k: getattr(table, k) for k in _LEXICON_ARRAYS}
+    return pa.table({k: pa.ListArray.from_arrays(pa.array([0, len(v)], pa.int32()), pa.array(v))
+                     for k, v in arrays.items()})
 
 
-def _write(conn: DerivedTables, path: Path, name: str, table: RowTable | LexicalTable, mark: Mark) -> None:
+def _write(conn: DerivedTables, path: Path, name: str, table: Shared, mark: Mark) -> None:
     """Write `table` (read at `mark`) as the shared file, unless the sidecar moved to another
     generation meanwhile (then its mark means nothing to the next reader)."""
     assert conn.sidecar is not None

@@ -116,10 +116,11 @@ def patch_lexicon(conn: DerivedTables, old: LexicalTable, token: str, since: Mar
     return old.patched(token, np.union1d(removed, added), delta)
 
 
-def patch_symbols(conn: DerivedTables, old: SymbolTable, token: str) -> SymbolTable | None:
+def patch_symbols(conn: DerivedTables, old: SymbolTable, token: str, since: Mark | None = None
+                  ) -> SymbolTable | None:
     """`old` brought to `token`: every file written since it was built answered from its rows
     read now (None: read it whole)."""
-    found = _changes(conn, old.token)
+    found = _changes(conn, old.token, since)
     if found is None:
         return None
     removed, added = found
