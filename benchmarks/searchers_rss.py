@@ -31,9 +31,9 @@ MODES = ("hybrid", "semantic", "lexical")
 
 def worker(root: Path, queries: int) -> None:
     from sai import search  # noqa: PLC0415 (the `sai` of PYTHONPATH: the code tree measured)
-    from sai.query.lookup import find_symbol  # noqa: PLC0415
     from sai.config import load_config  # noqa: PLC0415
     from sai.project import Project  # noqa: PLC0415
+    from sai.query.lookup import find_symbol  # noqa: PLC0415
 
     sys.path.insert(0, str(HERE))
     from scale import QUERIES  # noqa: PLC0415 (after sai: scale.py puts its own checkout first on the path)
