@@ -7,10 +7,12 @@ import), so two versions are measured on one index in one run:
     python benchmarks/searchers_rss.py --tree DIR/tree-100000 --code /path/main --code /path/branch
 
 Each worker warms up (every query of scale.py in each mode, then one symbol look-up, which
-builds or maps the symbol table), then times `--queries` hybrid searches without a filter; the parent reads each worker's /proc/<pid>/smaps: RSS, PSS, anonymous
-PSS, file-backed PSS, and the PSS of the index's own files (sidecar, shared copies). The ratio is
-the four's PSS sum over the one's PSS (and over its RSS). Sidecar files other than the vectors'
-(the shared copies) are removed before each code tree's run, so its first process builds them.
+builds or maps the symbol table), then times `--queries` hybrid searches without a filter; the
+parent reads each worker's /proc/<pid>/smaps: RSS, PSS, anonymous PSS, file-backed PSS, and the
+PSS of the index's own files (sidecar, shared copies). The ratio is the four's PSS sum over the
+one's PSS (and over its RSS). The shared copies (the sidecar's `.arrow` files) are removed
+before each code tree's run, so its first process builds them. The four time their searches
+at once on this machine's cores: their p50 is not the one's.
 """
 
 from __future__ import annotations
