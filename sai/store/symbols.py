@@ -1,7 +1,8 @@
 """Where names are defined, and which chunk a chunk_id names: a table per index token.
 
 Built once from the id, path, language, lines, symbol, kind and content hash of every chunk
-(~0.4 s at 100,000 chunks on a quiet machine), then a lookup is a few dictionary probes
+(~0.4 s at 100,000 chunks on a quiet machine as Python tuples; as the flat arrays below ~1.5
+times that, paid once per machine since other processes map them), then a lookup is a few dictionary probes
 (benchmarks/symbol_lookup.py); after a write (a new index token), the files it touched are
 answered from their rows read again, the rest from the table built before (`patched`). The
 table is flat arrays, so the one built whole can be a file every process maps
