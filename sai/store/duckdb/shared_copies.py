@@ -34,14 +34,15 @@ import pyarrow as pa
 
 from sai.store.dirs import fsync_path
 from sai.store.duckdb.chunkrows import RowTable
-from sai.store.duckdb.postings import LexicalTable
+from sai.store.duckdb.postings import LEXICON_VERSION, LexicalTable
 from sai.store.duckdb.sidecar import Manifest, Mark
 from sai.store.symbols import ARRAYS, SymbolTable
 
 if TYPE_CHECKING:
     from sai.store.duckdb.derived import DerivedTables
 
-FORMAT = "1"  # the metadata and columns below; a file of another format is written again
+# the metadata and columns below, and the terms the postings hold: a file of another format is written again
+FORMAT = f"1-{LEXICON_VERSION}"
 _LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs")
 log = logging.getLogger(__name__)
 T = TypeVar("T", RowTable, LexicalTable, SymbolTable)
@@ -58,8 +59,8 @@ def load(conn: DerivedTables, name: str, token: str, *, build: Callable[[], T],
     """The table `name` ("rows", "lexicon" or "symbols") at `token`: the shared file's, patched when it is
     of an older token, else `build()` (a read of DuckDB) written as the new shared file and mapped."""
     view = conn.vector_table().view  # the sidecar at this snapshot: its mark is what patches start from
-    if view is None:  # the vectors are held in memory (no usable sidecar): so is this table
-        return build()
+    if view is None or (name == "lexicon" and not _postings_current(conn)):
+        return build()  # no usable sidecar, or postings behind the chunks (rebuilt later): this process's own
     path = file_of(conn, name, view.mark.generation)
     found = _read(path, name)
     if found is not None:
@@ -77,6 +78,13 @@ def load(conn: DerivedTables, name: str, token: str, *, build: Callable[[], T],
         return table
     again = _read(path, name)
     return again[0] if again is not None and again[0].token == token else table  # type: ignore[return-value]
+
+
+def _postings_current(conn: DerivedTables) -> bool:
+    """Whether the postings hold the chunks of this snapshot (else an index run rebuilds them,
+    renumbering their terms, without a new token: a file of them would outlive the rebuild)."""
+    meta = conn.meta()
+    return meta.get("lexicon") == LEXICON_VERSION and meta.get("lexicon_token") == meta.get("token")
 
 
 def _read(path: Path, name: str) -> tuple[T, Mark] | None:
