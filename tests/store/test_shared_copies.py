@@ -19,7 +19,7 @@ from sai.store.duckdb.derived import DerivedTables
 from sai.store.duckdb.postings import Postings
 from sai.store.duckdb.sidecar import Sidecar
 
-# A reader that dies by SIGKILL while writing a shared copy: with the file written aside
+# A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols): with the file written aside
 # (`aside`), or as it is renamed into place (`rename`).
 KILLED_WRITE = HELPERS + """
 from sai.store.duckdb import shared_copies
@@ -35,7 +35,7 @@ shared_copies.os.replace = replace
 store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
 with store.read() as reader:
     reader.conn.vector_table()
-    reader.conn.row_table()
+    reader.conn.row_table() if sys.argv[3] == "rows" else reader.symbols()
 """
 
 
@@ -156,8 +156,9 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
     assert (Sidecar.beside(db, COLLECTION).dir / "g1.rows.arrow").stat().st_size > 100
 
 
+@pytest.mark.parametrize("name", ["rows", "symbols"])
 @pytest.mark.parametrize("where", ["aside", "rename"])
-def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, where: str) -> None:
+def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, where: str, name: str) -> None:
     store = _build(db)
     try:
         _answers(store)
@@ -165,14 +166,14 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
             shared.unlink()
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f4.py", 3, seed=44))
-        killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(db), where], env=_env(),
+        killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(db), where, name], env=_env(),
                                 capture_output=True, text=True, timeout=120)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         names = _shared(db)
         if where == "aside":  # killed before the rename: no copy, a stray file written aside
-            assert len(names) == 1 and names[0].startswith("g1.rows.arrow.") and names[0].endswith(".new")
+            assert len(names) == 1 and names[0].startswith(f"g1.{name}.arrow.") and names[0].endswith(".new")
         else:
-            assert names == ["g1.rows.arrow"]
+            assert names == [f"g1.{name}.arrow"]
         _same_as_read_whole(store, db)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
