@@ -19,8 +19,8 @@ from sai.store.duckdb.derived import DerivedTables
 from sai.store.duckdb.postings import Postings
 from sai.store.duckdb.sidecar import Sidecar
 
-# A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols): with the file written aside
-# (`aside`), or as it is renamed into place (`rename`).
+# A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols):
+# with the file written aside (`aside`), or as it is renamed into place (`rename`).
 KILLED_WRITE = HELPERS + """
 from sai.store.duckdb import shared_copies
 where = sys.argv[2]
