@@ -12,7 +12,9 @@ parent reads each worker's /proc/<pid>/smaps: RSS, PSS, anonymous PSS, file-back
 PSS of the index's own files (sidecar, shared copies). The ratio is the four's PSS sum over the
 one's PSS (and over its RSS). The shared copies (the sidecar's `.arrow` files) are removed
 before each code tree's run, so its first process builds them. The four time their searches
-at once on this machine's cores: their p50 is not the one's.
+together once all are warm (on this machine's cores: their p50 is not the one's); with several
+code trees, a last round runs their workers side by side (alternating, four in all), so their
+search times are taken under the same load.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,22 +44,25 @@ def worker(root: Path, queries: int) -> None:
     from scale import QUERIES  # noqa: PLC0415 (after sai: scale.py puts its own checkout first on the path)
 
     project = Project(load_config(cwd=root, env={}))
+    lookup = 0.0
     for line in sys.stdin:
-        if line.strip() != "warm":
-            continue
-        for query in QUERIES:
-            for mode in MODES:
-                search(project, query, limit=8, mode=mode)
-        start = time.perf_counter()
-        find_symbol(project, "parse")  # builds or maps the symbol table
-        lookup = time.perf_counter() - start
-        times = []
-        for n in range(queries):
+        if line.strip() == "warm":
+            for query in QUERIES:
+                for mode in MODES:
+                    search(project, query, limit=8, mode=mode)
             start = time.perf_counter()
-            search(project, QUERIES[n % len(QUERIES)], limit=8, mode="hybrid")
-            times.append(time.perf_counter() - start)
-        print(json.dumps({"pid": os.getpid(), "hybrid_p50_ms": round(statistics.median(times) * 1000, 1),
-                          "first_lookup_ms": round(lookup * 1000, 1)}), flush=True)
+            find_symbol(project, "parse")  # builds or maps the symbol table
+            lookup = time.perf_counter() - start
+            print(json.dumps({"pid": os.getpid()}), flush=True)
+        elif line.strip() == "time":  # once every worker is warm: they time their searches together
+            times, faults = [], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            for n in range(queries):
+                start = time.perf_counter()
+                search(project, QUERIES[n % len(QUERIES)], limit=8, mode="hybrid")
+                times.append(time.perf_counter() - start)
+            print(json.dumps({"pid": os.getpid(), "hybrid_p50_ms": round(statistics.median(times) * 1000, 1),
+                              "first_lookup_ms": round(lookup * 1000, 1),
+                              "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults}), flush=True)
     project.close()
 
 
@@ -79,17 +85,22 @@ def smaps(pid: int, index_dir: Path) -> dict[str, float]:
     return {k: round(v, 1) for k, v in out.items()}
 
 
-def measure(code: Path, root: Path, n: int, queries: int) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(code))
+def measure(codes: list[Path], root: Path, queries: int) -> dict[str, Any]:
+    """One worker per code tree given, all at once: warmed, measured, then timed together."""
     workers = [subprocess.Popen([sys.executable, __file__, "--worker", str(root), "--queries", str(queries)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=code)
-               for _ in range(n)]
-    for w in workers:
-        assert w.stdin is not None
-        w.stdin.write("warm\n")
-        w.stdin.flush()
-    answers = [json.loads(w.stdout.readline()) for w in workers if w.stdout is not None]
-    each = [smaps(a["pid"], root / ".index") | {k: a[k] for k in ("hybrid_p50_ms", "first_lookup_ms")} for a in answers]
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                env=dict(os.environ, PYTHONPATH=str(code)), cwd=code) for code in codes]
+
+    def ask(command: str) -> list[dict[str, Any]]:
+        for w in workers:
+            assert w.stdin is not None
+            w.stdin.write(command + "\n")
+            w.stdin.flush()
+        return [json.loads(w.stdout.readline()) for w in workers if w.stdout is not None]
+
+    each = [smaps(a["pid"], root / ".index") for a in ask("warm")]
+    for found, timed in zip(each, ask("time"), strict=True):
+        found.update({k: timed[k] for k in ("hybrid_p50_ms", "first_lookup_ms", "minor_faults")})
     for w in workers:
         if w.stdin is not None:
             w.stdin.close()
@@ -120,13 +131,17 @@ def main() -> int:
         for code in args.code:
             for stale in (args.tree / ".index").glob("*.vectors/*/g*.*.arrow"):
                 stale.unlink()
-            one = measure(code, args.tree, 1, args.queries)
-            four = measure(code, args.tree, 4, args.queries)
+            one = measure([code], args.tree, args.queries)
+            four = measure([code] * 4, args.tree, args.queries)
             results[str(code)] = {"one": one["each"][0], "four": four,
                                   "ratio_pss": round(four["pss_sum"] / one["each"][0]["pss"], 2),
                                   "ratio_to_rss_one": round(four["pss_sum"] / one["each"][0]["rss"], 2),
                                   "load": os.getloadavg()}
             print(json.dumps({str(code): results[str(code)]}), flush=True)
+        if len(args.code) > 1:  # the code trees' workers side by side: their search times under one load
+            mixed = measure((args.code * 4)[:4], args.tree, args.queries)["each"]
+            print(json.dumps({"mixed": [{"code": str(c), **{k: m[k] for k in ("hybrid_p50_ms", "minor_faults")}}
+                                        for c, m in zip((args.code * 4)[:4], mixed, strict=True)]}), flush=True)
     finally:
         if server.stdin is not None:
             server.stdin.close()
