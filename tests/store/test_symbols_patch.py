@@ -12,6 +12,7 @@ from test_vectors import COLLECTION, DIM, META
 
 from sai.models import FileRow, NewChunk, chunk_id
 from sai.store.duckdb import DuckDBStore
+from sai.store.duckdb.sidecar import Sidecar
 from sai.store.symbols import SymbolRow, SymbolTable
 
 NAMES = ("parse", "Parser", "parse_header", "Config", "config.load", "Tree.walk", "walk", "Walker", "encode", "x")
@@ -110,9 +111,16 @@ def test_a_readers_symbol_table_follows_writes_by_patch(db: Path) -> None:
         _write(store, "src/f29.py", ["load"], seed=102)  # the last ids come back to new chunks
         patched, files = _looked_up(store)
         assert files == {"src/f3.py", "src/g.py", "src/f7.py", "src/f29.py"}
+        mapped = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)  # another process: the shared file
+        try:
+            assert _looked_up(mapped) == (patched, files)  # the file's table, patched by the same files
+        finally:
+            mapped.close()
+        for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.symbols.arrow"):
+            shared.unlink()
         fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
-            assert _looked_up(fresh) == (patched, frozenset())
+            assert _looked_up(fresh) == (patched, frozenset())  # built whole
         finally:
             fresh.close()
     finally:

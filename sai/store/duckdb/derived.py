@@ -2,8 +2,9 @@
 
 The vector table (over the shared sidecar, store/duckdb/sidecar.py), the row table
 (store/duckdb/chunkrows.py), the symbol table (store/symbols.py) and the BM25 CSR
-(store/duckdb/postings.py) are read once per index token and shared by the process's threads;
-after a write each is patched from its old copy where it can (store/duckdb/sidecar_source.py).
+(store/duckdb/postings.py) are read once per index token and shared by the process's threads
+(the rows and the CSR by every process too, as files: store/duckdb/shared_copies.py); after a
+write each is patched from its old copy where it can (store/duckdb/sidecar_source.py).
 A writer reads its own uncommitted rows, never a shared copy. `DerivedTables` is the part of
 tables.Connection that holds these reads; the rest of Connection is the SQL of the tables.
 """
@@ -19,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.cache import TokenCache
-from sai.store.duckdb import sidecar_source
+from sai.store.duckdb import shared_copies, sidecar_source
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LexicalTable, Postings
 from sai.store.duckdb.rows import ChunkRow, chunk_cols, chunk_rows_of, int_list
@@ -77,7 +78,7 @@ class DerivedTables:
 
     def row_table(self) -> RowTable:
         """Every chunk's row without its text, from this process's copy when current (store/chunkrows.py)."""
-        return self._derived("rows", RowTable.from_arrow, self.row_rows, patch=sidecar_source.patch_rows)
+        return self._derived("rows", RowTable.from_arrow, self.row_rows, patch=sidecar_source.patch_rows, shared=True)
 
     def row_rows(self, ids: np.ndarray | None = None) -> pa.Table:
         """The rows of RowTable (of these chunk ids; None: all), by id."""
@@ -92,19 +93,27 @@ class DerivedTables:
 
     def symbols(self) -> SymbolTable:
         """Chunk ids and definitions, from this process's copy when current (store/symbols.py)."""
-        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows, patch=sidecar_source.patch_symbols)
+        return self._derived("symbols", SymbolTable.from_arrow, self._symbol_rows, patch=sidecar_source.patch_symbols,
+                             shared=True)
 
     def _derived(self, name: str, build: Callable[[str, R], T], rows: Callable[[], R], *,
-                 patch: Callable[[DerivedTables, T, str], T | None] | None = None) -> T:
+                 patch: Callable[..., T | None] | None = None, shared: bool = False) -> T:
         """A table derived from the chunk rows, shared by the process's threads until the token
-        changes; then patched from its old copy by `patch` when it can (store/duckdb/sidecar_source.py)."""
+        changes; then patched from its old copy by `patch` when it can (store/duckdb/sidecar_source.py).
+        A `shared` table is first sought in the file other processes map (store/duckdb/shared_copies.py)."""
         if self.dirty:  # a writer reads its own uncommitted rows: never from the shared copy
             return build("", rows())
         token = self.token
         if patch is not None and self.sidecar is not None:
             self.vector_table()  # the sidecar's mark at this token: what the next write's patch starts from
         renew = None if patch is None else (lambda old: patch(self, old, token))
-        return self.derived.get(token, lambda: build(token, rows()), name=name, patch=renew)
+
+        def load() -> T:
+            if shared and patch is not None and self.sidecar is not None:
+                return shared_copies.load(self, name, token, build=lambda: build(token, rows()), patch=patch)
+            return build(token, rows())
+
+        return self.derived.get(token, load, name=name, patch=renew)
 
     def _symbol_rows(self) -> pa.Table:
         return self._arrow(f"SELECT {SYMBOL_COLS} FROM {self.collection} ORDER BY id")
@@ -152,7 +161,7 @@ class DerivedTables:
     def lexical_table(self) -> LexicalTable:
         """Every chunk's postings, from this process's copy when it is current (store/duckdb/postings.py)."""
         return self._derived("lexicon", LexicalTable.from_arrow, self.postings.rows,
-                             patch=sidecar_source.patch_lexicon)
+                             patch=sidecar_source.patch_lexicon, shared=True)
 
     def lexical(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) of the best lexical matches, best first (ties by id).

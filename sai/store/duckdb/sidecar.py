@@ -159,12 +159,12 @@ class Sidecar:
 
         Opening holds the lock shared (a compaction removes old generations under it); a patch
         holds it exclusively, so the readers of other processes wait for one patch, not make their own."""
-        with self._locked(fcntl.LOCK_SH):
+        with self.locked(fcntl.LOCK_SH):
             held = Manifest.read(self.manifest_path)
             if _matches(held, token, origin, dim):
                 with contextlib.suppress(*_DAMAGED):  # files shorter than the manifest says: rebuilt below
                     return self._open(held)  # type: ignore[arg-type]
-        with self._locked(fcntl.LOCK_EX):
+        with self.locked(fcntl.LOCK_EX):
             held = Manifest.read(self.manifest_path)  # another process may have patched it meanwhile
             if _matches(held, token, origin, dim):
                 with contextlib.suppress(*_DAMAGED):
@@ -253,8 +253,8 @@ class Sidecar:
         generation = (old.generation + 1) if old else 1
         self.dir.mkdir(parents=True, exist_ok=True)
         fresh = Manifest(generation, "", origin, dim, 0, 0, 0)
-        for name in (*_COLUMNS, "f32", "rot", "bits", "dead", "names"):
-            self._file(generation, name).unlink(missing_ok=True)
+        for stale in self.dir.glob(f"g{generation}.*"):  # a killed rebuild's, or the copies of a lost manifest
+            stale.unlink(missing_ok=True)
         if dim:
             _write_synced(self._file(generation, "rot"), random_rotation(dim).tobytes())
         writer = _Appender(self, fresh, ())
@@ -273,7 +273,7 @@ class Sidecar:
         return done
 
     @contextlib.contextmanager
-    def _locked(self, mode: int) -> Iterator[None]:
+    def locked(self, mode: int) -> Iterator[None]:
         self.dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:

@@ -77,28 +77,35 @@ def _identity(conn: DerivedTables) -> tuple[str, int]:
     return meta.get("created_at", ""), int(meta.get("vector_dim") or 0)
 
 
-def _changes(conn: DerivedTables, since_token: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """(chunk ids removed, chunk ids added) from `since_token` to `conn`'s snapshot, by the sidecar."""
-    since = conn.derived.marks.get(since_token)
+def _changes(conn: DerivedTables, since_token: str, since: Mark | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(chunk ids removed, chunk ids added) from `since_token` (whose sidecar mark is `since`, or
+    the one this process saw) to `conn`'s snapshot, by the sidecar."""
+    since = since or conn.derived.marks.get(since_token)  # type: ignore[assignment]
     if not isinstance(since, Mark) or conn.sidecar is None:
         return None
     table = conn.vector_table()  # the sidecar at this snapshot (patched by now if it was behind)
     return None if table.view is None else changes(since, table.view)
 
 
-def patch_rows(conn: DerivedTables, old: RowTable, token: str) -> RowTable | None:
+def patch_rows(conn: DerivedTables, old: RowTable, token: str, since: Mark | None = None) -> RowTable | None:
     """`old` brought to `token` with the rows of the chunks written since (None: read it whole)."""
-    found = _changes(conn, old.token)
-    if found is None or len(found[0]) + len(found[1]) > PATCH_SHARE * max(len(old.ids), 1):
+    found = _changes(conn, old.token, since)
+    if found is None:
         return None
     removed, added = found
+    held = np.zeros(0, np.int64) if old.added is None else np.setdiff1d(old.added.ids, removed)
+    written = np.union1d(held, added)
+    dead = len(old.ids) - (len(old.ids) if old.alive is None else int(np.count_nonzero(old.alive)))
+    if len(written) + dead + len(removed) > PATCH_SHARE * max(len(old.ids), 1):
+        return None
     return old.patched(token, np.union1d(removed, added), conn.row_rows(np.unique(added)))
 
 
-def patch_lexicon(conn: DerivedTables, old: LexicalTable, token: str) -> LexicalTable | None:
+def patch_lexicon(conn: DerivedTables, old: LexicalTable, token: str, since: Mark | None = None
+                  ) -> LexicalTable | None:
     """`old` brought to `token`: the chunks removed since masked out, a new delta read of every
     chunk written since its full read (None: read it whole)."""
-    found = _changes(conn, old.token)
+    found = _changes(conn, old.token, since)
     if found is None:
         return None
     removed, added = found
@@ -109,10 +116,11 @@ def patch_lexicon(conn: DerivedTables, old: LexicalTable, token: str) -> Lexical
     return old.patched(token, np.union1d(removed, added), delta)
 
 
-def patch_symbols(conn: DerivedTables, old: SymbolTable, token: str) -> SymbolTable | None:
+def patch_symbols(conn: DerivedTables, old: SymbolTable, token: str, since: Mark | None = None
+                  ) -> SymbolTable | None:
     """`old` brought to `token`: every file written since it was built answered from its rows
     read now (None: read it whole)."""
-    found = _changes(conn, old.token)
+    found = _changes(conn, old.token, since)
     if found is None:
         return None
     removed, added = found

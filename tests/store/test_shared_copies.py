@@ -1,0 +1,203 @@
+"""The row, BM25 and symbol tables shared through files beside the sidecar (store/duckdb/shared_copies.py):
+another process maps them instead of reading DuckDB, a later token patches the mapped copy, and
+answers equal copies read whole after writes, deletions, damage, compactions and kills."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_sidecar_patches import _answers, _build, _chunks, _same_as_read_whole
+from test_vectors import COLLECTION, HELPERS, _env, _manifest
+
+from sai.store.duckdb import DuckDBStore, sidecar_source
+from sai.store.duckdb.derived import DerivedTables
+from sai.store.duckdb.postings import Postings
+from sai.store.duckdb.sidecar import Sidecar
+
+# A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols):
+# with the file written aside (`aside`), or as it is renamed into place (`rename`).
+KILLED_WRITE = HELPERS + """
+from sai.store.duckdb import shared_copies
+where = sys.argv[2]
+real_replace = os.replace
+def replace(src, dst):
+    if str(dst).endswith(".arrow"):
+        if where == "rename":
+            real_replace(src, dst)
+        os.kill(os.getpid(), signal.SIGKILL)
+    real_replace(src, dst)
+shared_copies.os.replace = replace
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
+with store.read() as reader:
+    reader.conn.vector_table()
+    reader.conn.row_table() if sys.argv[3] == "rows" else reader.symbols()
+"""
+
+
+def _shared(db: Path) -> list[str]:
+    return sorted(p.name for p in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow*"))
+
+
+def _no_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a whole read of the rows, the postings or the symbols fail: what a process mapping the files never does."""
+    real_rows = DerivedTables.row_rows
+
+    def rows(self: DerivedTables, ids: np.ndarray | None = None) -> object:
+        assert ids is not None, "the row table was read whole"
+        return real_rows(self, ids)
+
+    def postings(self: Postings) -> object:
+        raise AssertionError("the postings were read whole")
+
+    def symbols(self: DerivedTables) -> object:
+        raise AssertionError("the symbol rows were read whole")
+
+    monkeypatch.setattr(DerivedTables, "row_rows", rows)
+    monkeypatch.setattr(Postings, "rows", postings)
+    monkeypatch.setattr(DerivedTables, "_symbol_rows", symbols)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "index" / "code.duckdb"
+
+
+def test_another_process_maps_the_shared_copies_instead_of_reading_them(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _build(db)
+    try:
+        expected = _answers(store)
+        assert _shared(db) == ["g1.lexicon.arrow", "g1.rows.arrow", "g1.symbols.arrow"]
+        _no_whole_reads(monkeypatch)
+        other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+        try:
+            assert _answers(other) == expected
+            with other.read() as reader:
+                lexicon = reader.conn.lexical_table()  # type: ignore[attr-defined]
+                assert not lexicon.rows.flags.owndata and not lexicon.rows.flags.writeable  # the file's pages
+                assert not reader.symbols().arrays["def_row"].flags.writeable
+        finally:
+            other.close()
+    finally:
+        store.close()
+
+
+def test_a_process_at_a_later_token_patches_the_mapped_copies(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.5)
+    store = _build(db)
+    _answers(store)
+    store.close()
+    for n in range(3):
+        with DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30).write() as writer:
+            writer.replace_files(*_chunks(f"src/f{n * 3}.py", 4, seed=300 + n))
+            if n == 1:
+                writer.remove_files(["src/f19.py"])  # the last ids: the next file gets them again
+    with monkeypatch.context() as patching:
+        _no_whole_reads(patching)
+        later = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+        with later.read() as reader:
+            conn = reader.conn  # type: ignore[attr-defined]
+            conn.vector_table()
+            rows, lexicon, symbols = conn.row_table(), conn.lexical_table(), reader.symbols()
+            assert rows.added is not None and lexicon.delta is not None  # the mapped copies, patched
+            assert symbols.patched_files
+    try:
+        _same_as_read_whole(later, db)
+    finally:
+        later.close()
+
+
+def test_copies_follow_writes_compactions_and_deletions_as_copies_read_whole(
+        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.25)
+    monkeypatch.setattr("sai.store.duckdb.sidecar.COMPACT_MIN_DEAD", 30)
+    store = _build(db)
+    rng = np.random.default_rng(8)
+    try:
+        for n in range(12):
+            with store.write() as writer:
+                writer.replace_files(*_chunks(f"src/f{rng.integers(0, 20)}.py", int(rng.integers(1, 7)), 500 + n))
+            if n % 4 == 3:  # deleted under a process that mapped them
+                for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
+                    shared.unlink()
+            other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+            try:
+                assert _answers(other) == _answers(store)
+            finally:
+                other.close()
+            generation = _manifest(db).generation
+            assert all(name.startswith(f"g{generation}.") for name in _shared(db))
+            _same_as_read_whole(store, db)
+        assert _manifest(db).generation > 1  # compacted meanwhile: the old generation's copies went with it
+    finally:
+        store.close()
+
+
+def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
+    store = _build(db)
+    expected = _answers(store)
+    store.close()  # no process maps the files: a file cut short under a mapping would fault it (as the sidecar's)
+    target = Sidecar.beside(db, COLLECTION).dir / "g1.lexicon.arrow"
+    with open(target, "r+b") as f:
+        f.truncate(target.stat().st_size // 2)
+    (Sidecar.beside(db, COLLECTION).dir / "g1.rows.arrow").write_bytes(b"not arrow")
+    for _ in range(2):  # the first reads the index and writes the copies again, the second maps them
+        other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+        try:
+            assert _answers(other) == expected
+        finally:
+            other.close()
+    assert (Sidecar.beside(db, COLLECTION).dir / "g1.rows.arrow").stat().st_size > 100
+
+
+@pytest.mark.parametrize("name", ["rows", "symbols"])
+@pytest.mark.parametrize("where", ["aside", "rename"])
+def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, where: str, name: str) -> None:
+    store = _build(db)
+    try:
+        _answers(store)
+        for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
+            shared.unlink()
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f4.py", 3, seed=44))
+        killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(db), where, name], env=_env(),
+                                capture_output=True, text=True, timeout=120)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        names = _shared(db)
+        if where == "aside":  # killed before the rename: no copy, a stray file written aside
+            assert len(names) == 1 and names[0].startswith(f"g1.{name}.arrow.") and names[0].endswith(".new")
+        else:
+            assert names == [f"g1.{name}.arrow"]
+        _same_as_read_whole(store, db)
+        other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+        try:
+            assert _answers(other) == _answers(store)
+            assert not any(name.endswith(".new") for name in _shared(db))  # the stray write was removed
+        finally:
+            other.close()
+    finally:
+        store.close()
+
+
+def test_postings_behind_the_chunks_are_never_shared(db: Path) -> None:
+    """An index run rebuilds such postings (their terms renumbered) without a new token: a file
+    of them would outlive the rebuild."""
+    store = _build(db)
+    try:
+        with store.write() as writer:
+            writer.set_meta({"lexicon_token": "an older write's"})  # what a write that skipped the postings leaves
+        for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
+            shared.unlink()
+        with store.read() as reader:
+            reader.conn.vector_table()  # type: ignore[attr-defined]
+            assert reader.conn.lexical_table().delta is None  # type: ignore[attr-defined]  # its own copy, read whole
+            reader.conn.row_table()  # type: ignore[attr-defined]
+        assert _shared(db) == ["g1.rows.arrow"]
+    finally:
+        store.close()
