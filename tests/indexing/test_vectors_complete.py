@@ -27,6 +27,15 @@ def _project(root: Path) -> Project:
     return Project(load_config(flags={}, env={}, cwd=root))
 
 
+def _index(root: Path) -> int:
+    """An index run in this process; returns how many texts it embedded."""
+    project = _project(root)
+    try:
+        return index(project).embedded
+    finally:
+        project.close()
+
+
 def _state(root: Path) -> tuple[bool, list[str], int]:
     """(recorded complete, pending hashes, pending count) as a fresh process's reader sees them."""
     project = _project(root)
@@ -55,23 +64,14 @@ def test_a_finished_run_marks_the_vectors_complete_and_a_pending_chunk_unmarks_t
 ) -> None:
     root = write_tree(tmp_path / "project", many_functions(60, per_file=20))
     write_config(root, ollama_server.url)
-    project = _project(root)
-    try:
-        report = index(project)
-    finally:
-        project.close()
-    assert report.embedded == 60
+    assert _index(root) == 60
     assert _state(root) == (True, [], 0)
 
     _pending_chunk(root, "gen/orphan.py")  # its transaction unmarks the index
     assert _state(root) == (False, ["orphan-hash"], 1)
 
     embedded_before = ollama_server.inputs_embedded
-    project = _project(root)
-    try:
-        index(project)  # the orphan's file is not in the tree: the run removes it, and marks again
-    finally:
-        project.close()
+    _index(root)  # the orphan's file is not in the tree: the run removes it, and marks again
     assert _state(root) == (True, [], 0)
     assert ollama_server.inputs_embedded == embedded_before  # nothing was left to embed
 
@@ -81,9 +81,9 @@ def test_a_pending_chunk_of_a_file_the_run_keeps_is_embedded_by_the_next_run(
 ) -> None:
     root = write_tree(tmp_path / "project", many_functions(40, per_file=20))
     write_config(root, ollama_server.url)
+    _index(root)
     project = _project(root)
     try:
-        index(project)
         with project.store.read() as reader:
             key = sorted(reader.files())[0]
             mtime = reader.files()[key].mtime_ns
@@ -103,11 +103,7 @@ def test_a_pending_chunk_of_a_file_the_run_keeps_is_embedded_by_the_next_run(
         project.close()
     assert _state(root)[0] is False
     embedded_before = ollama_server.inputs_embedded
-    project = _project(root)
-    try:
-        index(project)  # the run began unmarked: it asks the store what waits, and finds the orphan
-    finally:
-        project.close()
+    assert _index(root) == 1  # the run began unmarked: it asks the store what waits, and finds the orphan
     assert ollama_server.inputs_embedded == embedded_before + 1
     assert _state(root) == (True, [], 0)
 
