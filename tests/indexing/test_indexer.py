@@ -38,7 +38,7 @@ from sai.models import SCHEMA_VERSION
 from sai.project import Project
 from sai.query import lookup, search
 from sai.query.status import status as index_status
-from sai.store.duckdb import DuckDBStore
+from sai.store.duckdb import DuckDBStore, schema
 from sai.store.duckdb.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
@@ -229,7 +229,7 @@ def test_recreate_keeps_a_damaged_file_that_still_opens_as_damaged(indexed: Path
     try:
         with project.store.read() as reader:
             assert reader.chunk_count() == TREE_CHUNKS
-            reader.conn.verify()  # the new file is whole
+            schema.verify(reader.conn)  # the new file is whole
     finally:
         project.close()
 
@@ -304,7 +304,7 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
 ) -> None:
     project = open_project(indexed)
     with project.store.write() as writer:  # what SAI 2 left: no shape column, its chunking meta
-        writer.conn.drop_hnsw()
+        schema.drop_hnsw(writer.conn)
         writer.conn.con.execute("ALTER TABLE source_code DROP COLUMN shape")
         writer.set_meta({"schema_version": "2", "chunking": "ast/3/2000/strip=False/lexemes=2"})
     with pytest.raises(IndexMismatchError, match="older SAI") as caught:

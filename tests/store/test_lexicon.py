@@ -15,6 +15,7 @@ import pytest
 from sai.models import IndexMeta, NewChunk
 from sai.store import terms
 from sai.store.duckdb import DuckDBStore as Store
+from sai.store.duckdb import schema
 from sai.store.duckdb.rows import extension_path
 from sai.store.duckdb.tables import Connection
 from sai.store.terms import STOPWORDS
@@ -63,7 +64,7 @@ def _vectors(n: int) -> np.ndarray:
 def store(tmp_path: Path) -> Store:
     store = Store(tmp_path / "code.duckdb", collection="code", lock_timeout_s=10)
     with _conn(store.write()) as conn:
-        conn.create(META)
+        schema.create(conn, META)
         conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS[:5])], _vectors(5))
     with _conn(store.write()) as conn:
         conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS) if k >= 5], _vectors(3))
@@ -137,7 +138,7 @@ def test_a_scoped_search_answers_as_an_index_of_only_that_scope(store: Store, tm
         scoped = {q: conn.lexical(query_lexemes(q), 10, among=np.array(scope)) for q in QUERIES}
     alone = Store(tmp_path / "alone.duckdb", collection="code")
     with _conn(alone.write()) as conn:
-        conn.create(META)
+        schema.create(conn, META)
         for k, text in enumerate(TEXTS):
             conn.insert_chunks([_row(k, text)], _vectors(1))  # the same ids: 1..8
         conn.delete_chunks([f"src/m{k - 1}.py" for k in range(1, 9) if k not in scope])

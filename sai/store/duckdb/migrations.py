@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sai.models import SCHEMA_VERSION
+from sai.store.duckdb import schema
 from sai.store.duckdb.tables import Connection
 
 
@@ -20,7 +21,7 @@ def _add_shape(conn: Connection) -> None:
 
 def _drop_hnsw(conn: Connection) -> None:
     """4: no HNSW index; vectors are searched in memory (store/vectors.py)."""
-    conn.drop_hnsw()
+    schema.drop_hnsw(conn)
 
 
 def _add_kind(conn: Connection) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
 from sai.store.base import IndexReader, IndexSummary, IndexWriter, Scope
+from sai.store.duckdb import schema
 from sai.store.duckdb.tables import Connection
 from sai.store.duckdb.vectors import VectorTable
 from sai.store.symbols import SymbolTable
@@ -118,10 +119,10 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
     """A write transaction on the file (store.py opens, commits or rolls it back)."""
 
     def create(self, meta: IndexMeta) -> None:
-        self.conn.create(meta)
+        schema.create(self.conn, meta)
 
     def drop(self) -> None:
-        self.conn.drop()
+        schema.drop(self.conn)
 
     def set_meta(self, values: dict[str, str]) -> None:
         self.conn.set_meta(values)

@@ -43,7 +43,7 @@ from sai.store import base
 from sai.store.base import IndexReader, IndexWriter
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
-from sai.store.duckdb import compaction, migrations
+from sai.store.duckdb import compaction, migrations, schema
 from sai.store.duckdb.errors import describe, first_line, is_lock_conflict, translate
 from sai.store.duckdb.locks import lock_held, wait_while
 from sai.store.duckdb.rows import quote
@@ -342,7 +342,7 @@ class DuckDBStore(base.Store):
             yield
             with self.write() as writer:
                 assert isinstance(writer, DuckDBWriter)
-                writer.conn.take_over(self.collection)
+                schema.take_over(writer.conn, self.collection)
         finally:
             self._switch(self.collection)
 
@@ -351,7 +351,7 @@ class DuckDBStore(base.Store):
         try:
             with self.read() as reader:
                 assert isinstance(reader, DuckDBReader)
-                reader.conn.verify()
+                schema.verify(reader.conn)
         except StoreCorruptError as exc:
             log.warning("the index file %s is damaged (%s); kept as %s.damaged, building a new one",
                         self.path, first_line(exc.__cause__ or exc), self.path)

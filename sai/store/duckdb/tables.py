@@ -1,4 +1,5 @@
-"""Every SQL statement SAI runs: schema, metadata, file and chunk rows, BM25, vector reads.
+"""Every SQL statement SAI runs on rows: metadata, file and chunk rows, BM25, vector reads (the
+schema's create, drop, take-over and verify are schema.py's).
 
 User input reaches SQL only as bound parameters; the one identifier (the collection) is
 validated (check_collection) before use. Vectors are bound as VARCHAR and cast to FLOAT[d]:
@@ -26,15 +27,12 @@ from sai.store.duckdb.rows import (
     CHUNK_COLS,
     ChunkRow,
     FileRow,
-    IndexMeta,
     check_collection,
     chunk_cols,
     chunk_rows_of,
     extension_path,
     matrix_of,
-    now_iso,
     quote,
-    quote_ident,
     utc_now,
     vector_column,
 )
@@ -155,7 +153,7 @@ class Connection(DerivedTables):
             self.cache[key] = compute()
         return self.cache[key]  # type: ignore[return-value]  # each key holds what its compute gives
 
-    def _table_exists(self, name: str, schema: str = "main") -> bool:
+    def table_exists(self, name: str, schema: str = "main") -> bool:
         def count() -> bool:
             row = self.con.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'sai' "
@@ -167,11 +165,11 @@ class Connection(DerivedTables):
         return self._cached(f"table:{schema}.{name}", count)
 
     def has_index(self) -> bool:
-        return self._table_exists(self.collection)
+        return self.table_exists(self.collection)
 
     def meta(self) -> dict[str, str]:
         """This collection's metadata rows (empty when the collection does not exist)."""
-        if not self._table_exists("sai_meta"):
+        if not self.table_exists("sai_meta"):
             return {}
 
         def rows() -> dict[str, str]:
@@ -190,62 +188,6 @@ class Connection(DerivedTables):
             self.con.execute(
                 "INSERT INTO sai_meta VALUES (?, ?, ?)", [self.collection, key, str(value)]
             )
-
-    def create(self, meta: IndexMeta) -> None:
-        """Create the chunk and file tables and record what the index is built with.
-
-        Without a dimension (a first run writes its chunks before the model has said how long
-        its vectors are) the chunk table has no `embedding` column until set_vectors adds it.
-        """
-        dim = int(meta.vector_dim)
-        vectors = f"embedding FLOAT[{dim}], " if dim > 0 else ""
-        self.con.execute(
-            "CREATE TABLE IF NOT EXISTS sai_meta (collection VARCHAR, key VARCHAR, value VARCHAR)"
-        )
-        self.con.execute(
-            f"CREATE TABLE {self.collection} (id BIGINT, path VARCHAR, language VARCHAR, "
-            "start_line INTEGER, end_line INTEGER, symbol VARCHAR, text VARCHAR, "
-            "content_hash VARCHAR, file_hash VARCHAR, lexemes VARCHAR, "
-            f"{vectors}indexed_at TIMESTAMP, no_duplicate BOOLEAN, shape BLOB, kind VARCHAR)"
-        )
-        self.con.execute(
-            f"CREATE TABLE {self.files_table} (path VARCHAR, size BIGINT, mtime_ns BIGINT, "
-            "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
-        )
-        self.postings.create()
-        self.set_meta({k: str(v) for k, v in meta.__dict__.items()}
-                      | {"created_at": now_iso(), "lexicon": postings.LEXICON_VERSION})
-        self.dirty = True  # a new collection: its readers build their copies anew (nothing logged)
-
-    def drop(self) -> None:
-        self.drop_hnsw()
-        self.dirty = False
-        self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
-        self.con.execute(f"DROP TABLE IF EXISTS {self.collection}")
-        self.con.execute(f"DROP TABLE IF EXISTS {self.files_table}")
-        self.con.execute(f"DROP TABLE IF EXISTS {changelog.table_of(self.collection)}")
-        self.postings.drop()
-        if self._table_exists("sai_meta"):
-            self.con.execute("DELETE FROM sai_meta WHERE collection = ?", [self.collection])
-
-    def take_over(self, collection: str) -> None:
-        """Make this connection's collection (a rebuild) the collection `collection`, in the
-        transaction: the tables and meta rows of `collection` are dropped, this one's renamed."""
-        check_collection(collection)
-        Connection(self.con, collection, read_only=False).drop()
-        for suffix in ("", "__files", "__terms", "__postings", changelog.table_of("")):
-            if self._table_exists(self.collection + suffix):
-                self.con.execute(f"ALTER TABLE {self.collection}{suffix} RENAME TO {collection}{suffix}")
-        if self._table_exists("sai_meta"):
-            self.con.execute("UPDATE sai_meta SET collection = ? WHERE collection = ?", [collection, self.collection])
-
-    def verify(self) -> None:
-        """Read every block of every table of the file (DuckDB checks each block's checksum as it
-        reads it): raises duckdb.Error on a damaged file that still opens."""
-        tables = self.con.execute(
-            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'sai'").fetchall()
-        for schema, table in tables:
-            self.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
 
     def has_vectors(self) -> bool:
         """Whether the chunk table has its `embedding` column (added with the first vectors)."""
@@ -310,10 +252,6 @@ class Connection(DerivedTables):
         self._touch(ids)
         return len(ids)
 
-    def drop_hnsw(self) -> None:
-        """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
-        self.con.execute(f"DROP INDEX IF EXISTS {self.collection}_hnsw")
-
     def finish_run(self) -> None:
         """Unless run_finished() holds: build the postings from every chunk's lexemes, and
         record which state of the chunks they hold, so a run that dies before this is repaired later.
@@ -355,7 +293,7 @@ class Connection(DerivedTables):
 
     def has_postings(self) -> bool:
         """Whether the collection has a lexical index (a postings table)."""
-        return self._table_exists(self.postings.postings)
+        return self.table_exists(self.postings.postings)
 
     # -- files ------------------------------------------------------------------------------
 
