@@ -68,16 +68,16 @@ def stems(words: Iterable[str]) -> dict[str, str]:
     """word -> its Porter stem, for each distinct word given (stop words too)."""
     global _held
     wanted = set(words)
-    held = _held
+    held = _held  # a table is never emptied, only replaced: this one keeps what it held
     missing = [w for w in wanted if w not in held]
-    if missing:
-        with _lock:
-            found = _stemmer.stemWords(missing)
-            if len(_held) > _MAX_HELD:
-                _held = {}
-            _held.update(zip(missing, found, strict=True))
-            held = _held
-    return {w: held[w] for w in wanted}
+    if not missing:
+        return {w: held[w] for w in wanted}
+    with _lock:
+        found = dict(zip(missing, _stemmer.stemWords(missing), strict=True))
+        if len(_held) + len(found) > _MAX_HELD:
+            _held = {}  # the words asked for now come from `held` and `found`, not from the new table
+        _held.update(found)
+    return {w: found[w] if w in found else held[w] for w in wanted}
 
 
 def terms(lexemes: str) -> list[str]:

@@ -206,3 +206,34 @@ def test_terms_stem_as_the_fts_extension_does() -> None:
     con.close()
     assert terms.stems(words) == expected
     assert terms.terms("the parsing of headers and the headers") == ["pars", "header", "header"]
+
+
+def test_stems_hold_when_the_table_of_held_stems_starts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past _MAX_HELD distinct words the table starts again; a call asking for words held before
+    the reset and words new to it still gets every stem (at a million distinct words an index
+    run died here of a KeyError)."""
+    import threading
+
+    import Stemmer
+
+    monkeypatch.setattr(terms, "_MAX_HELD", 50)
+    monkeypatch.setattr(terms, "_held", {})
+    stemmer = Stemmer.Stemmer("porter")
+    vocabulary = [f"parsing{i}x" if i % 2 else f"header{i}ing" for i in range(400)]
+    failures: list[BaseException] = []
+
+    def ask(seed: int) -> None:
+        try:
+            for start in range(seed, 400, 7):
+                words = vocabulary[max(0, start - 30):start + 30]  # half held by the last call, half new
+                assert terms.stems(words) == dict(zip(words, stemmer.stemWords(words), strict=True))
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    assert len(terms._held) <= 50 + 60
