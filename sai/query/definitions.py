@@ -32,8 +32,9 @@ full boost, for they answer too.
 A name may also be defined by a line that is no unit of its own: a C macro (`#define
 JSON_ASSERT(x) assert(x)`), a one-line alias or typedef (`using format_context = ...`,
 `type HandlerFunc func(...)`), a constant, a shell alias. When no unit defines the name, the
-chunks holding such a line are its definitions (`defines_on_a_line`): a name's definition is where
-it is introduced, not the many places that use it.
+chunks holding such a line are its definitions (`defines_on_a_line`), but for functions and
+methods, whose lines define locals: a name's definition is where it is introduced, not the many
+places that use it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ PAST = frozenset({"legacy", "compat", "compatibility", "deprecated", "obsolete",
 ABSTRACT = frozenset({"interface", "trait", "protocol"})
 CONCRETE = frozenset({"class", "struct", "record", "enum", "object", "union", "specialization"})
 SPECIALISATION = "specialization"
+CALLABLE = frozenset({"function", "method", "constructor"})  # units whose lines define only locals
 
 PARTIAL_LANGUAGES = frozenset({"c_sharp"})  # where one type over several files is a partial type
 

@@ -11,7 +11,7 @@ import numpy as np
 from sai.errors import StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Explain, FileChunk, Hit
 from sai.project import Project
-from sai.query.definitions import defines_on_a_line, preferred
+from sai.query.definitions import CALLABLE, defines_on_a_line, preferred
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
 from sai.query.ranking import Candidate, bare_name, fuse, merge
@@ -178,9 +178,10 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> tuple[list[Ch
 
 
 def _line_definitions(reader: IndexReader, name: str, scope: Scope) -> list[ChunkRow]:
-    """The chunks, among those the name's words find, holding a line that defines it (query/definitions.py)."""
+    """The chunks, among those the name's words find, holding a line that defines it, functions'
+    and methods' locals left out (query/definitions.py)."""
     ids = [i for i, _ in reader.lexical(query_lexemes(name), LINE_DEFINITIONS_READ, scope=scope)]
-    rows = [r for r in reader.chunks(ids) if defines_on_a_line(r.text, name)] if ids else []
+    rows = [r for r in reader.chunks(ids) if r.kind not in CALLABLE and defines_on_a_line(r.text, name)] if ids else []
     return [replace(r, text="") for r in rows[:DEFINITIONS]]
 
 

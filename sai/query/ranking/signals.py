@@ -44,7 +44,6 @@ _TESTISH = re.compile(
     r"(^|/)(tests?|testing|spec|examples?|__tests__)(/|$)"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[a-z]+$"
 )
-_CALLABLE = frozenset({"function", "method", "constructor"})
 
 # How a signal enters the fused score. "file" and "spread" apply only when the query asks for a
 # place (a question or a short topic, sai/query/intent.py): a function's description asks for
@@ -120,7 +119,7 @@ def test_penalty(row: ChunkRow, pool: Pool) -> float:
 
 
 def kind_factor(row: ChunkRow, pool: Pool) -> float:
-    return ACTION_UNIT if pool.facts.action and row.kind not in _CALLABLE else 1.0
+    return ACTION_UNIT if pool.facts.action and row.kind not in definitions.CALLABLE else 1.0
 
 
 # ---------------------------------------------------------------- the list-level signals
