@@ -166,7 +166,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("definition", "add", NAME_QUERY_BOOST,
            "the first chunk of a definition the query names: a one-word query's closest ones (the "
            "qualified name as typed, its case, not superseded, concrete over interface, a template over its "
-           "specialisations, the least nested, of a C# partial type the part in the file named after it) "
+           "specialisations, the least nested, of a C# partial type the part in the file named after it; "
+           "for a name no unit defines, the chunks with a line defining it) "
            f"{NAME_QUERY_BOOST / FIRST_PLACE:g}, its other definitions and a name inside a longer query "
            f"{DEFINITION_BOOST / FIRST_PLACE:g}",
            measure=definition),
