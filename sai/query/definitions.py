@@ -28,6 +28,13 @@ of a reopened Ruby class, C# parts named alike), the file named after the name c
 (`engine.rb`, then `engine/configuration.rb`): search adds the first few of them to the
 candidates, and the file's name lifts it there (ranking's FILE_NAMED); the other parts keep the
 full boost, for they answer too.
+
+A name may also be defined by a line that is no unit of its own: a C macro (`#define
+JSON_ASSERT(x) assert(x)`), a one-line alias or typedef (`using format_context = ...`,
+`type HandlerFunc func(...)`), a constant, a shell alias. When no unit defines the name, the
+chunks holding such a line are its definitions (`defines_on_a_line`), but for functions and
+methods, whose lines define locals: a name's definition is where it is introduced, not the many
+places that use it.
 """
 
 from __future__ import annotations
@@ -43,10 +50,35 @@ PAST = frozenset({"legacy", "compat", "compatibility", "deprecated", "obsolete",
 ABSTRACT = frozenset({"interface", "trait", "protocol"})
 CONCRETE = frozenset({"class", "struct", "record", "enum", "object", "union", "specialization"})
 SPECIALISATION = "specialization"
+CALLABLE = frozenset({"function", "method", "constructor"})  # units whose lines define only locals
 
 PARTIAL_LANGUAGES = frozenset({"c_sharp"})  # where one type over several files is a partial type
 
 Closeness = tuple[bool, bool, bool, bool, bool, int, bool]
+
+# What introduces a name on one line, after modifiers: the keywords of aliases, typedefs,
+# constants and variables across the languages SAI reads (the name may follow a type: `static
+# const int N =`, `typedef unsigned long N;`); a preprocessor `#define`; an assignment at the
+# line's start (a module constant in Python, Ruby or Lua, a shell variable).
+_MODIFIERS = (r"(?:(?:export|pub(?:\([^)]*\))?|public|private|protected|internal|open|static|final|"
+              r"inline|extern|readonly|declare|default|lazy|override|const)[ \t]+)*")
+_INTRODUCERS = r"(?:type|typealias|typedef|using|alias|const|constexpr|let|var|val|local|define|newtype)"
+_TYPE_WORDS = r"(?:[\w:<>,*&\[\] \t]+?[ \t]+)?"
+
+
+def line_definition(name: str) -> re.Pattern[str]:
+    """The lines that introduce `name` (the last part of a dotted name) without a unit of their own."""
+    n = re.escape(name)
+    bounded = rf"(?<![\w.-]){n}(?![\w-])"
+    return re.compile(
+        rf"^[ \t]*#[ \t]*define[ \t]+{n}(?!\w)"
+        rf"|^[ \t]*{_MODIFIERS}{_INTRODUCERS}[ \t]+{_TYPE_WORDS}{bounded}[ \t]*(?:[=:<;(]|$|[ \t])"
+        rf"|^{n}[ \t]*(?::[^=\n]*)?=(?!=)",
+        re.MULTILINE)
+
+
+def defines_on_a_line(text: str, name: str) -> bool:
+    return line_definition(name).search(text) is not None
 
 
 def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:

@@ -11,7 +11,7 @@ import numpy as np
 from sai.errors import StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Explain, FileChunk, Hit
 from sai.project import Project
-from sai.query.definitions import preferred
+from sai.query.definitions import CALLABLE, defines_on_a_line, preferred
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
 from sai.query.ranking import Candidate, bare_name, fuse, merge
@@ -22,6 +22,7 @@ FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
 DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
+LINE_DEFINITIONS_READ = 200  # the chunks holding a name no unit defines, read for a line defining it
 
 
 def search(
@@ -60,9 +61,9 @@ def search(
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
-        defined = _definitions(reader, query, scope) if mode == "hybrid" else []
+        defined, by_line = _definitions(reader, query, scope) if mode == "hybrid" else ([], False)
         weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
-        ordered = _order(mode, semantic, lexical, query, defined, semantic_weight=weight)
+        ordered = _order(mode, semantic, lexical, query, defined, by_line=by_line, semantic_weight=weight)
         files = _files(ordered, limit) if by_file else None
         chosen, pending = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit],
                                        vector, mode=mode)
@@ -157,33 +158,43 @@ def _with_bodies(
                                    score=cosines.get(c.row.id, c.row.score))) for c in chosen], pending
 
 
-def _definitions(reader: IndexReader, query: str, scope: Scope) -> list[ChunkRow]:
+def _definitions(reader: IndexReader, query: str, scope: Scope) -> tuple[list[ChunkRow], bool]:
     """For a query that is one name (`Engine`, `Sinatra::Helpers`), the first chunks of the
     definitions of that name within the scope, whether or not either list found them. A name
     qualified by more than the index's symbols hold (a package, `gin.Engine`; a namespace a macro
-    opens, `fmt::format_to`) means its longest qualified tail that is defined (`Engine`)."""
+    opens, `fmt::format_to`) means its longest qualified tail that is defined (`Engine`). When no
+    unit defines it, the chunks with a line that does (a macro, an alias, a constant), and True."""
     name = bare_name(query)
     if name is None:
-        return []
+        return [], False
     symbols = reader.symbols()
     parts = name.split(".")
     for start in range(len(parts)):
         ids = symbols.defining_rows(".".join(parts[start:]), limit=DEFINITIONS_READ)
         rows = [r for r in reader.chunks(ids, text=False) if scope.admits(r.language, r.path)] if ids else []
         if rows:
-            return preferred(rows, name, limit=DEFINITIONS)
-    return []
+            return preferred(rows, name, limit=DEFINITIONS), False
+    return _line_definitions(reader, parts[-1], scope), True
+
+
+def _line_definitions(reader: IndexReader, name: str, scope: Scope) -> list[ChunkRow]:
+    """The chunks, among those the name's words find, holding a line that defines it, functions'
+    and methods' locals left out (query/definitions.py)."""
+    ids = [i for i, _ in reader.lexical(query_lexemes(name), LINE_DEFINITIONS_READ, scope=scope)]
+    rows = [r for r in reader.chunks(ids) if r.kind not in CALLABLE and defines_on_a_line(r.text, name)] if ids else []
+    return [replace(r, text="") for r in rows[:DEFINITIONS]]
 
 
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
-    defined: Sequence[ChunkRow] = (), *, semantic_weight: float = 1.0,
+    defined: Sequence[ChunkRow] = (), *, by_line: bool = False, semantic_weight: float = 1.0,
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight)
+    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight,
+                defining=frozenset(r.id for r in defined) if by_line else frozenset())
 
 
 def _vector_share(reader: IndexReader) -> float:

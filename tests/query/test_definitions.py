@@ -118,6 +118,14 @@ TREE = {
                                        "struct char_traits<unsigned char> : std::char_traits<char>\n{\n"
                                        "    static int eof() { return -1; }\n};\n}\nJSON_NAMESPACE_END\n"),
     "src/api/transport.ts": "export interface Transport {\n  send(body: string): void;\n}\n",
+    # names no unit defines: a macro and an alias each defined on one line, used in many chunks
+    "include/check/config.h": ("#pragma once\n#include <assert.h>\n#define CHECK_LIMIT 64\n"
+                               "#define SAI_CHECK(x) assert(x)\nusing byte_span = std::span<unsigned char>;\n"),
+    **{f"src/check/use{i}.cpp": "".join(f"int use{i}_{j}(byte_span s) {{\n    SAI_CHECK(s.size() < CHECK_LIMIT);\n"
+                                        f"    SAI_CHECK(s.size() > {j});\n    return {j};\n}}\n\n" for j in range(3))
+       for i in range(6)},
+    "lib/aliases.bash": "# git shortcuts\nalias gst='git status'\nalias gco='git checkout'\n",
+    "lib/use.bash": "".join(f"step_{j}() {{\n  gst\n  gst --short\n  echo {j}\n}}\n\n" for j in range(4)),
     "src/http/fetcher.ts": ("export class Transport {\n  send(body: string): void {\n"
                             "    console.log(body);\n  }\n}\n"),
 }
@@ -157,6 +165,35 @@ def test_the_one_meant_comes_first_when_only_the_names_definitions_are_candidate
     monkeypatch.setattr(search, "_candidates", lambda *args, **kwargs: ([], []))
     hits = search.search(project, query, limit=5)
     assert (hits[0].path, hits[0].symbol.rsplit(".", 1)[-1]) == (path, query)
+
+
+LINE_CASES = [("SAI_CHECK", "include/check/config.h"), ("CHECK_LIMIT", "include/check/config.h"),
+              ("byte_span", "include/check/config.h"), ("gst", "lib/aliases.bash")]
+
+
+@pytest.mark.parametrize(("query", "path"), LINE_CASES)
+def test_a_name_defined_on_a_line_finds_that_line_before_its_uses(project, monkeypatch, query, path):
+    # every use ranks above the definition lexically (they repeat the name); the definition joins
+    # the candidates even when the lists hold only other chunks
+    hits = search.search(project, query, limit=5)
+    assert hits[0].path == path
+    monkeypatch.setattr(search, "_candidates", lambda *args, **kwargs: ([], []))
+    assert search.search(project, query, limit=5)[0].path == path
+
+
+@pytest.mark.parametrize(("line", "name", "defines"), [
+    ("#define JSON_ASSERT(x) assert(x)", "JSON_ASSERT", True), ("  #  define FMT_VERSION 110000", "FMT_VERSION", True),
+    ("    using const_reverse_iterator = json_reverse_iterator<const_iterator>;", "const_reverse_iterator", True),
+    ("typedef unsigned long long uint64_t;", "uint64_t", True), ("type HandlerFunc func(w int)", "HandlerFunc", True),
+    ("export type Foo<T> = Bar", "Foo", True), ("pub(crate) const MAX: u32 = 3;", "MAX", True),
+    ("const val TIMEOUT = 3", "TIMEOUT", True), ("alias gst='git status'", "gst", True),
+    ("MAX_SIZE = 10", "MAX_SIZE", True), ("static const int kSize = 5;", "kSize", True), ("local M = {}", "M", True),
+    ("x = JSON_ASSERT(y)", "JSON_ASSERT", False), ("var x = Foo", "Foo", False), ("#undef JSON_ASSERT", "JSON_ASSERT", False),
+    ("    JSON_ASSERT(m_object != nullptr);", "JSON_ASSERT", False), ("MAX_SIZE == 10", "MAX_SIZE", False),
+    ("let foo_bar = 1", "foo", False), ("  return Foo;", "Foo", False), ("const x = foo.Foo", "Foo", False),
+])
+def test_what_defines_a_name_on_a_line(line, name, defines):
+    assert definitions.defines_on_a_line(f"// before\n{line}\n// after\n", name) is defines
 
 
 def test_only_a_csharp_partial_type_has_a_main_part(project):

@@ -31,13 +31,16 @@ def merge(
     return list(found.values())
 
 
-def fuse(candidates: list[Candidate], query: str, *, semantic_weight: float = 1.0) -> list[Candidate]:
+def fuse(
+    candidates: list[Candidate], query: str, *, semantic_weight: float = 1.0, defining: frozenset[int] = frozenset(),
+) -> list[Candidate]:
     """Candidates ordered by fused score (ties broken by path and line: deterministic).
 
     `semantic_weight` scales the semantic list's reciprocal rank: the share of the chunks that
     have a vector while an index run is still embedding (only they can be in that list).
+    `defining`: the chunks with a line defining the bare name that no unit defines.
     """
-    pool = Pool([c.row for c in candidates], facts_of(query))
+    pool = Pool([c.row for c in candidates], facts_of(query), defining)
     scored = [_scored(c, pool, semantic_weight) for c in candidates]
     if not pool.facts.wants_place:
         return sorted(scored, key=order_key)

@@ -44,7 +44,6 @@ _TESTISH = re.compile(
     r"(^|/)(tests?|testing|spec|examples?|__tests__)(/|$)"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[a-z]+$"
 )
-_CALLABLE = frozenset({"function", "method", "constructor"})
 
 # How a signal enters the fused score. "file" and "spread" apply only when the query asks for a
 # place (a question or a short topic, sai/query/intent.py): a function's description asks for
@@ -61,9 +60,10 @@ KINDS: dict[Kind, str] = {
 class Pool:
     """The candidate rows one query's per-chunk signals see, and what they work out once for it."""
 
-    def __init__(self, rows: list[ChunkRow], facts: QueryFacts) -> None:
+    def __init__(self, rows: list[ChunkRow], facts: QueryFacts, defining: frozenset[int] = frozenset()) -> None:
         self.rows = rows
         self.facts = facts
+        self.defining = defining  # chunks with a line defining the bare name no unit defines
         self._once: dict[object, Any] = {}
 
     def once(self, key: object, compute: Callable[[], T]) -> T:
@@ -105,7 +105,7 @@ def name_match(row: ChunkRow, pool: Pool) -> float:
 
 
 def definition(row: ChunkRow, pool: Pool) -> float:
-    return pool.once("definition", lambda: _definition_boosts(pool.rows, pool.facts)).get(row.id, 0.0)
+    return pool.once("definition", lambda: _definition_boosts(pool.rows, pool.facts, pool.defining)).get(row.id, 0.0)
 
 
 def path_match(row: ChunkRow, pool: Pool) -> float:
@@ -119,7 +119,7 @@ def test_penalty(row: ChunkRow, pool: Pool) -> float:
 
 
 def kind_factor(row: ChunkRow, pool: Pool) -> float:
-    return ACTION_UNIT if pool.facts.action and row.kind not in _CALLABLE else 1.0
+    return ACTION_UNIT if pool.facts.action and row.kind not in definitions.CALLABLE else 1.0
 
 
 # ---------------------------------------------------------------- the list-level signals
@@ -166,7 +166,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("definition", "add", NAME_QUERY_BOOST,
            "the first chunk of a definition the query names: a one-word query's closest ones (the "
            "qualified name as typed, its case, not superseded, concrete over interface, a template over its "
-           "specialisations, the least nested, of a C# partial type the part in the file named after it) "
+           "specialisations, the least nested, of a C# partial type the part in the file named after it; "
+           "for a name no unit defines, the chunks with a line defining it) "
            f"{NAME_QUERY_BOOST / FIRST_PLACE:g}, its other definitions and a name inside a longer query "
            f"{DEFINITION_BOOST / FIRST_PLACE:g}",
            measure=definition),
@@ -258,12 +259,15 @@ def _prefixed(a: str, b: str) -> bool:
     return long.startswith(short)
 
 
-def _definition_boosts(rows: list[ChunkRow], q: QueryFacts) -> dict[int, float]:
+def _definition_boosts(rows: list[ChunkRow], q: QueryFacts, defining: frozenset[int] = frozenset()) -> dict[int, float]:
     """The definition boost of each row that is the first chunk (lowest start line) of a
     (path, symbol) whose name the query names. For a bare identifier, the closest definitions
     get NAME_QUERY_BOOST and the rest DEFINITION_BOOST: `Session` asks for class Session, not
     function session; `Engine` for the struct, not a method `validator.Engine`; `JsonMapper`
-    for the class, not its constructor `JsonMapper.JsonMapper` (the rules: query/definitions.py)."""
+    for the class, not its constructor `JsonMapper.JsonMapper` (the rules: query/definitions.py).
+    A bare name no unit defines boosts the chunks with a line defining it (`defining`) in full."""
+    if q.bare and defining:
+        return dict.fromkeys(defining, NAME_QUERY_BOOST)
     first: dict[tuple[str, str | None], ChunkRow] = {}
     for row in rows:
         key = (row.path, row.symbol)
@@ -281,6 +285,6 @@ def _outranked_files(pool: Pool) -> set[str]:
     """For a bare name, the files holding only its definitions that are not the closest."""
     if not pool.facts.bare:
         return set()
-    boosts = pool.once("definition", lambda: _definition_boosts(pool.rows, pool.facts))
+    boosts = pool.once("definition", lambda: _definition_boosts(pool.rows, pool.facts, pool.defining))
     closest = {i for i, boost in boosts.items() if boost == NAME_QUERY_BOOST}
     return definitions.outranked_files(pool.rows, closest, set(boosts))
