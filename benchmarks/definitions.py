@@ -58,11 +58,14 @@ def unique_names(defs: list[dict]) -> list[dict]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repos", type=rq.parse_repos, required=True)
+    p.add_argument("--repos", type=rq.parse_repos, default=[])
     p.add_argument("--per-repo", type=int, default=60)
     p.add_argument("--cache", type=Path, default=rq.DEFAULT_CACHE)
     p.add_argument("--misses", action="store_true", help="print each miss and the first hit")
     args = p.parse_args()
+    if not args.repos:  # `make bench` runs every benchmark without arguments
+        print("to measure, give --repos (names of semble's repos.json, or `tuning`, `held-out`, `langs-tuning`)")
+        return 0
     unread = sorted(set(args.repos) & set(rq.LANGS_UNTOUCHED + rq.UNTOUCHED))
     if unread:
         p.error(f"the untouched sets are never read: {', '.join(unread)}")

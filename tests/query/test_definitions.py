@@ -188,7 +188,8 @@ def test_a_name_defined_on_a_line_finds_that_line_before_its_uses(project, monke
     ("export type Foo<T> = Bar", "Foo", True), ("pub(crate) const MAX: u32 = 3;", "MAX", True),
     ("const val TIMEOUT = 3", "TIMEOUT", True), ("alias gst='git status'", "gst", True),
     ("MAX_SIZE = 10", "MAX_SIZE", True), ("static const int kSize = 5;", "kSize", True), ("local M = {}", "M", True),
-    ("x = JSON_ASSERT(y)", "JSON_ASSERT", False), ("var x = Foo", "Foo", False), ("#undef JSON_ASSERT", "JSON_ASSERT", False),
+    ("x = JSON_ASSERT(y)", "JSON_ASSERT", False), ("var x = Foo", "Foo", False),
+    ("#undef JSON_ASSERT", "JSON_ASSERT", False),
     ("    JSON_ASSERT(m_object != nullptr);", "JSON_ASSERT", False), ("MAX_SIZE == 10", "MAX_SIZE", False),
     ("let foo_bar = 1", "foo", False), ("  return Foo;", "Foo", False), ("const x = foo.Foo", "Foo", False),
 ])
