@@ -62,7 +62,15 @@ def test_bucketed_pass_agrees_with_the_exact_one_on_clustered_vectors(monkeypatc
     want = _pairs(exact)
     have = _pairs(got)
     assert len(have) == len(got)  # a pair found in several rounds is held once
-    assert len(want) > 4_000 and len(want & have) >= 0.99 * len(want)
+    # a row's top 4 among tied neighbours (301 identical rows) is any 4 of them: an edge agrees
+    # when it is as close as the exact pass's 4th for its row (numpy's partition orders ties
+    # differently across versions and CPUs)
+    fourth: dict[int, float] = {}
+    for i, score in zip(exact.i.tolist(), exact.s.tolist(), strict=True):
+        fourth[i] = min(fourth.get(i, 1.0), score)
+    agreeing = sum(score >= fourth.get(i, 2.0) - 1e-5 for i, score in zip(got.i.tolist(), got.s.tolist(), strict=True))
+    assert len(want) > 4_000 and agreeing >= 0.99 * len(want)
+    assert agreeing <= len(want)
     np.testing.assert_allclose(got.s, np.einsum("ij,ij->i", matrix[got.i], matrix[got.j]), atol=1e-5)
     assert (got.s >= 0.9).all()
 
