@@ -22,7 +22,7 @@ FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
 DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
-LINE_DEFINITIONS_READ = 200  # the chunks holding a name no unit defines, read for a line defining it
+LINE_DEFINITIONS_READ = 100  # the chunks holding a name no unit defines, read for a line defining it
 
 
 def search(
@@ -180,7 +180,8 @@ def _definitions(reader: IndexReader, query: str, scope: Scope) -> tuple[list[Ch
 def _line_definitions(reader: IndexReader, name: str, scope: Scope) -> list[ChunkRow]:
     """The chunks, among those the name's words find, holding a line that defines it, functions'
     and methods' locals left out (query/definitions.py)."""
-    ids = [i for i, _ in reader.lexical(query_lexemes(name), LINE_DEFINITIONS_READ, scope=scope)]
+    whole = query_lexemes(name).split()[:1]  # the name itself, not the words it is made of
+    ids = [i for i, _ in reader.lexical(" ".join(whole), LINE_DEFINITIONS_READ, scope=scope)] if whole else []
     rows = [r for r in reader.chunks(ids) if r.kind not in CALLABLE and defines_on_a_line(r.text, name)] if ids else []
     return [replace(r, text="") for r in rows[:DEFINITIONS]]
 
