@@ -41,9 +41,10 @@ def definitions(tree: Path, root: Path, indexed: set[str]) -> list[dict]:
     found = []
     for line in out.splitlines():
         tag = json.loads(line)
-        path = Path(tag.get("path", "")).resolve().relative_to(root.resolve()).as_posix()
-        if tag.get("_type") == "tag" and tag.get("kind") in KINDS and path in indexed \
-                and tag.get("scopeKind") not in LOCAL_SCOPES:
+        if tag.get("_type") != "tag" or tag.get("kind") not in KINDS or tag.get("scopeKind") in LOCAL_SCOPES:
+            continue
+        path = Path(tag["path"]).resolve().relative_to(root.resolve()).as_posix()
+        if path in indexed:
             found.append({"name": tag["name"], "path": path, "line": tag["line"], "kind": tag["kind"]})
     return found
 
@@ -69,6 +70,14 @@ def main() -> int:
     unread = sorted(set(args.repos) & set(rq.LANGS_UNTOUCHED + rq.UNTOUCHED))
     if unread:
         p.error(f"the untouched sets are never read: {', '.join(unread)}")
+    try:
+        return measure(args)
+    except rq.MissingData as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def measure(args: argparse.Namespace) -> int:
     from sai.query.search import search
 
     cache = args.cache.resolve()
@@ -89,8 +98,8 @@ def main() -> int:
             ranks = []
             for d in sorted(names[: args.per_repo], key=lambda d: d["name"]):
                 hits = search(project, d["name"], limit=rq.TOP, mode="hybrid")
-                rank = next((i for i, h in enumerate(hits, 1)
-                             if h.path == d["path"] and h.start_line <= d["line"] <= h.end_line), None)
+                rank = rq.target_rank([(h.path, h.start_line, h.end_line) for h in hits],
+                                      rq.Target(d["path"], d["line"], d["line"]))
                 ranks.append(rank)
                 kinds[d["kind"]].append(rank)
                 if args.misses and rank != 1:

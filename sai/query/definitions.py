@@ -32,7 +32,7 @@ full boost, for they answer too.
 A name may also be defined by a line that is no unit of its own: a C macro (`#define
 JSON_ASSERT(x) assert(x)`), a one-line alias or typedef (`using format_context = ...`,
 `type HandlerFunc func(...)`), a constant, a shell alias. When no unit defines the name, the
-chunks holding such a line are its definitions (`defines_on_a_line`), but for functions and
+chunks holding such a line are its definitions (`line_definition`), but for functions and
 methods, whose lines define locals: a name's definition is where it is introduced, not the many
 places that use it.
 """
@@ -75,10 +75,6 @@ def line_definition(name: str) -> re.Pattern[str]:
         rf"|^[ \t]*{_MODIFIERS}{_INTRODUCERS}[ \t]+{_TYPE_WORDS}{bounded}[ \t]*(?:[=:<;(]|$|[ \t])"
         rf"|^{n}[ \t]*(?::[^=\n]*)?=(?!=)",
         re.MULTILINE)
-
-
-def defines_on_a_line(text: str, name: str) -> bool:
-    return line_definition(name).search(text) is not None
 
 
 def closeness(rows: Sequence[ChunkRow], qualified: str) -> dict[int, Closeness]:

@@ -11,7 +11,7 @@ import numpy as np
 from sai.errors import StoreError, UsageError
 from sai.models import GROUPS, MODES, ChunkRow, Explain, FileChunk, Hit
 from sai.project import Project
-from sai.query.definitions import CALLABLE, defines_on_a_line, preferred
+from sai.query.definitions import CALLABLE, line_definition, preferred
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
 from sai.query.ranking import Candidate, bare_name, fuse, merge
@@ -61,9 +61,9 @@ def search(
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
-        defined, by_line = _definitions(reader, query, scope) if mode == "hybrid" else ([], False)
+        defined, defining = _definitions(reader, query, scope) if mode == "hybrid" else ([], frozenset())
         weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
-        ordered = _order(mode, semantic, lexical, query, defined, by_line=by_line, semantic_weight=weight)
+        ordered = _order(mode, semantic, lexical, query, defined, defining=defining, semantic_weight=weight)
         files = _files(ordered, limit) if by_file else None
         chosen, pending = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit],
                                        vector, mode=mode)
@@ -158,44 +158,48 @@ def _with_bodies(
                                    score=cosines.get(c.row.id, c.row.score))) for c in chosen], pending
 
 
-def _definitions(reader: IndexReader, query: str, scope: Scope) -> tuple[list[ChunkRow], bool]:
+def _definitions(reader: IndexReader, query: str, scope: Scope) -> tuple[list[ChunkRow], frozenset[int]]:
     """For a query that is one name (`Engine`, `Sinatra::Helpers`), the first chunks of the
     definitions of that name within the scope, whether or not either list found them. A name
     qualified by more than the index's symbols hold (a package, `gin.Engine`; a namespace a macro
     opens, `fmt::format_to`) means its longest qualified tail that is defined (`Engine`). When no
-    unit defines it, the chunks with a line that does (a macro, an alias, a constant), and True."""
+    unit defines it, the chunks with a line that does (a macro, an alias, a constant), and their
+    ids: ranking boosts those for the line, not for a symbol."""
     name = bare_name(query)
     if name is None:
-        return [], False
+        return [], frozenset()
     symbols = reader.symbols()
     parts = name.split(".")
     for start in range(len(parts)):
         ids = symbols.defining_rows(".".join(parts[start:]), limit=DEFINITIONS_READ)
         rows = [r for r in reader.chunks(ids, text=False) if scope.admits(r.language, r.path)] if ids else []
         if rows:
-            return preferred(rows, name, limit=DEFINITIONS), False
-    return _line_definitions(reader, parts[-1], scope), True
+            return preferred(rows, name, limit=DEFINITIONS), frozenset()
+    by_line = _line_definitions(reader, parts[-1], scope)
+    return by_line, frozenset(r.id for r in by_line)
 
 
 def _line_definitions(reader: IndexReader, name: str, scope: Scope) -> list[ChunkRow]:
-    """The chunks, among those the name's words find, holding a line that defines it, functions'
-    and methods' locals left out (query/definitions.py)."""
-    whole = query_lexemes(name).split()[:1]  # the name itself, not the words it is made of
-    ids = [i for i, _ in reader.lexical(" ".join(whole), LINE_DEFINITIONS_READ, scope=scope)] if whole else []
-    rows = [r for r in reader.chunks(ids) if r.kind not in CALLABLE and defines_on_a_line(r.text, name)] if ids else []
+    """The chunks, among those the whole name finds lexically, holding a line that defines it,
+    functions' and methods' locals left out (query/definitions.py)."""
+    whole = next(iter(query_lexemes(name).split()), None)  # the name itself, not the words it is made of
+    if whole is None:
+        return []
+    ids = [i for i, _ in reader.lexical(whole, LINE_DEFINITIONS_READ, scope=scope)]
+    defines = line_definition(name)
+    rows = [r for r in reader.chunks(ids) if r.kind not in CALLABLE and defines.search(r.text)] if ids else []
     return [replace(r, text="") for r in rows[:DEFINITIONS]]
 
 
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
-    defined: Sequence[ChunkRow] = (), *, by_line: bool = False, semantic_weight: float = 1.0,
+    defined: Sequence[ChunkRow] = (), *, defining: frozenset[int] = frozenset(), semantic_weight: float = 1.0,
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight,
-                defining=frozenset(r.id for r in defined) if by_line else frozenset())
+    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight, defining=defining)
 
 
 def _vector_share(reader: IndexReader) -> float:

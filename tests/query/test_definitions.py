@@ -194,7 +194,7 @@ def test_a_name_defined_on_a_line_finds_that_line_before_its_uses(project, monke
     ("let foo_bar = 1", "foo", False), ("  return Foo;", "Foo", False), ("const x = foo.Foo", "Foo", False),
 ])
 def test_what_defines_a_name_on_a_line(line, name, defines):
-    assert definitions.defines_on_a_line(f"// before\n{line}\n// after\n", name) is defines
+    assert (definitions.line_definition(name).search(f"// before\n{line}\n// after\n") is not None) is defines
 
 
 def test_only_a_csharp_partial_type_has_a_main_part(project):
