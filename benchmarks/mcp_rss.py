@@ -40,7 +40,7 @@ def random_vectors(root: Path) -> int:
     project = Project(load_config(flags={}, env={}, cwd=root))
     try:
         with project.store.read() as reader:
-            hashes = reader.pending_hashes()
+            hashes = [item.content_hash for item in reader.pending()]
         rng = np.random.default_rng(20261201)
         for start in range(0, len(hashes), WRITE_CHUNKS):
             group = hashes[start:start + WRITE_CHUNKS]

@@ -4,7 +4,7 @@ An index run on a store with `pending_vectors` (store/base.py) first stores ever
 chunks, file rows, postings and symbols, which takes seconds and no model, so search, symbols and
 reading work at once; then this stage embeds the distinct texts still waiting, in the order they
 were stored, and writes their vectors in short transactions. A kill at any moment keeps every
-vector written; the next run finds the rest by `pending_hashes()` and goes on from there
+vector written; the next run finds the rest by `pending()` and goes on from there
 (docs/design.md, "Incremental indexing").
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from sai.embedders.base import Embedder
 from sai.embedders.stoppable import STOP_WAIT_S, StoppableEmbedder
 from sai.models import IndexProgress
-from sai.store.base import Store
+from sai.store.base import Pending, Store
 
 EMBED_GROUP = 64  # texts per embedding call: a progress step every few seconds on a CPU
 AHEAD = 4  # groups sent to the embedder ahead of the one being taken
@@ -80,71 +80,78 @@ def embedding_thread(embedder: Embedder) -> Iterator[EmbeddingThread]:
 
 
 class Backfill:
-    """Embeds every text waiting for a vector and writes the vectors, reporting each step."""
+    """Embeds every text waiting for a vector and writes the vectors, reporting each step.
+
+    Texts are read by the id of their first chunk and vectors written to the stretch of ids a
+    write covers, so that each step reads only its own rows (ids grow as chunks are stored) and
+    the stage costs the same per text at any size; copies of a text outside that stretch get its
+    vector from `copy_vectors` at the end (docs/design.md, "How the cost grows")."""
 
     def __init__(self, store: Store, embedder: Embedder, *, check: Check,
-                 progress: Callable[[IndexProgress], None] | None = None, hashes: list[str] | None = None) -> None:
+                 progress: Callable[[IndexProgress], None] | None = None, after: int | None = None) -> None:
         self.store = store
-        self.given = hashes  # the texts waiting, when the caller knows them (None: ask the store)
+        self.after = after  # every text waiting is in chunks of id above this (None: any may wait)
         self.embedder = embedder
         self.check = check
         self.progress = progress
         self.embedded = 0  # distinct texts embedded
         self.total = 0
-        self._ready: list[tuple[list[str], np.ndarray]] = []
+        self._ready: list[tuple[list[Pending], np.ndarray]] = []
+        self._copies = False  # a text waiting in more than one chunk
         self._last_write = time.monotonic()
 
     def run(self) -> int:
         """Embed what waits; returns how many texts were embedded. Once every text that waited has
         its vector, the store records that none waits (mark_vectors_complete), so the next run
         need not look at every chunk to know it."""
-        hashes = self.given
-        if hashes is None:
-            with self.store.read() as reader:
-                hashes = reader.pending_hashes()
-        self.total = len(hashes)
-        if not hashes:
-            if self.given is None:
-                self._mark_complete()
-            return 0
-        self._report()
-        in_flight: deque[tuple[list[str], Future[np.ndarray]]] = deque()
+        if self.after is None:  # copies of texts a killed run embedded need no model
+            with self.store.write() as writer:
+                writer.copy_vectors()
+        with self.store.read() as reader:
+            waiting = reader.pending(self.after or 0)
+        self.total = len(waiting)
+        self._copies = any(item.chunks > 1 for item in waiting)
+        if waiting:
+            self._report()
+        in_flight: deque[tuple[list[Pending], Future[np.ndarray]]] = deque()
         with embedding_thread(self.embedder) as embedding:
             try:
-                for start in range(0, len(hashes), EMBED_GROUP):
-                    in_flight.append(self._submit(embedding, hashes[start:start + EMBED_GROUP]))
+                for start in range(0, len(waiting), EMBED_GROUP):
+                    in_flight.append(self._submit(embedding, waiting[start:start + EMBED_GROUP]))
                     if len(in_flight) > AHEAD:
                         self._take(*in_flight.popleft())
                 while in_flight:
                     self._take(*in_flight.popleft())
                 self._write()
-                self._mark_complete()
+                self._finish()
             finally:
                 for _, future in in_flight:
                     future.cancel()
         return self.embedded
 
-    def _mark_complete(self) -> None:
+    def _finish(self) -> None:
         with self.store.write() as writer:
+            if self._copies:
+                writer.copy_vectors()
             writer.mark_vectors_complete()
 
-    def _submit(self, embedding: EmbeddingThread, group: list[str]) -> tuple[list[str], Future[np.ndarray]]:
+    def _submit(self, embedding: EmbeddingThread, group: list[Pending]) -> tuple[list[Pending], Future[np.ndarray]]:
         with self.store.read() as reader:
-            texts = reader.texts_by_hash(group)
-        found = [h for h in group if h in texts]  # a text gone since (its file changed) needs none
+            texts = reader.texts_by_id([item.first_id for item in group])
+        found = [item for item in group if item.first_id in texts]  # a text gone since (its file changed) needs none
         if not found:
             nothing: Future[np.ndarray] = Future()
             nothing.set_result(np.zeros((0, 0), dtype=np.float32))
             return found, nothing
-        return found, embedding.submit([texts[h] for h in found])
+        return found, embedding.submit([texts[item.first_id] for item in found])
 
-    def _take(self, hashes: list[str], future: Future[np.ndarray]) -> None:
+    def _take(self, group: list[Pending], future: Future[np.ndarray]) -> None:
         vectors = future.result()
-        if hashes:
-            self.check(hashes, vectors)
-            self._ready.append((hashes, vectors))
-        self.embedded += len(hashes)
-        if (sum(len(h) for h, _ in self._ready) >= WRITE_CHUNKS
+        if group:
+            self.check([item.content_hash for item in group], vectors)
+            self._ready.append((group, vectors))
+        self.embedded += len(group)
+        if (sum(len(g) for g, _ in self._ready) >= WRITE_CHUNKS
                 or time.monotonic() - self._last_write >= WRITE_SECONDS):
             self._write()
         self._report()
@@ -152,12 +159,13 @@ class Backfill:
     def _write(self) -> None:
         ready, self._ready = self._ready, []
         self._last_write = time.monotonic()
-        hashes = [h for group, _ in ready for h in group]
-        if not hashes:
+        items = [item for group, _ in ready for item in group]
+        if not items:
             return
         matrix = np.vstack([vectors for _, vectors in ready])
+        ids = [item.first_id for item in items]
         with self.store.write() as writer:
-            writer.set_vectors(hashes, matrix)
+            writer.set_vectors([item.content_hash for item in items], matrix, ids=(min(ids), max(ids)))
 
     def _report(self) -> None:
         if self.progress is not None:

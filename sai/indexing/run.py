@@ -87,7 +87,8 @@ class Run:
         self.merge = False  # write ready batches together (large runs)
         self.rechunk = False  # chunking settings changed since the index was built
         self.complete = True  # no chunk waited for a vector when the run began (store: vectors_complete)
-        self.stored_pending: dict[str, None] = {}  # content hashes this run stored without a vector, in order
+        self.last_id = 0  # the highest chunk id when the run began
+        self.stored_pending = False  # this run stored a chunk without a vector
 
     def load_state(self) -> None:
         if not self.project.store.exists:
@@ -101,6 +102,7 @@ class Run:
                 self.had_rows = set(self.stored)
                 self._known = None  # read when a file changed: a no-op run never needs them
                 self.complete = reader.vectors_complete()
+                self.last_id = reader.last_chunk_id()  # what this run stores comes after
                 self.dim = int(self.meta["vector_dim"]) or None  # 0: no vector stored yet
 
     @property
@@ -206,8 +208,7 @@ class Run:
             file_rows.append(FileRow(source.key, source.size, source.mtime_ns, item.file_hash, len(item.chunks)))
         matrix = self._matrix(chunks, vectors)
         writer.replace_files(file_rows, chunks, matrix)
-        self.stored_pending.update(dict.fromkeys(
-            c.content_hash for c, row in zip(chunks, matrix, strict=True) if not len(row) or np.isnan(row[0])))
+        self.stored_pending = self.stored_pending or any(not len(row) or np.isnan(row[0]) for row in matrix)
 
     def _matrix(self, chunks: list[NewChunk], vectors: dict[str, np.ndarray]) -> np.ndarray:
         """The chunks' vectors, row-aligned; a deferred run's chunks without one get a row of NaN
@@ -276,9 +277,11 @@ class Run:
     def backfill(self) -> None:
         """Embed the texts stored without a vector (this run's and any a killed run left): when
         none waited as the run began, those are this run's, known without reading every chunk."""
-        given = list(self.stored_pending) if self.complete else None
+        if self.complete and not self.stored_pending:
+            return
+        after = self.last_id if self.complete else None
         self.counts.embedded += Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
-                                         progress=self.progress, hashes=given).run()
+                                         progress=self.progress, after=after).run()
 
     def _pump(self, prepared: Iterator[Prepared], embedding: EmbeddingThread, in_flight: deque[Batch],
               total: int) -> list[tuple[str, str]]:

@@ -15,9 +15,10 @@ public name of a chunk is `chunk_id` (models.chunk_id), the same on every backen
 
 Pending vectors: a store that declares `pending_vectors` may hold chunks without a vector yet
 (the indexer stores chunks, postings and symbols first and embeds after, docs/design.md
-"Incremental indexing"): `replace_files` takes a row of NaN for such a chunk, `set_vectors`
-fills them later, and nearest/vectors/all_chunks see only chunks that have one. A store
-without it (the default) holds every chunk with its vector, and the indexer embeds before it writes.
+"Incremental indexing"): `replace_files` takes a row of NaN for such a chunk, `pending` names
+them by first id, `set_vectors` and `copy_vectors` fill them later, and nearest/vectors/all_chunks
+see only chunks that have one. A store without it (the default) holds every chunk with its
+vector, and the indexer embeds before it writes.
 
 Keys: every path here is a *key* (project-root-relative, '/'-separated); front ends turn what a
 user typed into a key before calling the core (sai.source.files.key_for).
@@ -51,6 +52,16 @@ class Scope:
     def admits(self, language: str | None, key: str) -> bool:
         """Whether a chunk of this language in this file is among the chunks the scope chooses."""
         return (self.language is None or language == self.language) and (self.keys is None or key in self.keys)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A text waiting for a vector: its content hash, the id of its first chunk, and how many
+    chunks hold it (more than one: copies, which `copy_vectors` fills from the first)."""
+
+    content_hash: str
+    first_id: int
+    chunks: int = 1
 
 
 @dataclass(frozen=True)
@@ -142,17 +153,22 @@ class IndexReader(ABC):
         """How many chunks wait for a vector."""
         return 0
 
-    def pending_hashes(self) -> list[str]:
-        """The distinct content hashes of the chunks waiting for a vector, in the order stored."""
+    def pending(self, after: int = 0) -> list[Pending]:
+        """The distinct texts waiting for a vector among the chunks of id above `after`, each
+        with the id of its first chunk, in the order stored (ids grow as chunks are stored)."""
         return []
+
+    def last_chunk_id(self) -> int:
+        """The highest chunk id (0 for none): every chunk stored later has a higher one."""
+        return 0
 
     def vectors_complete(self) -> bool:
         """Whether the store has recorded that no chunk waits for a vector (see
         `IndexWriter.mark_vectors_complete`), so that this is known without looking at every chunk."""
         return True
 
-    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
-        """One stored text per content hash found (what the embedder is given)."""
+    def texts_by_id(self, ids: list[int]) -> dict[int, str]:
+        """The text of each of these chunks found (what the embedder is given)."""
         return {}
 
 
@@ -194,14 +210,22 @@ class IndexWriter(IndexReader):
     def remove_files(self, keys: list[str]) -> int:
         """Forget these files and their chunks; returns the number of chunks removed."""
 
-    def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
+    def set_vectors(self, hashes: list[str], vectors: np.ndarray, *, ids: tuple[int, int] | None = None) -> int:
         """Give every chunk of these content hashes still without a vector its vector (rows of
-        `vectors` aligned with `hashes`); returns how many chunks got one."""
+        `vectors` aligned with `hashes`), only among chunk ids lo..hi when `ids` is (lo, hi):
+        a bounded write reads only that stretch of the chunks, whatever their number, and
+        `copy_vectors` gives the copies of those texts elsewhere theirs. Returns how many
+        chunks got one."""
         raise NotImplementedError(f"{type(self).__name__} stores every chunk with its vector")
+
+    def copy_vectors(self) -> int:
+        """Give every chunk without a vector the vector another chunk of its content hash has;
+        returns how many got one."""
+        return 0
 
     def mark_vectors_complete(self) -> None:
         """Record that no chunk waits for a vector: the caller gave a vector to every text
-        pending_hashes() named (or it named none), under the one index run (Store.claim). A chunk
+        pending() named (or it named none), under the one index run (Store.claim). A chunk
         stored without a vector afterwards unmarks it in the same transaction."""
 
     @abstractmethod

@@ -41,7 +41,7 @@ def _state(root: Path) -> tuple[bool, list[str], int]:
     project = _project(root)
     try:
         with project.store.read() as reader:
-            return reader.vectors_complete(), reader.pending_hashes(), reader.pending_count()
+            return reader.vectors_complete(), [p.content_hash for p in reader.pending()], reader.pending_count()
     finally:
         project.close()
 

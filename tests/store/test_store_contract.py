@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import uuid
@@ -409,7 +410,7 @@ def test_a_store_without_pending_vectors_answers_as_an_index_with_nothing_waitin
     if store.pending_vectors:
         pytest.skip("this backend holds chunks without a vector (the next tests)")
     with store.read() as reader:
-        assert (reader.pending_count(), reader.pending_hashes()) == (0, [])
+        assert (reader.pending_count(), reader.pending(), reader.texts_by_id([1])) == (0, [], {})
     with store.write() as writer, pytest.raises(NotImplementedError):
         writer.set_vectors([chunks[0].content_hash], _vectors(1))
 
@@ -437,8 +438,11 @@ def test_chunks_without_a_vector_are_searchable_lexically_and_get_it_later(store
     waiting = chunks if dim == 0 else chunks[3:]
     with store.read() as reader:
         assert reader.pending_count() == len(waiting)
-        assert reader.pending_hashes() == [c.content_hash for c in waiting]  # in the order stored
-        assert reader.texts_by_hash([waiting[0].content_hash]) == {waiting[0].content_hash: waiting[0].text}
+        pending = reader.pending()
+        assert [p.content_hash for p in pending] == [c.content_hash for c in waiting]  # in the order stored
+        assert reader.texts_by_id([pending[0].first_id]) == {pending[0].first_id: waiting[0].text}
+        assert reader.pending(pending[1].first_id) == pending[2:]  # only chunks stored after that id
+        assert reader.last_chunk_id() == max(p.first_id for p in pending)
         assert reader.content_hashes() == ({c.content_hash for c in chunks[:3]} if dim else set())
         assert {i for i, _ in reader.lexical("render", 10)}  # every stored chunk is in the postings
         near = reader.nearest(vectors[4], 10)
@@ -456,3 +460,43 @@ def test_chunks_without_a_vector_are_searchable_lexically_and_get_it_later(store
         assert reader.pending_count() == 0 and reader.meta()["vector_dim"] == str(DIM)
         assert reader.nearest(vectors[4], 1)[0][0] == ids["web/view.js1"]
         assert len(reader.all_chunks()[0]) == len(chunks)
+
+
+def test_an_id_is_never_given_twice_so_pending_after_an_id_finds_every_chunk_stored_later(store: Store) -> None:
+    _pending_store(store, dim=DIM)
+    with store.read() as reader:
+        last = reader.last_chunk_id()
+    with store.write() as writer:
+        assert writer.remove_files(["notes/todo.txt"]) == 1  # the chunk stored last, of the highest id
+    again = _chunk(*CHUNKS[6], version=1)
+    with store.write() as writer:
+        writer.replace_files(_file_rows([again]), [again], np.full((1, DIM), np.nan, np.float32))
+    with store.read() as reader:
+        assert [(p.content_hash, p.first_id) for p in reader.pending(last)] == [(again.content_hash, last + 1)]
+        assert reader.last_chunk_id() == last + 1
+
+
+def test_a_bounded_write_fills_only_its_stretch_of_ids_and_copy_vectors_fills_the_copies(store: Store) -> None:
+    chunks, vectors = _pending_store(store, dim=DIM)
+    copy = dataclasses.replace(chunks[4], path="web/copy.js")  # the same text in a file stored last
+    with store.write() as writer:
+        writer.replace_files(_file_rows([copy]), [copy], np.full((1, DIM), np.nan, np.float32))
+    with store.read() as reader:
+        pending = reader.pending()
+        first = {p.content_hash: p for p in pending}[copy.content_hash]
+        assert first.chunks == 2 and reader.pending_count() == len(chunks) - 3 + 1
+        last = reader.last_chunk_id()
+    hashes = [p.content_hash for p in pending]
+    by_hash = {c.content_hash: vectors[i] for i, c in enumerate(chunks)}
+    matrix = np.vstack([by_hash[h] for h in hashes])
+    with store.write() as writer:  # the copy's id is past the stretch: it keeps waiting
+        assert writer.set_vectors(hashes, matrix, ids=(pending[0].first_id, pending[-1].first_id)) == len(pending)
+    with store.read() as reader:
+        assert [(p.content_hash, p.first_id) for p in reader.pending()] == [(copy.content_hash, last)]
+    with store.write() as writer:
+        assert writer.copy_vectors() == 1
+        assert writer.copy_vectors() == 0
+    with store.read() as reader:
+        assert reader.pending_count() == 0 and reader.pending() == []
+        got = reader.vectors([last])[last]
+        assert np.allclose(got, by_hash[copy.content_hash], atol=1e-6)

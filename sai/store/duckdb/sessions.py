@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
-from sai.store.base import IndexReader, IndexSummary, IndexWriter, Scope
+from sai.store.base import IndexReader, IndexSummary, IndexWriter, Pending, Scope
 from sai.store.duckdb import schema
 from sai.store.duckdb.tables import Connection
 from sai.store.duckdb.vectors import VectorTable
@@ -105,14 +105,17 @@ class DuckDBReader(IndexReader):
     def pending_count(self) -> int:
         return self.conn.pending_count() if self.has_index() else 0
 
-    def pending_hashes(self) -> list[str]:
-        return self.conn.pending_hashes() if self.has_index() else []
+    def pending(self, after: int = 0) -> list[Pending]:
+        return self.conn.pending(after) if self.has_index() else []
+
+    def last_chunk_id(self) -> int:
+        return self.conn.last_chunk_id() if self.has_index() else 0
 
     def vectors_complete(self) -> bool:
         return self.conn.vectors_complete() if self.has_index() else True
 
-    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
-        return self.conn.texts_by_hash(hashes) if hashes and self.has_index() else {}
+    def texts_by_id(self, ids: list[int]) -> dict[int, str]:
+        return self.conn.texts_by_id(ids) if ids and self.has_index() else {}
 
 
 class DuckDBWriter(DuckDBReader, IndexWriter):
@@ -140,8 +143,11 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         self.conn.insert_chunks(chunks, vectors)
         self.conn.touch_files(files)
 
-    def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
-        return self.conn.set_vectors(hashes, vectors) if hashes and self.has_index() else 0
+    def set_vectors(self, hashes: list[str], vectors: np.ndarray, *, ids: tuple[int, int] | None = None) -> int:
+        return self.conn.set_vectors(hashes, vectors, ids=ids) if hashes and self.has_index() else 0
+
+    def copy_vectors(self) -> int:
+        return self.conn.copy_vectors() if self.has_index() else 0
 
     def mark_vectors_complete(self) -> None:
         if self.has_index():

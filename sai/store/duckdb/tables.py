@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from sai.models import NewChunk
+from sai.store.base import Pending
 from sai.store.cache import TokenCache
 from sai.store.duckdb import changelog, postings
 from sai.store.duckdb.derived import VECTORS_COMPLETE, DerivedTables
@@ -37,6 +38,8 @@ from sai.store.duckdb.rows import (
     vector_column,
 )
 from sai.store.duckdb.sidecar import Sidecar
+
+LAST_ID = "last_chunk_id"  # sai_meta key: the highest id ever given to a chunk (store/base.py `last_chunk_id`)
 
 T = TypeVar("T")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
@@ -203,47 +206,73 @@ class Connection(DerivedTables):
     def mark_vectors_complete(self) -> None:
         self.set_meta({VECTORS_COMPLETE: "1"})
 
-    def pending_hashes(self) -> list[str]:
-        """The distinct content hashes of the chunks without a vector, in the order they were stored."""
+    def pending(self, after: int = 0) -> list[Pending]:
+        """The distinct texts of the chunks of id above `after` without a vector, by first id."""
         if self.vectors_complete():
             return []
-        where = "WHERE embedding IS NULL " if self.has_vectors() else ""
+        waiting = "AND embedding IS NULL " if self.has_vectors() else ""
         rows = self.con.execute(
-            f"SELECT content_hash FROM {self.collection} {where}GROUP BY content_hash ORDER BY min(id)"
+            f"SELECT content_hash, min(id) AS first, count(*) FROM {self.collection} "
+            f"WHERE id > ? {waiting}GROUP BY content_hash ORDER BY first", [int(after)],
         ).fetchall()
-        return [r[0] for r in rows]
+        return [Pending(h, int(first), int(n)) for h, first, n in rows]
 
-    def texts_by_hash(self, hashes: list[str]) -> dict[str, str]:
-        """One stored text per content hash found."""
-        if not hashes:
+    def last_chunk_id(self) -> int:
+        """The highest id ever given to a chunk: ids are never given twice, even when the chunks
+        that had the highest are deleted (an index written by an older SAI records none yet)."""
+        row = self.con.execute(
+            f"SELECT greatest(coalesce(max(id), 0), coalesce((SELECT max(CAST(value AS BIGINT)) FROM sai_meta "
+            f"WHERE collection = ? AND key = ?), 0)) FROM {self.collection}", [self.collection, LAST_ID],
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def texts_by_id(self, ids: list[int]) -> dict[int, str]:
+        """The texts of these chunks: the bounds let the scan skip every stretch of rows outside
+        them (ids grow as rows are stored), so reading a group costs the same at any size."""
+        if not ids:
             return {}
         rows = self.con.execute(
-            f"SELECT content_hash, any_value(text) FROM {self.collection} "
-            "WHERE content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash", [hashes],
+            f"SELECT id, text FROM {self.collection} WHERE id BETWEEN ? AND ? "
+            "AND id IN (SELECT unnest(?::BIGINT[]))", [min(ids), max(ids), [int(i) for i in ids]],
         ).fetchall()
-        return dict(rows)
+        return {int(i): text for i, text in rows}
 
-    def set_vectors(self, hashes: list[str], vectors: np.ndarray) -> int:
+    def _add_vector_column(self, dim: int) -> None:
+        self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{dim}]")
+        self.cache.pop("column:embedding", None)
+        self.set_meta({"vector_dim": str(dim)})
+
+    def set_vectors(self, hashes: list[str], vectors: np.ndarray, *, ids: tuple[int, int] | None = None) -> int:
         """Give every chunk of these content hashes that has no vector its vector (row-aligned
-        with `hashes`); the first vectors add the `embedding` column. Returns the rows set."""
+        with `hashes`), among chunk ids lo..hi only when `ids` is (lo, hi); the first vectors
+        add the `embedding` column. Returns the rows set."""
         if not hashes:
             return 0
-        dim = int(vectors.shape[1])
         if not self.has_vectors():
-            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{dim}]")
-            self.cache.pop("column:embedding", None)
-            self.set_meta({"vector_dim": str(dim)})
+            self._add_vector_column(int(vectors.shape[1]))
+        t = self.collection
+        within = f" AND {t}.id BETWEEN {int(ids[0])} AND {int(ids[1])}" if ids else ""
         batch = pa.table({"content_hash": pa.array(hashes, pa.string()), "embedding": vector_column(vectors)})
         self.con.register("sai_vectors", batch)
         try:
-            changed = self._touching(
-                f"UPDATE {self.collection} SET embedding = v.embedding FROM sai_vectors v "
-                f"WHERE {self.collection}.content_hash = v.content_hash AND {self.collection}.embedding IS NULL "
-                f"RETURNING {self.collection}.id"
+            return self._touching(
+                f"UPDATE {t} SET embedding = v.embedding FROM sai_vectors v "
+                f"WHERE {t}.content_hash = v.content_hash AND {t}.embedding IS NULL{within} RETURNING {t}.id"
             )
         finally:
             self.con.unregister("sai_vectors")
-        return changed
+
+    def copy_vectors(self) -> int:
+        """Give each chunk without a vector the one its content hash has in another chunk."""
+        if self.vectors_complete() or not self.has_vectors():
+            return 0
+        t = self.collection
+        return self._touching(
+            f"UPDATE {t} SET embedding = s.embedding FROM (SELECT content_hash, any_value(embedding) AS embedding "
+            f"FROM {t} WHERE embedding IS NOT NULL AND content_hash IN "
+            f"(SELECT content_hash FROM {t} WHERE embedding IS NULL) GROUP BY content_hash) s "
+            f"WHERE {t}.content_hash = s.content_hash AND {t}.embedding IS NULL RETURNING {t}.id"
+        )
 
     def _touching(self, sql: str, params: list[object] | None = None) -> int:
         """Run an UPDATE or DELETE that returns the ids of the chunks it changed; note them for
@@ -416,16 +445,14 @@ class Connection(DerivedTables):
         matrix of no columns) stores its chunk without a vector, for set_vectors to fill."""
         if not chunks:
             return
-        first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
-        start_id = int(first[0]) if first else 1
+        start_id = self.last_chunk_id() + 1
+        self.set_meta({LAST_ID: str(start_id + len(chunks) - 1)})
         self._touch(np.arange(start_id, start_id + len(chunks), dtype=np.int64))
         given = vectors.shape[1] > 0 and not np.isnan(vectors[:, 0]).all()
         if not given or np.isnan(vectors[:, 0]).any():
             self.set_meta({VECTORS_COMPLETE: "0"})
         if given and not self.has_vectors():
-            self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{vectors.shape[1]}]")
-            self.cache.pop("column:embedding", None)
-            self.set_meta({"vector_dim": str(vectors.shape[1])})
+            self._add_vector_column(int(vectors.shape[1]))
 
         def column(name: str, kind: pa.DataType) -> pa.Array:
             return pa.array([getattr(c, name) for c in chunks], kind)
