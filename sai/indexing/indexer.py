@@ -57,6 +57,9 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
             run.backfill()
         closing = time.perf_counter()
     run.stats.walk, run.stats.close = walk_s, time.perf_counter() - closing
+    if run.wrote or run.counts.removed:
+        with run.stats.timing("warm"):
+            project.store.warm()  # the first question after a large build answers at once
     log.debug("stage times: %s", run.stats.summary(), extra={"stage_times": run.stats})
     keys = sorted({s.key for s in walked.included} - {key for key, _ in unreadable})
     chunks, nfiles = _held(project, keys)

@@ -289,6 +289,12 @@ class Store(ABC):
                 self.recreate()  # a damaged index cannot be opened to drop anything
         yield
 
+    def warm(self) -> None:
+        """Build, after an index run that wrote, what the first question would otherwise build
+        (DuckDB: the copies every searching process maps, store/duckdb/shared_copies.py), so
+        the first answer after a large build is not the one that pays for it; nothing by default."""
+        return
+
     @abstractmethod
     def prepare(self) -> None:
         """Make what a first write needs (a directory); raise StoreError naming the fix."""

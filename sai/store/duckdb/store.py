@@ -396,6 +396,22 @@ class DuckDBStore(base.Store):
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
+    def warm(self) -> None:
+        """Bring the shared row, BM25 and symbol copies (and the vector sidecar they are marked
+        against) to the committed token: each is patched when a file of it is near, else read
+        whole and written, as a first search or look-up would (838k chunks: 18 s for a search's,
+        12 s for a look-up's, once; docs/design.md, "How the cost grows")."""
+        if not self.exists:
+            return
+        with self.read() as reader:
+            conn = reader.conn  # type: ignore[attr-defined]
+            if not conn.has_index():
+                return
+            conn.row_table()
+            if conn.has_postings():
+                conn.lexical_table()
+            conn.symbols()
+
     def prepare(self) -> None:
         """Create the index directory, or fail with one line before any work is done."""
         try:

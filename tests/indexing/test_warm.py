@@ -1,0 +1,73 @@
+"""An index run that wrote ends by building the copies searching processes map (Store.warm:
+the row table, the BM25 CSR and the symbol table beside the vector sidecar), so the first
+search or look-up of another process maps them instead of reading the index whole; a run that
+wrote nothing builds nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures_tree import many_functions, write_config, write_tree
+from ollama_standin import OllamaStandIn
+from test_shared_copies import _no_whole_reads
+
+from sai import search
+from sai.config import load_config
+from sai.indexing.indexer import index
+from sai.project import Project
+from sai.query.lookup import find_symbol
+
+
+def _project(root: Path) -> Project:
+    return Project(load_config(flags={}, env={}, cwd=root))
+
+
+def _shared(root: Path) -> dict[str, int]:
+    """The shared copies beside the index, by name, with their modification times."""
+    return {p.name: p.stat().st_mtime_ns for p in (root / ".index").glob("*.vectors/*/g*.*.arrow")}
+
+
+def _index(root: Path) -> None:
+    project = _project(root)
+    try:
+        index(project)
+    finally:
+        project.close()
+
+
+def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(60, per_file=20))
+    write_config(root, ollama_server.url)
+    _index(root)
+    assert sorted(_shared(root)) == ["g1.lexicon.arrow", "g1.rows.arrow", "g1.symbols.arrow"]
+
+    _no_whole_reads(monkeypatch)  # a whole read of the rows, postings or symbols now fails
+    project = _project(root)
+    try:
+        hits = search(project, "gen_7 value", limit=5, mode="hybrid")
+        assert hits and hits[0].path == "gen/mod_000.py"
+        assert [d.symbol for d in find_symbol(project, "gen_42")] == ["gen_42"]
+    finally:
+        project.close()
+
+
+def test_a_run_that_writes_nothing_builds_nothing_and_one_that_writes_a_file_patches(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(60, per_file=20))
+    write_config(root, ollama_server.url)
+    _index(root)
+    built = _shared(root)
+    _index(root)  # nothing changed
+    assert _shared(root) == built
+    (root / "gen" / "mod_001.py").write_text("def gen_new(value):\n    return value\n", encoding="utf-8")
+    _index(root)
+    project = _project(root)
+    try:
+        assert [d.symbol for d in find_symbol(project, "gen_new")] == ["gen_new"]
+        assert find_symbol(project, "gen_25") == []  # the file's old functions are gone
+    finally:
+        project.close()
