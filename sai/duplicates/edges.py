@@ -152,13 +152,30 @@ def duplicate_edges(
     floor = max(min_score, 2 * min_score - shape.FOUND_FROM)
     by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting,
                                 shaped_at=min_score)
-    i, j = _unique_pairs(n, [by_cosine, _shape_candidates(shapes, queries, nesting, window=2 * top_k)])
+    # each part scored as it comes and cut to min_score: the candidates are never held together
+    parts = [_scored(matrix, shapes, by_cosine.i, by_cosine.j, min_score)]
+    asked = None if queries is None else np.isin(np.arange(n), queries)
+    for a, b in shape.band_pairs(shapes.sigs, np.flatnonzero(shapes.known), window=2 * top_k):
+        if nesting is not None and len(a):
+            apart = ~nesting.excluded(a, b)
+            a, b = a[apart], b[apart]
+        found = _scored(matrix, shapes, a, b, min_score)  # the score is symmetric: both ways below
+        parts += [found if asked is None else found.where(asked[found.i]),
+                  Edges(found.j, found.i, found.s) if asked is None else Edges(found.j, found.i, found.s).where(
+                      asked[found.j])]
+    edges = Edges.concat(parts)
+    _, first = np.unique(edges.i * n + edges.j, return_index=True)  # a cosine neighbour may share a band too
+    return _keep_top_k(edges.where(first), top_k)
+
+
+def _scored(matrix: np.ndarray, shapes: Shapes, i: np.ndarray, j: np.ndarray, min_score: float) -> Edges:
+    """The pairs (i, j) of two shaped rows whose duplicate score reaches min_score, with it."""
     both = shapes.known[i] & shapes.known[j]
     i, j = i[both], j[both]
     score = duplicate_score(_dots(matrix, i, j), shape.similarity(shapes.sigs, i, j),
                             np.minimum(shapes.sizes[i], shapes.sizes[j]))
     keep = score >= min_score
-    return _keep_top_k(Edges(i[keep], j[keep], score[keep].astype(np.float32)), top_k)
+    return Edges(i[keep], j[keep], score[keep].astype(np.float32))
 
 
 def shape_weight(sizes: np.ndarray) -> np.ndarray:
@@ -173,25 +190,6 @@ def duplicate_score(cosine: np.ndarray, similarity: np.ndarray, sizes: np.ndarra
     """The duplicate score of pairs: their shape similarity and cosine, weighted by shape_weight."""
     weight = shape_weight(np.asarray(sizes, dtype=np.float64))
     return (weight * similarity + (1.0 - weight) * cosine).astype(np.float32)
-
-
-def _shape_candidates(shapes: Shapes, queries: np.ndarray | None, nesting: Nesting | None, *, window: int) -> Edges:
-    """Directed pairs (both ways) whose signatures share a band, from query rows when seeded."""
-    parts = []
-    for a, b in shape.band_pairs(shapes.sigs, np.flatnonzero(shapes.known), window=window):
-        parts.append(Edges(np.concatenate([a, b]), np.concatenate([b, a]), np.zeros(2 * len(a), np.float32)))
-    edges = Edges.concat(parts)
-    if queries is not None and len(edges):
-        edges = edges.where(np.isin(edges.i, queries))
-    if nesting is not None and len(edges):
-        edges = edges.where(~nesting.excluded(edges.i, edges.j))
-    return edges
-
-
-def _unique_pairs(n: int, parts: Sequence[Edges]) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct directed pairs (i, j) of these edges, sorted."""
-    keys = np.unique(np.concatenate([p.i * n + p.j for p in parts]))
-    return keys // n, keys % n
 
 
 def neighbour_edges(

@@ -297,21 +297,33 @@ def similarity(sigs: np.ndarray, i: np.ndarray, j: np.ndarray, *, step: int = 65
 
 
 def band_pairs(sigs: np.ndarray, rows: np.ndarray, *, window: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Pairs (i < j by position in `rows`) whose signatures agree on a whole band.
+    """Pairs (i < j by position in `rows`) whose signatures agree on a whole band, each once.
 
     Rows are sorted by band key; each row pairs with the rows up to `window` places after it
     under the same key, so a bucket of m rows yields all its pairs when m <= window + 1 and a
-    chain of overlapping windows (connected, but not every pair) when it is larger.
+    chain of overlapping windows (connected, but not every pair) when it is larger. A pair an
+    earlier band yielded for certain (it shared a bucket there of at most window + 1 rows) is
+    not yielded again, so the pairs of all bands need no set to be made distinct: near-copies
+    share most bands, and the candidates of a large index, held together, took gigabytes.
     """
+    keys = np.empty((len(rows), BANDS), dtype=np.uint64)
+    small = np.empty((len(rows), BANDS), dtype=bool)  # the row's bucket in that band yields all its pairs
     for band in range(BANDS):
-        keys = _band_keys(sigs[rows, band * BAND_ROWS:(band + 1) * BAND_ROWS])
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
+        keys[:, band] = _band_keys(sigs[rows, band * BAND_ROWS:(band + 1) * BAND_ROWS])
+        _, inverse, counts = np.unique(keys[:, band], return_inverse=True, return_counts=True)
+        small[:, band] = counts[inverse.ravel()] <= window + 1
+    for band in range(BANDS):
+        order = np.argsort(keys[:, band], kind="stable")
+        ordered = keys[order, band]
         for offset in range(1, window + 1):
             same = np.flatnonzero(ordered[offset:] == ordered[:-offset])
             if not len(same):
                 break
-            yield rows[order[same]], rows[order[same + offset]]
+            a, b = order[same], order[same + offset]
+            if band:
+                earlier = ((keys[a, :band] == keys[b, :band]) & small[a, :band]).any(axis=1)
+                a, b = a[~earlier], b[~earlier]
+            yield rows[a], rows[b]
 
 
 def _band_keys(band: np.ndarray) -> np.ndarray:
