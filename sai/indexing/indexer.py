@@ -46,7 +46,7 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
            on_searchable: Callable[[int], None] | None) -> IndexReport:
     config = project.config
     started = time.perf_counter()
-    walked = files.walk(config)
+    walked = files.walk(config, known=None if recreate else _accepted(project))
     walk_s = time.perf_counter() - started
     rebuild = project.store.rebuild() if recreate else contextlib.nullcontext()  # readers keep the old index
     with project.store.run(), rebuild:  # one writer connection for the run, checkpointed once at its end
@@ -91,11 +91,12 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
     # files gone from the tree go last: until then their vectors serve renamed and moved code
     run.remove(sorted((set(run.stored) - wanted) | {key for key, _ in unreadable if key in run.stored}))
     chunking = project.expected_meta(0)
+    record = {"chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
+              "chunking": chunking.chunking} if changed or run.counts.removed else {}
+    if run.meta.get(files.WALKED) != (walked_with := files.walk_signature(project.config)):
+        record[files.WALKED] = walked_with
     with run.stats.timing("finish"):
-        _finish(project, meta={
-            "chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
-            "chunking": chunking.chunking,
-        } if changed or run.counts.removed else None)
+        _finish(project, meta=record or None)
     return run, unreadable
 
 
@@ -160,6 +161,17 @@ def _finish(project: Project, *, meta: dict[str, str] | None = None) -> None:
         writer.finish_run()
         if meta:
             writer.set_meta(meta)
+
+
+def _accepted(project: Project) -> dict[str, tuple[int, int]]:
+    """(size, mtime_ns) of the files the index holds, when it recorded them under this config's
+    walk_signature: the walk accepts those found unchanged without reading them."""
+    if not project.store.exists:
+        return {}
+    with project.store.read() as reader:
+        if not reader.has_index() or reader.meta().get(files.WALKED) != files.walk_signature(project.config):
+            return {}
+        return {key: (row.size, row.mtime_ns) for key, row in reader.files().items()}
 
 
 def _pending(project: Project) -> int:

@@ -9,7 +9,10 @@ include allow-list (`not-included`), gitignore, symlink, special file (`unreadab
 
 Content is read in two stages so that a no-op re-index stays cheap: `walk()` reads only the
 first 8 KiB of each candidate (a NUL byte or invalid UTF-8 there -> `binary`; a marker in the
-first 600 bytes -> `generated-marker`), which settles every file up to 8 KiB completely.
+first 600 bytes -> `generated-marker`), which settles every file up to 8 KiB completely. A file
+the caller says is indexed at the same size and mtime (`walk(known=...)`: the index run's stored
+file rows, under the same marker setting) is not read at all: its head is what it was (a no-op
+walk of 32k files read 32k heads).
 `read_source()` reads the whole file once, when the indexer needs its text, and repeats every
 check on the full bytes, so a bigger file with a late NUL or bad byte is reported there.
 Nothing here follows symlinks, and no bad file makes the walk raise.
@@ -21,7 +24,7 @@ import codecs
 import errno
 import os
 import stat
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +64,15 @@ class SkipFileError(SaiError):
 SkipFile = SkipFileError  # the name indexer.py catches
 
 
+WALKED = "walked"  # index meta key: the walk_signature its stored files were accepted under
+
+
+def walk_signature(config: Config) -> str:
+    """What a file's head decides under (the marker setting, the checks' version): the stored
+    files of an index recorded under the same one may be accepted again unread (walk's `known`)."""
+    return f"heads=1/marker={config.skip_generated_marker}"
+
+
 @dataclass(frozen=True)
 class WalkResult:
     """Files to index, files skipped with their reason, and the directory names pruned."""
@@ -96,12 +108,13 @@ class _Filters:
         )
 
 
-def walk(config: Config) -> WalkResult:
+def walk(config: Config, *, known: Mapping[str, tuple[int, int]] | None = None) -> WalkResult:
     """Every file under the root that would be indexed, and the reason for each one skipped.
 
-    An unreadable subdirectory appears in `excluded` as `('dir/', 'unreadable')`.
+    An unreadable subdirectory appears in `excluded` as `('dir/', 'unreadable')`. `known`: the
+    (size, mtime_ns) of files accepted before; a file found with the same is accepted unread.
     """
-    state = _Walk(_Filters.of(config))
+    state = _Walk(_Filters.of(config), known=known or {})
     state.run()
     included = tuple(sorted(state.included, key=lambda source: source.key))
     return WalkResult(included, tuple(sorted(state.excluded)), config.pruned_dirs)
@@ -112,6 +125,7 @@ class _Walk:
     """The mutable state of one walk: a stack of directories still to visit and the results."""
 
     filters: _Filters
+    known: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     included: list[SourceFile] = field(default_factory=list)
     excluded: list[tuple[str, str]] = field(default_factory=list)
 
@@ -143,7 +157,8 @@ class _Walk:
             return []
 
     def _visit_file(self, key: str, path: str, matcher: IgnoreMatcher) -> None:
-        outcome = _name_reason(self.filters, matcher, key) or _inspect(self.filters, key, path)
+        outcome = _name_reason(self.filters, matcher, key) or _inspect(self.filters, key, path,
+                                                                      known=self.known.get(key))
         if isinstance(outcome, SourceFile):
             self.included.append(outcome)
         elif outcome != "ext":
@@ -224,7 +239,8 @@ def _pattern_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str 
     return "gitignore" if matcher.ignored(key, is_dir=False) else None
 
 
-def _inspect(filters: _Filters, key: str, path: str | Path) -> SourceFile | str:
+def _inspect(filters: _Filters, key: str, path: str | Path, *, known: tuple[int, int] | None = None
+             ) -> SourceFile | str:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -239,9 +255,10 @@ def _inspect(filters: _Filters, key: str, path: str | Path) -> SourceFile | str:
         return "unreadable"  # FIFOs, sockets, devices: opening one could block or never end
     if st.st_size > filters.max_bytes:
         return "too-large"
-    reason = _head_reason(path, skip_generated=filters.skip_generated)
-    if reason is not None:
-        return reason
+    if known != (st.st_size, st.st_mtime_ns):
+        reason = _head_reason(path, skip_generated=filters.skip_generated)
+        if reason is not None:
+            return reason
     return SourceFile(key, Path(path), language_for(key), st.st_size, st.st_mtime_ns)
 
 
