@@ -142,3 +142,27 @@ def test_after_fifty_refreshes_searches_stay_exact(
     project.close()
     assert recalls == [1.0] * len(QUERIES)
     assert len(similar) == 5
+
+
+def test_a_language_every_current_chunk_is_in_restricts_nothing_after_refreshes(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After refreshes the vector table holds dead rows; a scope that keeps every live one is the
+    whole index: the lexical search runs unrestricted (no subset's statistics to build)."""
+    from sai.store.duckdb.postings import LexicalTable
+
+    root = write_tree(tmp_path / "py", many_functions(60, per_file=10))
+    write_config(root, ollama_server.url)
+    project = open_project(root)
+    try:
+        indexer.index(project)
+        for n in range(3):
+            target = root / "gen" / f"mod_00{n}.py"
+            target.write_text(target.read_text() + f"\n\ndef added_{n}(value):\n    return value - {n}\n")
+            indexer.refresh(project, [f"gen/mod_00{n}.py"])
+        everything = search.search(project, "value times", limit=8, mode="lexical")
+        monkeypatch.setattr(LexicalTable, "mask_of", lambda self, ids: pytest.fail("the scope restricted the search"))
+        scoped = search.search(project, "value times", limit=8, mode="lexical", language="python")
+    finally:
+        project.close()
+    assert [(h.path, h.start_line, h.score) for h in scoped] == [(h.path, h.start_line, h.score) for h in everything]

@@ -67,7 +67,8 @@ class DuckDBReader(IndexReader):
         if scope is not None and not scope.everything:
             table = self.conn.vector_table()
             mask = self._mask(table, scope)
-            among = None if mask is None or mask.all() else table.ids[mask]
+            # a scope keeping every current chunk (a language all of them are in) restricts nothing
+            among = None if mask is None or int(np.count_nonzero(mask)) == len(table) else table.ids[mask]
         return self.conn.lexical(lexemes, k, among=among)
 
     def _mask(self, table: VectorTable, scope: Scope | None) -> np.ndarray | None:
