@@ -32,6 +32,7 @@ from sai.store.duckdb.rows import (
     chunk_cols,
     chunk_rows_of,
     extension_path,
+    int_list,
     matrix_of,
     quote,
     utc_now,
@@ -233,7 +234,7 @@ class Connection(DerivedTables):
             return {}
         rows = self.con.execute(
             f"SELECT id, text FROM {self.collection} WHERE id BETWEEN ? AND ? "
-            "AND id IN (SELECT unnest(?::BIGINT[]))", [min(ids), max(ids), [int(i) for i in ids]],
+            "AND list_contains(CAST(?::VARCHAR AS BIGINT[]), id)", [min(ids), max(ids), int_list(ids)],
         ).fetchall()
         return {int(i): text for i, text in rows}
 
