@@ -258,7 +258,10 @@ def test_ctrl_c_while_sai_loads_prints_one_line_not_an_import_traceback(tmp_path
     time.sleep(0.15)  # past `import sai.app` (2 ms), into the command line's import (most of a second)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert (proc.returncode, err) == (130, "error: interrupted\n")
+    # on a fast machine the signal may land after the config is read, whose note came first
+    lines = err.splitlines()
+    assert proc.returncode == 130 and lines[-1:] == ["error: interrupted"], err
+    assert all(line.startswith("note: no sai-cfg.yml found") for line in lines[:-1]) and len(lines) <= 2, err
 
 
 def test_ctrl_c_of_a_search_does_not_speak_of_batches(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
