@@ -87,7 +87,6 @@ class Run:
         self.merge = False  # write ready batches together (large runs)
         self.rechunk = False  # chunking settings changed since the index was built
         self.complete = True  # no chunk waited for a vector when the run began (store: vectors_complete)
-        self.last_id = 0  # the highest chunk id when the run began
         self.stored_pending = False  # this run stored a chunk without a vector
 
     def load_state(self) -> None:
@@ -102,7 +101,6 @@ class Run:
                 self.had_rows = set(self.stored)
                 self._known = None  # read when a file changed: a no-op run never needs them
                 self.complete = reader.vectors_complete()
-                self.last_id = reader.last_chunk_id()  # what this run stores comes after
                 self.dim = int(self.meta["vector_dim"]) or None  # 0: no vector stored yet
 
     @property
@@ -279,7 +277,7 @@ class Run:
         none waited as the run began, those are this run's, known without reading every chunk."""
         if self.complete and not self.stored_pending:
             return
-        after = self.last_id if self.complete else None
+        after = 0 if self.complete else None  # ids of deleted chunks are given again: no bound
         self.counts.embedded += Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
                                          progress=self.progress, after=after).run()
 

@@ -158,10 +158,6 @@ class IndexReader(ABC):
         with the id of its first chunk, in the order stored (ids grow as chunks are stored)."""
         return []
 
-    def last_chunk_id(self) -> int:
-        """The highest chunk id (0 for none): every chunk stored later has a higher one."""
-        return 0
-
     def vectors_complete(self) -> bool:
         """Whether the store has recorded that no chunk waits for a vector (see
         `IndexWriter.mark_vectors_complete`), so that this is known without looking at every chunk."""

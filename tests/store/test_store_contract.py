@@ -442,7 +442,6 @@ def test_chunks_without_a_vector_are_searchable_lexically_and_get_it_later(store
         assert [p.content_hash for p in pending] == [c.content_hash for c in waiting]  # in the order stored
         assert reader.texts_by_id([pending[0].first_id]) == {pending[0].first_id: waiting[0].text}
         assert reader.pending(pending[1].first_id) == pending[2:]  # only chunks stored after that id
-        assert reader.last_chunk_id() == max(p.first_id for p in pending)
         assert reader.content_hashes() == ({c.content_hash for c in chunks[:3]} if dim else set())
         assert {i for i, _ in reader.lexical("render", 10)}  # every stored chunk is in the postings
         near = reader.nearest(vectors[4], 10)
@@ -462,20 +461,6 @@ def test_chunks_without_a_vector_are_searchable_lexically_and_get_it_later(store
         assert len(reader.all_chunks()[0]) == len(chunks)
 
 
-def test_an_id_is_never_given_twice_so_pending_after_an_id_finds_every_chunk_stored_later(store: Store) -> None:
-    _pending_store(store, dim=DIM)
-    with store.read() as reader:
-        last = reader.last_chunk_id()
-    with store.write() as writer:
-        assert writer.remove_files(["notes/todo.txt"]) == 1  # the chunk stored last, of the highest id
-    again = _chunk(*CHUNKS[6], version=1)
-    with store.write() as writer:
-        writer.replace_files(_file_rows([again]), [again], np.full((1, DIM), np.nan, np.float32))
-    with store.read() as reader:
-        assert [(p.content_hash, p.first_id) for p in reader.pending(last)] == [(again.content_hash, last + 1)]
-        assert reader.last_chunk_id() == last + 1
-
-
 def test_a_bounded_write_fills_only_its_stretch_of_ids_and_copy_vectors_fills_the_copies(store: Store) -> None:
     chunks, vectors = _pending_store(store, dim=DIM)
     copy = dataclasses.replace(chunks[4], path="web/copy.js")  # the same text in a file stored last
@@ -485,7 +470,7 @@ def test_a_bounded_write_fills_only_its_stretch_of_ids_and_copy_vectors_fills_th
         pending = reader.pending()
         first = {p.content_hash: p for p in pending}[copy.content_hash]
         assert first.chunks == 2 and reader.pending_count() == len(chunks) - 3 + 1
-        last = reader.last_chunk_id()
+        last = max(r.id for r in reader.chunks_of_file("web/copy.js"))
     hashes = [p.content_hash for p in pending]
     by_hash = {c.content_hash: vectors[i] for i, c in enumerate(chunks)}
     matrix = np.vstack([by_hash[h] for h in hashes])

@@ -109,9 +109,6 @@ class DuckDBReader(IndexReader):
     def pending(self, after: int = 0) -> list[Pending]:
         return self.conn.pending(after) if self.has_index() else []
 
-    def last_chunk_id(self) -> int:
-        return self.conn.last_chunk_id() if self.has_index() else 0
-
     def vectors_complete(self) -> bool:
         return self.conn.vectors_complete() if self.has_index() else True
 

@@ -40,8 +40,6 @@ from sai.store.duckdb.rows import (
 )
 from sai.store.duckdb.sidecar import Sidecar
 
-LAST_ID = "last_chunk_id"  # sai_meta key: the highest id ever given to a chunk (store/base.py `last_chunk_id`)
-
 T = TypeVar("T")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
@@ -217,15 +215,6 @@ class Connection(DerivedTables):
             f"WHERE id > ? {waiting}GROUP BY content_hash ORDER BY first", [int(after)],
         ).fetchall()
         return [Pending(h, int(first), int(n)) for h, first, n in rows]
-
-    def last_chunk_id(self) -> int:
-        """The highest id ever given to a chunk: ids are never given twice, even when the chunks
-        that had the highest are deleted (an index written by an older SAI records none yet)."""
-        row = self.con.execute(
-            f"SELECT greatest(coalesce(max(id), 0), coalesce((SELECT max(CAST(value AS BIGINT)) FROM sai_meta "
-            f"WHERE collection = ? AND key = ?), 0)) FROM {self.collection}", [self.collection, LAST_ID],
-        ).fetchone()
-        return int(row[0]) if row else 0
 
     def texts_by_id(self, ids: list[int]) -> dict[int, str]:
         """The texts of these chunks: the bounds let the scan skip every stretch of rows outside
@@ -447,8 +436,8 @@ class Connection(DerivedTables):
         matrix of no columns) stores its chunk without a vector, for set_vectors to fill."""
         if not chunks:
             return
-        start_id = self.last_chunk_id() + 1
-        self.set_meta({LAST_ID: str(start_id + len(chunks) - 1)})
+        first = self.con.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.collection}").fetchone()
+        start_id = int(first[0]) if first else 1
         self._touch(np.arange(start_id, start_id + len(chunks), dtype=np.int64))
         given = vectors.shape[1] > 0 and not np.isnan(vectors[:, 0]).all()
         if not given or np.isnan(vectors[:, 0]).any():
