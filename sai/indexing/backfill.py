@@ -89,9 +89,9 @@ class Backfill:
     vector from `copy_vectors` at the end (docs/design.md, "How the cost grows")."""
 
     def __init__(self, store: Store, embedder: Embedder, *, check: Check,
-                 progress: Callable[[IndexProgress], None] | None = None, after: int | None = None) -> None:
+                 progress: Callable[[IndexProgress], None] | None = None, resumed: bool = True) -> None:
         self.store = store
-        self.after = after  # every text waiting is in chunks of id above this (None: any may wait)
+        self.resumed = resumed  # a killed run's texts may wait (else only the caller's run stored any)
         self.embedder = embedder
         self.check = check
         self.progress = progress
@@ -105,11 +105,11 @@ class Backfill:
         """Embed what waits; returns how many texts were embedded. Once every text that waited has
         its vector, the store records that none waits (mark_vectors_complete), so the next run
         need not look at every chunk to know it."""
-        if self.after is None:  # copies of texts a killed run embedded need no model
+        if self.resumed:  # copies of texts a killed run embedded need no model
             with self.store.write() as writer:
                 writer.copy_vectors()
         with self.store.read() as reader:
-            waiting = reader.pending(self.after or 0)
+            waiting = reader.pending()
         self.total = len(waiting)
         self._copies = any(item.chunks > 1 for item in waiting)
         if waiting:

@@ -277,9 +277,8 @@ class Run:
         none waited as the run began, those are this run's, known without reading every chunk."""
         if self.complete and not self.stored_pending:
             return
-        after = 0 if self.complete else None  # ids of deleted chunks are given again: no bound
         self.counts.embedded += Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
-                                         progress=self.progress, after=after).run()
+                                         progress=self.progress, resumed=not self.complete).run()
 
     def _pump(self, prepared: Iterator[Prepared], embedding: EmbeddingThread, in_flight: deque[Batch],
               total: int) -> list[tuple[str, str]]:
