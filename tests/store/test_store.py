@@ -225,6 +225,24 @@ def test_idle_read_lease_yields_to_a_waiting_writer_before_it_expires(built: Duc
         assert reader.meta()["other_process"] == "wrote"
 
 
+def test_a_read_lease_keeps_writers_out_after_another_instance_of_the_file_closed(built: DuckDBStore, db: Path) -> None:
+    """DuckDB's own lock on the file is a POSIX record lock, which the process loses when it closes
+    any descriptor of the file (here another DuckDB instance of it): the lease's own lock still
+    keeps a writer of another process out, so it never answers from a state the file left."""
+    with built.read() as reader:
+        assert "other_process" not in reader.meta()
+        duckdb.connect(str(db), read_only=True).close()
+        refused = subprocess.run([sys.executable, "-c", WRITE_ONCE, str(db), "1"],
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode != 0 and "held by another process" in refused.stderr, refused.stderr
+        assert reader.chunk_count() == 40
+    done = subprocess.run([sys.executable, "-c", WRITE_ONCE, str(db), str(READ_LEASE_S / 2)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr  # the idle lease lets go for it
+    with built.read() as reader:
+        assert reader.meta()["other_process"] == "wrote"
+
+
 def test_write_waits_for_another_process_writer_then_proceeds(built: DuckDBStore, db: Path) -> None:
     built.close()
     holder = _start_holder(db, 1.0)

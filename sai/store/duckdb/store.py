@@ -8,8 +8,11 @@ shared `sai_meta` table; vectors are searched in memory (vectors.py).
 Connections are short-lived because DuckDB lets one writing process hold a file and shuts out
 every other process, readers included. A writer holds an OS lock (flock) on `<db>.writer` for
 as long as it writes; readers close their connection as soon as they see that lock taken and
-otherwise keep it for a short idle lease. Both sides retry a locked file until `lock_timeout_s`.
-A lock dies with its process, so a killed writer never leaves readers waiting.
+otherwise keep it for a short idle lease. Every connection holds `<db>.open` (flock: shared by
+readers, exclusive by the writer) for as long as it is open, so the writer never opens while a
+lease is open, whatever else the reader's process does with the file (`_connect`). Both sides
+retry a locked file until `lock_timeout_s`. A lock dies with its process, so a killed writer
+never leaves readers waiting.
 
 An index run (`Store.run()`) keeps its writer connection from its first write transaction to its
 end: closing a DuckDB file checkpoints it, and that costs seconds at 78k chunks, so a connection
@@ -72,6 +75,7 @@ class DuckDBStore(base.Store):
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.Condition(threading.RLock())
         self._conn: Connection | None = None
+        self._open_fd: int | None = None  # `<db>.open`, locked while self._conn is open (`_connect`)
         self._timer: threading.Timer | None = None
         self._readers = 0  # threads of this process reading through the lease right now
         self._blocks_dropped = True  # since the lease's last reader left (`_drop_blocks`)
@@ -94,6 +98,10 @@ class DuckDBStore(base.Store):
     @property
     def request_path(self) -> Path:
         return self.path.with_name(self.path.name + ".readers")
+
+    @property
+    def open_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".open")
 
     @property
     def run_path(self) -> Path:
@@ -383,18 +391,49 @@ class DuckDBStore(base.Store):
             self._release()
 
     def _connect(self, *, read_only: bool) -> Connection:
+        """A connection, with `<db>.open` held shared (a reader) or exclusive (the writer) for as
+        long as it is open, retried while another process holds either until lock_timeout_s.
+
+        DuckDB's own lock on the file is a POSIX record lock, which a process loses when it closes
+        *any* descriptor of the file: another DuckDB instance of it in the same process (a second
+        store, a script's `duckdb.connect`) closing left a read lease open with no lock, so a
+        writer got in and the lease went on answering from the state before it (the sidecar kill
+        test failed so about one run in 30). A `flock` belongs to its own descriptor only."""
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.02
         while True:
-            try:
-                return Connection.open(self.path, self.sessions_of, read_only=read_only, derived=self.derived)
-            except duckdb.Error as exc:
-                if not is_lock_conflict(exc):
-                    raise describe(exc, self.path) from exc
-                if time.monotonic() >= deadline:
-                    raise self._locked_error() from exc
+            held = self._lock_open(read_only=read_only)
+            if held is not None:
+                try:
+                    conn = Connection.open(self.path, self.sessions_of, read_only=read_only, derived=self.derived)
+                    self._open_fd = held if held >= 0 else None
+                    return conn
+                except duckdb.Error as exc:
+                    if held >= 0:
+                        os.close(held)
+                    if not is_lock_conflict(exc):
+                        raise describe(exc, self.path) from exc
+            if time.monotonic() >= deadline:
+                raise self._locked_error()
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
+
+    def _lock_open(self, *, read_only: bool) -> int | None:
+        """`<db>.open` locked for a connection: its descriptor, -1 where no lock file can be made
+        (a read-only directory: no writer can be there either), None while another process's
+        connection holds a conflicting lock."""
+        try:
+            fd = os.open(self.open_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            return -1
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise StoreError(f"cannot lock {self.open_path}: {exc.strerror}") from exc
+            return None
+        return fd
 
     def warm(self) -> None:
         """Bring the shared row, BM25 and symbol copies (and the vector sidecar they are marked
@@ -477,7 +516,12 @@ class DuckDBStore(base.Store):
     def _close(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            conn.close()
+            try:
+                conn.close()
+            finally:
+                if self._open_fd is not None:
+                    fd, self._open_fd = self._open_fd, None
+                    os.close(fd)  # closing releases `<db>.open` (after DuckDB let go of the file)
 
 
 def _drop_blocks(conn: Connection) -> bool:
