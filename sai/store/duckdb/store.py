@@ -397,8 +397,8 @@ class DuckDBStore(base.Store):
         DuckDB's own lock on the file is a POSIX record lock, which a process loses when it closes
         *any* descriptor of the file: another DuckDB instance of it in the same process (a second
         store, a script's `duckdb.connect`) closing left a read lease open with no lock, so a
-        writer got in and the lease went on answering from the state before it (the sidecar kill
-        test failed so about one run in 30). A `flock` belongs to its own descriptor only."""
+        writer got in and the lease went on answering from the state before it (docs/design.md,
+        "Locking"). A `flock` belongs to its own descriptor only."""
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.02
         while True:
