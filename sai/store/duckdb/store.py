@@ -422,10 +422,14 @@ class DuckDBStore(base.Store):
         """`<db>.open` locked for a connection: its descriptor, -1 where no lock file can be made
         (a read-only directory: no writer can be there either), None while another process's
         connection holds a conflicting lock."""
+        cloexec = getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(self.open_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = os.open(self.open_path, os.O_RDWR | os.O_CREAT | cloexec, 0o644)
         except OSError:
-            return -1
+            try:
+                fd = os.open(self.open_path, os.O_RDONLY | cloexec)  # made by another user: flock needs no write
+            except OSError:
+                return -1
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
