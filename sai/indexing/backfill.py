@@ -27,6 +27,7 @@ from sai.store.base import Pending, Store
 
 EMBED_GROUP = 64  # texts per embedding call: a progress step every few seconds on a CPU
 READ_TEXTS = 1024  # texts read in one session (each read pays a session and a query: 19 % of the stage at 64)
+COPY_HASHES = 4_096  # texts whose copies one transaction fills (Backfill._copy)
 AHEAD = 4  # groups sent to the embedder ahead of the one being taken
 WRITE_CHUNKS = 1024  # vectors per write transaction
 WRITE_SECONDS = 5.0  # or this long, whichever comes first: readers see vectors arrive
@@ -98,20 +99,21 @@ class Backfill:
         self.embedded = 0  # distinct texts embedded
         self.total = 0
         self._ready: list[tuple[list[Pending], np.ndarray]] = []
-        self._copies = False  # a text waiting in more than one chunk
+        self._copies: list[str] = []  # the texts waiting in more than one chunk
         self._last_write = time.monotonic()
 
     def run(self) -> int:
         """Embed what waits; returns how many texts were embedded. Once every text that waited has
         its vector, the store records that none waits (mark_vectors_complete), so the next run
         need not look at every chunk to know it."""
-        if self.resumed:  # copies of texts a killed run embedded need no model
-            with self.store.write() as writer:
-                writer.copy_vectors()
         with self.store.read() as reader:
             waiting = reader.pending()
+        if self.resumed and waiting:  # copies of texts a killed run embedded need no model
+            self._copy([item.content_hash for item in waiting])
+            with self.store.read() as reader:
+                waiting = reader.pending()
         self.total = len(waiting)
-        self._copies = any(item.chunks > 1 for item in waiting)
+        self._copies = [item.content_hash for item in waiting if item.chunks > 1]
         if waiting:
             self._report()
         in_flight: deque[tuple[list[Pending], Future[np.ndarray]]] = deque()
@@ -135,10 +137,16 @@ class Backfill:
         return self.embedded
 
     def _finish(self) -> None:
+        self._copy(self._copies)
         with self.store.write() as writer:
-            if self._copies:
-                writer.copy_vectors()
             writer.mark_vectors_complete()
+
+    def _copy(self, hashes: list[str]) -> None:
+        """Copies of these texts get the vector another chunk of theirs has, COPY_HASHES texts a
+        transaction (each gathers and writes that many texts' vectors, whatever the index's size)."""
+        for start in range(0, len(hashes), COPY_HASHES):
+            with self.store.write() as writer:
+                writer.copy_vectors(hashes[start:start + COPY_HASHES])
 
     @staticmethod
     def _submit(embedding: EmbeddingThread, group: list[Pending], texts: dict[int, str]

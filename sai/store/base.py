@@ -214,9 +214,10 @@ class IndexWriter(IndexReader):
         chunks got one."""
         raise NotImplementedError(f"{type(self).__name__} stores every chunk with its vector")
 
-    def copy_vectors(self) -> int:
-        """Give every chunk without a vector the vector another chunk of its content hash has;
-        returns how many got one."""
+    def copy_vectors(self, hashes: list[str]) -> int:
+        """Give every chunk of these content hashes without a vector the vector another chunk
+        of its hash has (the caller passes a few thousand hashes a transaction: what it gathers
+        and writes grows with them); returns how many got one."""
         return 0
 
     def mark_vectors_complete(self) -> None:

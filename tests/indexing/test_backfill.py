@@ -16,6 +16,7 @@ from sai.config import load_config
 from sai.indexing import backfill
 from sai.indexing.indexer import index
 from sai.project import Project
+from sai.store.duckdb.sessions import DuckDBWriter
 
 SHARED = "def shared_helper(value):\n    return sorted(set(value))[:3]\n"
 
@@ -92,3 +93,37 @@ def test_copies_a_killed_run_left_without_a_vector_are_filled_by_the_next_run_wi
     assert ollama_server.inputs_embedded == embedded  # the copy took its vector from the first
     waiting, vectors = _stored(root)
     assert waiting == 0 and np.array_equal(vectors["aaa/first.py"], vectors["zzz/last.py"])
+
+
+def test_many_copied_texts_are_filled_a_few_texts_a_transaction_and_each_embedded_once(
+    tmp_path: Path, ollama_server: OllamaStandIn, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backfill, "COPY_HASHES", 2)  # 7 texts with copies: 4 transactions
+    files = many_functions(40, per_file=10)
+    shared = {f"def shared_{n}(value):\n    return value + {n}\n" for n in range(7)}
+    for n, text in enumerate(sorted(shared)):
+        files[f"aaa/first_{n}.py"] = text
+        files[f"mmm/middle_{n}.py"] = text
+        files[f"zzz/last_{n}.py"] = text
+    root = write_tree(tmp_path / "project", files)
+    write_config(root, ollama_server.url)
+    writes: list[int] = []
+    real = DuckDBWriter.copy_vectors
+
+    def counted(self: DuckDBWriter, hashes: list[str]) -> int:
+        writes.append(len(hashes))
+        return real(self, hashes)
+
+    monkeypatch.setattr(DuckDBWriter, "copy_vectors", counted)
+    project = Project(load_config(flags={}, env={}, cwd=root))
+    try:
+        assert index(project).embedded == 47
+        with project.store.read() as reader:
+            assert reader.pending_count() == 0 and reader.vectors_complete()
+            for n in range(7):
+                ids = [reader.chunks_of_file(f"{d}_{n}.py")[0].id for d in ("aaa/first", "mmm/middle", "zzz/last")]
+                found = reader.vectors(ids)
+                assert len(found) == 3 and all(np.array_equal(found[ids[0]], found[i]) for i in ids)
+    finally:
+        project.close()
+    assert writes == [2, 2, 2, 1] and ollama_server.inputs_embedded == 47

@@ -479,8 +479,9 @@ def test_a_bounded_write_fills_only_its_stretch_of_ids_and_copy_vectors_fills_th
     with store.read() as reader:
         assert [(p.content_hash, p.first_id) for p in reader.pending()] == [(copy.content_hash, last)]
     with store.write() as writer:
-        assert writer.copy_vectors() == 1
-        assert writer.copy_vectors() == 0
+        assert writer.copy_vectors(["no-such-hash", chunks[0].content_hash]) == 0  # none of theirs waits
+        assert writer.copy_vectors([copy.content_hash]) == 1
+        assert writer.copy_vectors([copy.content_hash]) == 0
     with store.read() as reader:
         assert reader.pending_count() == 0 and reader.pending() == []
         got = reader.vectors([last])[last]

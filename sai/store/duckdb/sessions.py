@@ -144,8 +144,8 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
     def set_vectors(self, hashes: list[str], vectors: np.ndarray, *, ids: tuple[int, int] | None = None) -> int:
         return self.conn.set_vectors(hashes, vectors, ids=ids) if hashes and self.has_index() else 0
 
-    def copy_vectors(self) -> int:
-        return self.conn.copy_vectors() if self.has_index() else 0
+    def copy_vectors(self, hashes: list[str]) -> int:
+        return self.conn.copy_vectors(hashes) if hashes and self.has_index() else 0
 
     def mark_vectors_complete(self) -> None:
         if self.has_index():

@@ -252,17 +252,23 @@ class Connection(DerivedTables):
         finally:
             self.con.unregister("sai_vectors")
 
-    def copy_vectors(self) -> int:
-        """Give each chunk without a vector the one its content hash has in another chunk."""
-        if self.vectors_complete() or not self.has_vectors():
+    def copy_vectors(self, hashes: list[str]) -> int:
+        """Give each chunk of these content hashes without a vector the one its hash has in
+        another chunk. The vectors gathered are those of `hashes` only: gathering every waiting
+        hash's at once ran out of the writer's memory at 960k chunks (77k hashes waiting)."""
+        if not hashes or self.vectors_complete() or not self.has_vectors():
             return 0
         t = self.collection
-        return self._touching(
-            f"UPDATE {t} SET embedding = s.embedding FROM (SELECT content_hash, any_value(embedding) AS embedding "
-            f"FROM {t} WHERE embedding IS NOT NULL AND content_hash IN "
-            f"(SELECT content_hash FROM {t} WHERE embedding IS NULL) GROUP BY content_hash) s "
-            f"WHERE {t}.content_hash = s.content_hash AND {t}.embedding IS NULL RETURNING {t}.id"
-        )
+        self.con.register("sai_copying", pa.table({"content_hash": pa.array(hashes, pa.string())}))
+        try:
+            return self._touching(
+                f"UPDATE {t} SET embedding = s.embedding FROM (SELECT content_hash, any_value(embedding) AS embedding "
+                f"FROM {t} WHERE content_hash IN (SELECT content_hash FROM sai_copying) AND embedding IS NOT NULL "
+                f"GROUP BY content_hash) s "
+                f"WHERE {t}.content_hash = s.content_hash AND {t}.embedding IS NULL RETURNING {t}.id"
+            )
+        finally:
+            self.con.unregister("sai_copying")
 
     def _touching(self, sql: str, params: list[object] | None = None) -> int:
         """Run an UPDATE or DELETE that returns the ids of the chunks it changed; note them for
