@@ -51,10 +51,11 @@ sys.path.insert(0, str(REPO))
 
 from sai import find_duplicates, find_similar, index, refresh, search, status  # noqa: E402
 from sai.chunking import make_chunker  # noqa: E402
-from sai.config import SCHEMA, load_config  # noqa: E402
+from sai.config import ALWAYS_PRUNED, SCHEMA, load_config  # noqa: E402
 from sai.indexing.watch import Watcher  # noqa: E402
 from sai.project import Project  # noqa: E402
 from sai.query.lookup import find_symbol  # noqa: E402
+from sai.source.files import GENERATED_MARKERS, MARKER_BYTES  # noqa: E402
 
 SOURCES = (Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"]))
 DIM = 384
@@ -119,6 +120,13 @@ def counts(url: str) -> dict[str, float]:
 
 # -- the tree -------------------------------------------------------------------------------
 
+def indexed(rel: Path, text: str) -> bool:
+    """Whether SAI's walk takes the file: no always-pruned directory, no generated marker in
+    its head (a tree counted without this held 960k indexed chunks of a million cut)."""
+    head = text.encode("utf-8")[:MARKER_BYTES].lower()
+    return not set(rel.parts) & set(ALWAYS_PRUNED) and not any(marker in head for marker in GENERATED_MARKERS)
+
+
 def build_tree(root: Path, chunks: int) -> dict[str, int]:
     """Every source .py file once (by content), then renamed copies, until SAI's own chunker
     has cut `chunks` chunks from what is written (a copy cuts as its original: its count is
@@ -136,9 +144,10 @@ def build_tree(root: Path, chunks: int) -> dict[str, int]:
             except (OSError, UnicodeDecodeError):
                 continue
             digest = zlib.crc32(text.encode())
-            if digest not in seen:
+            rel = Path(f"s{n}") / path.relative_to(base)
+            if digest not in seen and indexed(rel, text):
                 seen.add(digest)
-                originals.append((Path(f"s{n}") / path.relative_to(base), text))
+                originals.append((rel, text))
     cut: dict[int, int] = {}  # original -> chunks its text cuts into
     written = counted = copies = 0
     while counted < chunks:
