@@ -55,7 +55,7 @@ from sai.config import ALWAYS_PRUNED, SCHEMA, load_config  # noqa: E402
 from sai.indexing.watch import Watcher  # noqa: E402
 from sai.project import Project  # noqa: E402
 from sai.query.lookup import find_symbol  # noqa: E402
-from sai.source.files import GENERATED_MARKERS, MARKER_BYTES  # noqa: E402
+from sai.source.files import has_generated_marker  # noqa: E402
 
 SOURCES = (Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"]))
 DIM = 384
@@ -123,8 +123,7 @@ def counts(url: str) -> dict[str, float]:
 def indexed(rel: Path, text: str) -> bool:
     """Whether SAI's walk takes the file: no always-pruned directory, no generated marker in
     its head (a tree counted without this held 960k indexed chunks of a million cut)."""
-    head = text.encode("utf-8")[:MARKER_BYTES].lower()
-    return not set(rel.parts) & set(ALWAYS_PRUNED) and not any(marker in head for marker in GENERATED_MARKERS)
+    return not set(rel.parts) & set(ALWAYS_PRUNED) and not has_generated_marker(text.encode("utf-8"))
 
 
 def build_tree(root: Path, chunks: int) -> dict[str, int]:

@@ -273,10 +273,11 @@ def _head_reason(path: str | Path, *, skip_generated: bool) -> str | None:
 def _content_reason(data: bytes, *, complete: bool, skip_generated: bool) -> str | None:
     if b"\0" in data or not _is_utf8(data, complete=complete):
         return "binary"
-    return "generated-marker" if skip_generated and _has_marker(data) else None
+    return "generated-marker" if skip_generated and has_generated_marker(data) else None
 
 
-def _has_marker(data: bytes) -> bool:
+def has_generated_marker(data: bytes) -> bool:
+    """Whether the head of a file (its first MARKER_BYTES are looked at) carries a generated marker."""
     head = data[:MARKER_BYTES].lower()
     for marker in GENERATED_MARKERS:  # a plain loop: 20x faster than an IGNORECASE regex
         if marker in head:

@@ -1,13 +1,17 @@
-"""Probing the file locks SAI's processes coordinate by (`<db>.writer`, `<db>.readers`): a
-non-blocking `flock` that another process's lock refuses, and a poll until one is let go."""
+"""Probing and taking the file locks SAI's processes coordinate by (`<db>.writer`, `<db>.readers`,
+`<db>.open`, `<db>.run`): a non-blocking `flock` that another process's lock refuses, and a poll
+until one is let go."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from sai.errors import StoreError
 
 
 def lock_held(path: Path, mode: int) -> bool:
@@ -23,6 +27,18 @@ def lock_held(path: Path, mode: int) -> bool:
     finally:
         os.close(fd)  # closing drops the probe's own lock
     return False
+
+
+def try_lock(fd: int, mode: int, path: Path) -> bool:
+    """Take `mode` (LOCK_SH, LOCK_EX) on `fd`, the open lock file `path`, without waiting: False
+    while another descriptor holds a conflicting lock; any other failure is a StoreError."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise StoreError(f"cannot lock {path}: {exc.strerror}") from exc
+        return False
+    return True
 
 
 def wait_while(busy: Callable[[], bool], timeout_s: float, *, poll_s: float) -> None:

@@ -30,7 +30,6 @@ Every database error is translated into a StoreError with one line naming the fi
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import logging
 import os
@@ -48,7 +47,7 @@ from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
 from sai.store.duckdb import compaction, migrations, schema
 from sai.store.duckdb.errors import describe, first_line, is_lock_conflict, translate
-from sai.store.duckdb.locks import lock_held, wait_while
+from sai.store.duckdb.locks import lock_held, try_lock, wait_while
 from sai.store.duckdb.rows import quote
 from sai.store.duckdb.sessions import DuckDBReader, DuckDBWriter
 from sai.store.duckdb.tables import Connection
@@ -116,13 +115,7 @@ class DuckDBStore(base.Store):
         fd = os.open(self.run_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
             waited = False
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise StoreError(f"cannot lock {self.run_path}: {exc.strerror}") from exc
+            while not try_lock(fd, fcntl.LOCK_EX, self.run_path):
                 if not waited and on_wait is not None:
                     on_wait()
                 waited = True
@@ -294,14 +287,14 @@ class DuckDBStore(base.Store):
         deadline = time.monotonic() + self.lock_timeout_s
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
-                    os.close(fd)
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise StoreError(f"cannot lock {self.intent_path}: {exc.strerror}") from exc
-                    raise self._locked_error() from exc
+                if try_lock(fd, fcntl.LOCK_EX, self.intent_path):
+                    return fd
+            except StoreError:
+                os.close(fd)
+                raise
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise self._locked_error()
             time.sleep(0.02)
 
     @contextlib.contextmanager
@@ -431,13 +424,13 @@ class DuckDBStore(base.Store):
             except OSError:
                 return -1
         try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except OSError as exc:
+            if try_lock(fd, fcntl.LOCK_SH if read_only else fcntl.LOCK_EX, self.open_path):
+                return fd
+        except StoreError:
             os.close(fd)
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise StoreError(f"cannot lock {self.open_path}: {exc.strerror}") from exc
-            return None
-        return fd
+            raise
+        os.close(fd)
+        return None
 
     def warm(self) -> None:
         """Bring the shared row, BM25 and symbol copies (and the vector sidecar they are marked
