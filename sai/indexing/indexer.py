@@ -107,7 +107,7 @@ def refresh(project: Project, keys: list[str]) -> RefreshReport:
         if (project.config.root / key).is_dir() and not (project.config.root / key).is_symlink():
             raise UsageError(f"path {key} is a directory; give files")
     run = Run(project)
-    run.load_state()
+    run.load_state(keys)
     sources, gone, not_found = [], [], []
     for key in keys:
         checked = files.check_file(project.config, key)
@@ -122,7 +122,7 @@ def refresh(project: Project, keys: list[str]) -> RefreshReport:
     with project.store.run():
         unreadable = run.process(sources, len(sources))
         gone += [PathResult(path=key, removed_reason=reason) for key, reason in unreadable]
-        run.stored = _stored_files(project)
+        run.stored = _stored_files(project, keys)
         run.remove([g.path for g in gone if g.path in run.stored])
         _finish(project)
     done = {s.key for s in sources} - {key for key, _ in unreadable}
@@ -181,11 +181,11 @@ def _pending(project: Project) -> int:
         return reader.pending_count()
 
 
-def _stored_files(project: Project) -> dict[str, FileRow]:
+def _stored_files(project: Project, keys: list[str] | None = None) -> dict[str, FileRow]:
     if not project.store.exists:
         return {}
     with project.store.read() as reader:
-        return reader.files()
+        return reader.files(keys)
 
 
 def _held(project: Project, keys: list[str]) -> tuple[int, int]:
