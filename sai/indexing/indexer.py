@@ -125,6 +125,8 @@ def refresh(project: Project, keys: list[str]) -> RefreshReport:
         run.stored = _stored_files(project, keys)
         run.remove([g.path for g in gone if g.path in run.stored])
         _finish(project)
+    if run.wrote or run.counts.removed:
+        project.store.warm()  # the shared copies follow the write here, not in the next question
     done = {s.key for s in sources} - {key for key, _ in unreadable}
     refreshed = tuple(
         PathResult(path=k, chunks=run.stored[k].chunk_count if k in run.stored else 0)

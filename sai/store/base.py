@@ -107,6 +107,11 @@ class IndexReader(ABC):
         """Content hashes of every chunk stored with its vector: texts an index run need not embed again."""
 
     @abstractmethod
+    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        """A stored vector for each content hash found, under any key (what a run of a few files
+        asks instead of reading every hash)."""
+
+    @abstractmethod
     def run_finished(self) -> bool:
         """True when `finish_run` would change nothing (a reader asks first, so that a run with
         nothing to repair takes no writer)."""
@@ -187,10 +192,6 @@ class IndexWriter(IndexReader):
     @abstractmethod
     def chunk_hashes(self, keys: list[str]) -> dict[str, list[str]]:
         """The content hashes of each file's stored chunks (what a rewrite keeps)."""
-
-    @abstractmethod
-    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        """A stored vector for each content hash found, under any key."""
 
     @abstractmethod
     def replace_files(self, files: list[FileRow], chunks: list[NewChunk], vectors: np.ndarray) -> None:
@@ -287,9 +288,10 @@ class Store(ABC):
         yield
 
     def warm(self) -> None:
-        """Build, after an index run that wrote, what the first question would otherwise build
-        (DuckDB: the copies every searching process maps, store/duckdb/shared_copies.py), so
-        the first answer after a large build is not the one that pays for it; nothing by default."""
+        """Build, after an index run or a refresh that wrote, what the first question would
+        otherwise build or patch (DuckDB: the copies every searching process maps,
+        store/duckdb/shared_copies.py), so the first answer after a write is not the one that
+        pays for it; nothing by default."""
         return
 
     @abstractmethod

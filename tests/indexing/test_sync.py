@@ -98,6 +98,22 @@ def test_refresh_of_an_unchanged_file_embeds_nothing(project, ollama_server):
     assert ollama_server.inputs_embedded == 0
 
 
+def test_refresh_of_a_moved_function_takes_its_stored_vector_without_reading_every_hash(
+        project, ollama_server, tmp_path, monkeypatch):
+    def every_hash(self):
+        raise AssertionError("a refresh of a few files read every stored hash")
+
+    monkeypatch.setattr(tables.Connection, "content_hashes", every_hash)
+    before = rows_by_location(project)
+    (tmp_path / "src/c.py").unlink()
+    (tmp_path / "src/d.py").write_text(TREE["src/c.py"] + "\n\n" + NEW_FILE)  # slugify moved, greet new
+    report = indexer.refresh(project, ["src/c.py", "src/d.py"])
+    assert report.refreshed == (PathResult("src/d.py", chunks=2),)
+    assert ollama_server.received_inputs == [PASSAGE + NEW_FILE.rstrip("\n")]
+    after = rows_by_location(project)
+    assert np.array_equal(after[("src/d.py", 1, 2)][2], before[("src/c.py", 1, 2)][2])
+
+
 def test_refresh_cli_prints_one_line_per_path_and_a_summary(project, tmp_path, capsys):
     (tmp_path / "src/a.py").write_text(PRICE + "\n\n" + EDITED_TAX)
     (tmp_path / "src/c.py").unlink()

@@ -1,7 +1,8 @@
 """An index run that wrote ends by building the copies searching processes map (Store.warm:
 the row table, the BM25 CSR and the symbol table beside the vector sidecar), so the first
 search or look-up of another process maps them instead of reading the index whole; a run that
-wrote nothing builds nothing."""
+wrote nothing builds nothing; a refresh ends with them at its write, so the next search patches
+nothing."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from test_shared_copies import _no_whole_reads
 
 from sai import search
 from sai.config import load_config
-from sai.indexing.indexer import index
+from sai.indexing.indexer import index, refresh
 from sai.project import Project
 from sai.query.lookup import find_symbol
+from sai.store.duckdb.sidecar import Manifest, Sidecar
 
 
 def _project(root: Path) -> Project:
@@ -69,5 +71,32 @@ def test_a_run_that_writes_nothing_builds_nothing_and_one_that_writes_a_file_pat
     try:
         assert [d.symbol for d in find_symbol(project, "gen_new")] == ["gen_new"]
         assert find_symbol(project, "gen_25") == []  # the file's old functions are gone
+    finally:
+        project.close()
+
+
+def test_a_refresh_ends_with_the_sidecar_at_its_write_so_the_next_search_patches_nothing(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "project", many_functions(60, per_file=20))
+    write_config(root, ollama_server.url)
+    _index(root)
+    (root / "gen" / "mod_001.py").write_text("def gen_new(value):\n    return value * 7\n", encoding="utf-8")
+    project = _project(root)
+    try:
+        search(project, "gen_7 value", limit=5, mode="hybrid")  # this process's copies, before the write
+        refresh(project, ["gen/mod_001.py"])
+        with project.store.read() as reader:
+            token = reader.meta()["token"]
+        sidecar = Sidecar.beside(project.config.db_path, project.config.collection)
+        held = Manifest.read(sidecar.manifest_path)
+        assert held is not None and held.token == token
+
+        def no_patch(*_args: object, **_kwargs: object) -> object:
+            raise AssertionError("the search patched the sidecar")
+
+        monkeypatch.setattr(Sidecar, "_patch", no_patch)
+        hits = search(project, "gen_new", limit=3, mode="hybrid")
+        assert hits[0].symbol == "gen_new"
     finally:
         project.close()

@@ -176,6 +176,9 @@ def test_chunk_hashes_and_vectors_by_hash(filled) -> None:
         "src/cart.py": sorted(c.content_hash for c in chunks[:3])}
     assert set(found) == {chunks[4].content_hash}
     assert found[chunks[4].content_hash].tobytes() == vectors[4].tobytes()  # bit for bit
+    with store.read() as reader:  # a reader asks too: a run of a few files, before its write
+        assert {k: v.tobytes() for k, v in reader.vectors_by_hash([chunks[4].content_hash, "absent"]).items()} \
+            == {chunks[4].content_hash: vectors[4].tobytes()}
 
 
 def test_summary_holds_what_status_shows_and_leaves_unknown_languages_out(filled) -> None:

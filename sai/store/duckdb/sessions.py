@@ -48,6 +48,9 @@ class DuckDBReader(IndexReader):
     def content_hashes(self) -> set[str]:
         return self.conn.content_hashes() if self.has_index() else set()
 
+    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        return self.conn.vectors_by_hash(hashes) if hashes and self.has_index() else {}
+
     def run_finished(self) -> bool:
         return self.has_index() and self.conn.run_finished()
 
@@ -130,9 +133,6 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
 
     def chunk_hashes(self, keys: list[str]) -> dict[str, list[str]]:
         return self.conn.chunk_hashes(keys) if keys and self.has_index() else {}
-
-    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        return self.conn.vectors_by_hash(hashes) if self.has_index() else {}
 
     def replace_files(self, files: list[FileRow], chunks: list[NewChunk], vectors: np.ndarray) -> None:
         keys = [f.path for f in files]

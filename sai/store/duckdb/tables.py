@@ -422,20 +422,26 @@ class Connection(DerivedTables):
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
         """Stored vectors for these content hashes (any file), so unchanged text is not re-embedded.
 
-        The rows' ids first, then their vectors by id: filtering on the hash while reading the
-        vectors scanned every vector (0.46 s for 50 hashes at 78k chunks; 0.05 s this way)."""
+        The rows' ids first, from the hash column alone, then their vectors by id: any test of
+        the vector in the scan by hash, `embedding IS NOT NULL` included, reads every vector
+        (40 hashes at 1M chunks: 0.66 s, against 0.11 s this way)."""
         if not hashes or not self.has_vectors():
             return {}
-        table = self._arrow(
-            f"SELECT content_hash, embedding FROM {self.collection} WHERE id IN (SELECT min(id) "
-            f"FROM {self.collection} WHERE embedding IS NOT NULL "
-            "AND content_hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY content_hash)",
-            [hashes],
-        )
+        ids = [int(i) for (i,) in self.con.execute(
+            f"SELECT id FROM {self.collection} WHERE content_hash IN (SELECT unnest(?::VARCHAR[]))",
+            [hashes]).fetchall()]
+        if not ids:
+            return {}
+        with self._among(sorted(ids)) as (where, params):
+            table = self._arrow(f"SELECT content_hash, embedding FROM {self.collection} "
+                                f"WHERE {where} AND embedding IS NOT NULL ORDER BY id", params)
         if table.num_rows == 0:
             return {}
         matrix = matrix_of(table.column("embedding"))
-        return dict(zip(table.column("content_hash").to_pylist(), matrix, strict=True))
+        out: dict[str, np.ndarray] = {}
+        for digest, vector in zip(table.column("content_hash").to_pylist(), matrix, strict=True):
+            out.setdefault(digest, vector)  # copies share one vector: the first will do
+        return out
 
     def insert_chunks(self, chunks: list[NewChunk], vectors: np.ndarray) -> None:
         """Insert these chunks, row-aligned with their vectors, under new ids; a row of NaN (or a

@@ -210,6 +210,14 @@ class QdrantReader(IndexReader):
     def content_hashes(self) -> set[str]:
         return {qp.payload_of(p)["content_hash"] for p in self._scroll(self.name, payload=["content_hash"])}
 
+    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(hashes), PAGE):
+            wanted = models.Filter(must=[qp.match_any("content_hash", hashes[start:start + PAGE])])
+            for p in self._scroll(self.name, filter_=wanted, payload=["content_hash"], vectors=[qp.DENSE]):
+                out.setdefault(qp.payload_of(p)["content_hash"], np.asarray(qp.dense_of(p), dtype=np.float32))
+        return out
+
     # -- search
     def nearest(
         self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
@@ -361,14 +369,6 @@ class QdrantWriter(QdrantReader, IndexWriter):
             return out
         for p in self._scroll(self.name, filter_=qp.keys_filter(keys), payload=["key", "content_hash"]):
             out.setdefault(qp.payload_of(p)["key"], []).append(qp.payload_of(p)["content_hash"])
-        return out
-
-    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for start in range(0, len(hashes), PAGE):
-            wanted = models.Filter(must=[qp.match_any("content_hash", hashes[start:start + PAGE])])
-            for p in self._scroll(self.name, filter_=wanted, payload=["content_hash"], vectors=[qp.DENSE]):
-                out.setdefault(qp.payload_of(p)["content_hash"], np.asarray(qp.dense_of(p), dtype=np.float32))
         return out
 
     def replace_files(self, files: list[FileRow], chunks: list[NewChunk], vectors: np.ndarray) -> None:
