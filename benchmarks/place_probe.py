@@ -118,7 +118,7 @@ def _places(project, cache: Path, repo: str) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repos", type=rq.parse_repos, required=True)
+    p.add_argument("--repos", type=rq.parse_repos, default=[])
     p.add_argument("--variant", choices=("chunk", "file", "both", "list"), default="chunk")
     p.add_argument("--weights", default="0,0.35,1.0")
     p.add_argument("--file-weight", type=float, default=0.35, help="with --variant both or list")
@@ -126,6 +126,9 @@ def main() -> int:
     p.add_argument("--modes", default="hybrid,semantic")
     p.add_argument("--cache", type=Path, default=rq.DEFAULT_CACHE)
     args = p.parse_args()
+    if not args.repos:  # `make bench` runs every benchmark without arguments
+        print("to measure, give --repos (names of semble's repos.json, or a named set such as `held-out`)")
+        return 0
     vectors_module.VectorTable.nearest = _patched  # type: ignore[method-assign]
     search_module._candidates, search_module._order, fusion._scored = _candidates, _order, _scored
     cache = args.cache.resolve()
