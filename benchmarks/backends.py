@@ -69,7 +69,7 @@ def build_corpus(count: int) -> tuple[list[list[NewChunk]], list[list[FileRow]],
     total = 0
     for path in stdlib_files(limit_bytes=1_000_000):
         stat = path.stat()
-        source = SourceFile(path.relative_to(STDLIB).as_posix(), path, "python", stat.st_size, stat.st_mtime_ns)
+        source = SourceFile(path.relative_to(STDLIB).as_posix(), str(path), "python", stat.st_size, stat.st_mtime_ns)
         prepared = prepare(source, config, None)
         if prepared.skip or not prepared.rows:
             continue

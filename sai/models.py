@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, get_args
 
 # ---------------------------------------------------------------- closed choices
@@ -121,7 +120,7 @@ class SourceFile:
     """A file the walker accepted: its key (root-relative, '/'-separated) and facts."""
 
     key: str
-    path: Path
+    path: str  # the file's OS path as the walk reached it (a str: a Path a file cost 40% of a no-op walk)
     language: str | None
     size: int
     mtime_ns: int

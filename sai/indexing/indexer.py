@@ -16,7 +16,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from pathlib import PurePosixPath
 
 from sai.errors import UsageError
 from sai.indexing.run import Progress, Run  # the run itself: its state and stages
@@ -24,6 +23,7 @@ from sai.models import FileRow, IndexProgress, IndexReport, PathResult, RefreshR
 from sai.project import Project
 from sai.source import files
 from sai.source.git import changed_files
+from sai.source.languages import ext_of
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
     return IndexReport(
         chunks=chunks, files=nfiles, skipped=skipped,
         embedded=run.counts.embedded, unchanged=run.counts.unchanged, removed=run.counts.removed,
-        exts=tuple(sorted({suffix[1:].lower() for key in keys if (suffix := PurePosixPath(key).suffix)})),
+        exts=tuple(sorted({ext for key in keys if (ext := ext_of(key))})),
     )
 
 

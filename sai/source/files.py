@@ -33,7 +33,7 @@ from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.models import SourceFile
 from sai.source.gitignore import IgnoreMatcher
 from sai.source.globs import compile_glob
-from sai.source.languages import DOC_EXTS, TEXT_WITHOUT_UNITS, language_for
+from sai.source.languages import DOC_EXTS, TEXT_WITHOUT_UNITS, ext_of, language_for
 from sai.source.paths import resolve_path
 
 REASONS = (
@@ -145,7 +145,7 @@ class _Walk:
 
     def _list(self, dir_key: str) -> list[os.DirEntry[str]]:
         try:
-            with os.scandir(self.filters.root / dir_key) as entries:
+            with os.scandir(os.path.join(self.filters.root, dir_key)) as entries:
                 return list(entries)
         except OSError as exc:
             if not dir_key:
@@ -218,8 +218,7 @@ def _dir_reason(filters: _Filters, matcher: IgnoreMatcher, key: str, name: str) 
 
 
 def _name_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | None:
-    name = key.rsplit("/", 1)[-1]
-    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    ext = ext_of(key)
     if ext not in filters.exts:
         # named only when nothing else would keep it out: a gitignored `.json` stays silent, and
         # so does SAI's own config file
@@ -259,7 +258,7 @@ def _inspect(filters: _Filters, key: str, path: str | Path, *, known: tuple[int,
         reason = _head_reason(path, skip_generated=filters.skip_generated)
         if reason is not None:
             return reason
-    return SourceFile(key, Path(path), language_for(key), st.st_size, st.st_mtime_ns)
+    return SourceFile(key, os.fspath(path), language_for(key), st.st_size, st.st_mtime_ns)
 
 
 def _head_reason(path: str | Path, *, skip_generated: bool) -> str | None:
@@ -429,11 +428,11 @@ def _enter_dir(filters: _Filters, matcher: IgnoreMatcher, dir_key: str) -> Ignor
     """The matcher for a directory's contents: its parent's plus its own `.gitignore`."""
     if not filters.respect_gitignore:
         return matcher
-    text = _read_ignore_file(filters.root / dir_key / ".gitignore")
+    text = _read_ignore_file(os.path.join(filters.root, dir_key, ".gitignore"))
     return matcher.with_text(text, dir_key) if text else matcher
 
 
-def _read_ignore_file(path: Path) -> str:
+def _read_ignore_file(path: str | Path) -> str:
     try:
         return _read_bytes(path, _IGNORE_FILE_MAX).decode("utf-8", errors="replace")
     except OSError:

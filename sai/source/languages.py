@@ -67,12 +67,16 @@ HASH_COMMENTS = frozenset(lang for lang, style in COMMENT_STYLES.items() if styl
 STRING_LITERAL = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|`(?:\\.|[^`\\])*`'
 
 
+def ext_of(key: str) -> str:
+    """A file's extension as `ext` names it: lower-case, after the name's last dot ('' with none)."""
+    name = key.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
 def language_for(key: str) -> str | None:
     """The language of a file by its extension, or None for a text file SAI has no grammar for."""
-    name = key.rsplit("/", 1)[-1]
-    if "." not in name:
-        return None
-    return LANGUAGE_BY_EXT.get(name.rsplit(".", 1)[-1].lower())
+    ext = ext_of(key)
+    return LANGUAGE_BY_EXT.get(ext) if ext else None
 
 
 def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ def test_walk_includes_wanted_extensions_sorted_and_never_reports_other_extensio
     assert [s.key for s in result.included] == ["a/b.go", "a/z.ts", "b.py"]
     assert result.excluded == ()
     first = result.included[0]
-    assert first.path == tmp_path / "a" / "b.go" and first.path.is_absolute()
+    assert Path(first.path) == tmp_path / "a" / "b.go" and Path(first.path).is_absolute()
     assert (first.language, first.size) == ("go", len("package a\n"))
     assert first.mtime_ns == os.stat(tmp_path / "a" / "b.go").st_mtime_ns
 
