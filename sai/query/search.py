@@ -22,7 +22,7 @@ FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
 DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
-LINE_DEFINITIONS_READ = 100  # the chunks holding a name no unit defines, read for a line defining it
+LINE_DEFINITIONS_READ = 1000  # the chunks holding a name no unit defines, read for a line defining it
 
 
 def search(

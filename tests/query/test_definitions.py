@@ -124,6 +124,10 @@ TREE = {
     **{f"src/check/use{i}.cpp": "".join(f"int use{i}_{j}(byte_span s) {{\n    SAI_CHECK(s.size() < CHECK_LIMIT);\n"
                                         f"    SAI_CHECK(s.size() > {j});\n    return {j};\n}}\n\n" for j in range(3))
        for i in range(6)},
+    # a macro used in more chunks, each repeating it, than BM25's first hundred for the name
+    "include/check/move.h": "#pragma once\n#define HOT_MOVE(x) static_cast<decltype(x)&&>(x)\n",
+    **{f"src/sum/sum{i}.cpp": "".join(f"int sum{i}_{j}(int v) {{\n    return HOT_MOVE(v) + HOT_MOVE(v);\n}}\n\n"
+                                      for j in range(15)) for i in range(8)},
     "lib/aliases.bash": "# git shortcuts\nalias gst='git status'\nalias gco='git checkout'\n",
     "lib/use.bash": "".join(f"step_{j}() {{\n  gst\n  gst --short\n  echo {j}\n}}\n\n" for j in range(4)),
     "src/http/fetcher.ts": ("export class Transport {\n  send(body: string): void {\n"
@@ -181,6 +185,15 @@ def test_a_name_defined_on_a_line_finds_that_line_before_its_uses(project, monke
     assert search.search(project, query, limit=5)[0].path == path
 
 
+def test_a_macro_used_in_more_chunks_than_bm25s_first_hundred_finds_its_definition(project):
+    with project.store.read() as reader:
+        ids = [i for i, _ in reader.lexical("hot_move", 1000)]
+        paths = {r.id: r.path for r in reader.chunks(ids, text=False)}
+    ranked = [paths[i] for i in ids]
+    assert ranked.index("include/check/move.h") >= 100  # what the test is about: 120 uses rank before it
+    assert search.search(project, "HOT_MOVE", limit=5)[0].path == "include/check/move.h"
+
+
 @pytest.mark.parametrize(("line", "name", "defines"), [
     ("#define JSON_ASSERT(x) assert(x)", "JSON_ASSERT", True), ("  #  define FMT_VERSION 110000", "FMT_VERSION", True),
     ("    using const_reverse_iterator = json_reverse_iterator<const_iterator>;", "const_reverse_iterator", True),
@@ -208,3 +221,4 @@ def test_only_a_csharp_partial_type_has_a_main_part(project):
             top = max(key.values())
             assert len({r.path for r in rows}) == parts
             assert {r.path for r in rows if key[r.id] == top} == wanted
+
