@@ -70,11 +70,7 @@ def main() -> int:
     unread = sorted(set(args.repos) & set(rq.LANGS_UNTOUCHED + rq.UNTOUCHED))
     if unread:
         p.error(f"the untouched sets are never read: {', '.join(unread)}")
-    try:
-        return measure(args)
-    except rq.MissingData as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return rq.reporting_missing(measure, args)
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -86,11 +82,7 @@ def measure(args: argparse.Namespace) -> int:
     every: list[int | None] = []
     print(f"{'repository':20} {'names':>5} {'hit@1':>6} {'MRR@10':>7}")
     for name in args.repos:
-        repo = specs[name]
-        root = rq.checkout(cache, repo, subs.get(name))
-        project = rq.open_project(cache, repo, root, "local", None)
-        try:
-            rq.index_repo(project)
+        with rq.indexed(cache, name, specs, subs) as (root, project):
             with project.store.read() as reader:
                 indexed = set(reader.files())
             names = unique_names(definitions(cache / "checkouts" / name, root, indexed))
@@ -105,22 +97,20 @@ def measure(args: argparse.Namespace) -> int:
                 if args.misses and rank != 1:
                     top = f"{hits[0].path}:{hits[0].start_line} {hits[0].symbol}" if hits else "nothing"
                     print(f"  miss {d['kind']} {d['name']} {d['path']}:{d['line']} rank {rank}; first {top}")
-        finally:
-            project.close()
         every += ranks
-        print(f"{name:20} {len(ranks):5} {_hit1(ranks):6.3f} {_mrr(ranks):7.3f}", flush=True)
+        print(f"{name:20} {len(ranks):5} {hit1(ranks):6.3f} {mrr(ranks):7.3f}", flush=True)
     print(f"\n{'kind':20} {'names':>5} {'hit@1':>6} {'MRR@10':>7}")
     for kind, ranks in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
-        print(f"{kind:20} {len(ranks):5} {_hit1(ranks):6.3f} {_mrr(ranks):7.3f}")
-    print(f"{'all':20} {len(every):5} {_hit1(every):6.3f} {_mrr(every):7.3f}")
+        print(f"{kind:20} {len(ranks):5} {hit1(ranks):6.3f} {mrr(ranks):7.3f}")
+    print(f"{'all':20} {len(every):5} {hit1(every):6.3f} {mrr(every):7.3f}")
     return 0
 
 
-def _hit1(ranks: list[int | None]) -> float:
+def hit1(ranks: list[int | None]) -> float:
     return sum(r == 1 for r in ranks) / len(ranks) if ranks else 0.0
 
 
-def _mrr(ranks: list[int | None]) -> float:
+def mrr(ranks: list[int | None]) -> float:
     return sum(1 / r for r in ranks if r) / len(ranks) if ranks else 0.0
 
 

@@ -139,10 +139,7 @@ def main() -> int:
     results: dict[float, dict[str, list]] = {w: {} for w in weights}
     for name in args.repos:
         repo = specs[name]
-        root = rq.checkout(cache, repo, subs.get(name))
-        project = rq.open_project(cache, repo, root, "local", None)
-        try:
-            rq.index_repo(project)
+        with rq.indexed(cache, name, specs, subs) as (_, project):
             _places(project, cache, name)
             queries = rq.load_queries(cache, name)
             for w in weights:
@@ -156,8 +153,6 @@ def main() -> int:
                 else:
                     STATE["weight"], STATE["file_weight"] = w, 0.0
                 results[w][name] = [rq.run_query(project, repo, q, m) for q in queries for m in modes]
-        finally:
-            project.close()
         for w in weights:
             print(f"-- weight {w}")
             print_repo(name, results[w][name], len(rq.load_queries(cache, name)), modes, published.get(name),

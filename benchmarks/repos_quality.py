@@ -61,8 +61,11 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from _repos_report import CATEGORIES, print_overall, print_repo, repo_figures
 
@@ -319,6 +322,30 @@ def index_repo(project) -> tuple[int, int, float]:
     started = time.perf_counter()
     report = index(project)
     return report.chunks, report.embedded, time.perf_counter() - started
+
+
+@contextmanager
+def indexed(cache: Path, name: str, specs: dict[str, Repo], subs: dict[str, Substitute]
+            ) -> Iterator[tuple[Path, Any]]:
+    """A repository of repos.json at its checkout, indexed with the bundled model: (its indexed
+    root, the open project), closed afterwards."""
+    repo = specs[name]
+    root = checkout(cache, repo, subs.get(name))
+    project = open_project(cache, repo, root, "local", None)
+    try:
+        index_repo(project)
+        yield root, project
+    finally:
+        project.close()
+
+
+def reporting_missing(measure: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """measure(args), with data missing from the cache said in one line (exit 1)."""
+    try:
+        return measure(args)
+    except MissingData as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 @dataclass

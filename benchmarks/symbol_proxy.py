@@ -29,7 +29,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import repos_quality as rq
-from definitions import KINDS, MIN_NAME, NAME, definitions
+from definitions import KINDS, MIN_NAME, NAME, definitions, hit1, mrr
 
 # name -> (directory of CACHE/proxy, the directory indexed, relative to it)
 PROXIES: dict[str, tuple[str, str]] = {
@@ -110,19 +110,11 @@ def measure(args: argparse.Namespace) -> int:
             project.close()
         totals["def"] += defs
         totals["named"] += named
-        print(f"{name:14} {commit:10} {len(defs):5} {_hit1(defs):6.3f} {_mrr(defs):6.3f} {len(named):5} "
-              f"{_hit1(named):7.3f} {_mrr(named):6.3f}", flush=True)
+        print(f"{name:14} {commit:10} {len(defs):5} {hit1(defs):6.3f} {mrr(defs):6.3f} {len(named):5} "
+              f"{hit1(named):7.3f} {mrr(named):6.3f}", flush=True)
     d, n = totals["def"], totals["named"]
-    print(f"{'all':14} {'':10} {len(d):5} {_hit1(d):6.3f} {_mrr(d):6.3f} {len(n):5} {_hit1(n):7.3f} {_mrr(n):6.3f}")
+    print(f"{'all':14} {'':10} {len(d):5} {hit1(d):6.3f} {mrr(d):6.3f} {len(n):5} {hit1(n):7.3f} {mrr(n):6.3f}")
     return 0
-
-
-def _hit1(ranks: list[int | None]) -> float:
-    return sum(r == 1 for r in ranks) / len(ranks) if ranks else float("nan")
-
-
-def _mrr(ranks: list[int | None]) -> float:
-    return sum(1 / r for r in ranks if r) / len(ranks) if ranks else float("nan")
 
 
 def main() -> int:
@@ -139,11 +131,7 @@ def main() -> int:
     unknown = [r for r in args.repos if r not in PROXIES]
     if unknown:
         p.error(f"unknown proxy {', '.join(unknown)}; choose from: {', '.join(PROXIES)}")
-    try:
-        return measure(args)
-    except rq.MissingData as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return rq.reporting_missing(measure, args)
 
 
 if __name__ == "__main__":

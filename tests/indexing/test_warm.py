@@ -38,12 +38,18 @@ def _index(root: Path) -> None:
         project.close()
 
 
-def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
-    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _indexed_tree(tmp_path: Path, ollama_server: OllamaStandIn) -> Path:
+    """60 functions in three files, indexed."""
     root = write_tree(tmp_path / "project", many_functions(60, per_file=20))
     write_config(root, ollama_server.url)
     _index(root)
+    return root
+
+
+def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _indexed_tree(tmp_path, ollama_server)
     assert sorted(_shared(root)) == ["g1.lexicon.arrow", "g1.rows.arrow", "g1.symbols.arrow"]
 
     _no_whole_reads(monkeypatch)  # a whole read of the rows, postings or symbols now fails
@@ -59,9 +65,7 @@ def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
 def test_a_run_that_writes_nothing_builds_nothing_and_one_that_writes_a_file_patches(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
-    root = write_tree(tmp_path / "project", many_functions(60, per_file=20))
-    write_config(root, ollama_server.url)
-    _index(root)
+    root = _indexed_tree(tmp_path, ollama_server)
     built = _shared(root)
     _index(root)  # nothing changed
     assert _shared(root) == built
@@ -78,9 +82,7 @@ def test_a_run_that_writes_nothing_builds_nothing_and_one_that_writes_a_file_pat
 def test_a_refresh_ends_with_the_sidecar_at_its_write_so_the_next_search_patches_nothing(
     tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = write_tree(tmp_path / "project", many_functions(60, per_file=20))
-    write_config(root, ollama_server.url)
-    _index(root)
+    root = _indexed_tree(tmp_path, ollama_server)
     (root / "gen" / "mod_001.py").write_text("def gen_new(value):\n    return value * 7\n", encoding="utf-8")
     project = _project(root)
     try:
