@@ -13,8 +13,9 @@ from sai.source.languages import STRING_LITERAL
 # 4: JavaScript/TypeScript functions assigned to a property are units; 5: one grammar set on every
 # Python, the per-grammar wheels; 6: C-family macros blanked before the parse, C++ specialisations
 # of kind `specialization`; 7: type aliases of TypeScript, C and C++ and C function-like macros
-# of two lines or more are units): the next index run re-chunks
-CHUNKER_VERSION = 7
+# of two lines or more are units; 8: a macro before a function's type and name is blanked): the
+# next index run re-chunks
+CHUNKER_VERSION = 8
 NOINDEX_MARKER = "sai-noindexing"
 # string literals are matched (and kept) so a `//` or `/*` inside one does not start a comment
 _C_COMMENT = re.compile(rf"(?P<string>{STRING_LITERAL})|/\*.*?\*/|//[^\n]*", re.DOTALL)

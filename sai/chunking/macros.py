@@ -17,7 +17,9 @@ line and column holds; the chunks keep the source as written):
 - a line holding only such an identifier and a `:` (`JSON_PRIVATE_UNLESS_TESTED:`): in a class an
   access label's macro, in a function a label, the statement after it parsing alone;
 - such identifiers at the start of a line before a declaration keyword (`FMT_EXPORT template`):
-  a declaration does not start with a name and then a keyword (`const` aside: `T const x`);
+  a declaration does not start with a name and then a keyword (`const` aside: `T const x`); or
+  before a type and a function's name (`CLI11_NODISCARD std::size_t count() const`, `FMT_CONSTEXPR
+  basic_string_view(…)` aside: one name, a type of its own): a declaration has one type;
 - such an identifier, or a call of it, between `class`/`struct`/`union` and the name when a base
   list or body follows (`class FMT_API format_error : …`): a class key is followed by one name only.
 """
@@ -36,7 +38,8 @@ _LABEL_MACRO = re.compile(rf"[ \t]*{_MACRO}[ \t]*:[ \t]*")
 _ENDS_DECLARATION = re.compile(r".*(?:[;{}]|\b(?:public|protected|private)\s*:)")
 _STARTS_DECLARATION = re.compile(rf"\s*(?:#|@|}}|(?:{_KEYWORDS}|const|unsigned|signed|long|short)\b)")
 _STARTS_FUNCTION = re.compile(r"\s*~?[A-Za-z_]\w*\s*\(")  # a constructor, a function of a macro's type
-_LEADING_MACROS = re.compile(rf"(?m)^[ \t]*(?P<macro>(?:{_MACRO}[ \t]+)+)(?=(?:{_KEYWORDS})\b)")
+_TYPE_THEN_FUNCTION = r"(?:const[ \t]+)?[A-Za-z_][\w:]*(?:<[^()\n;]*>)?(?:[ \t]+[*&]*|[ \t]*[*&]+[ \t]*)~?[A-Za-z_]\w*[ \t]*\("
+_LEADING_MACROS = re.compile(rf"(?m)^[ \t]*(?P<macro>(?:{_MACRO}[ \t]+)+)(?=(?:{_KEYWORDS})\b|{_TYPE_THEN_FUNCTION})")
 _CLASS_HEAD_MACRO = re.compile(rf"\b(?:class|struct|union)\s+(?P<macro>{_MACRO}(?:\([^()\n]*\))?)\s+"
                                r"(?=[A-Za-z_]\w*\s*(?:final\b|:(?!:)|\{))")
 

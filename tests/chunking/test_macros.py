@@ -148,6 +148,35 @@ def test_export_and_api_macros_leave_fmt_types_their_names() -> None:
     assert {"formatter.parse", "format_args.size", "format_error.what", "format_context.arg"} <= set(found)
 
 
+CLI = """namespace CLI {
+class App {
+  public:
+    CLI11_NODISCARD std::size_t count() const { return parsed_; }
+
+    CLI11_NODISCARD std::size_t count(std::string option_name) const { return get_option(option_name)->count(); }
+
+    FMT_CONSTEXPR20 FMT_INLINE const App *parent(int depth) const {
+        return depth ? parent_ : this;
+    }
+    CLI11_INLINE std::vector<std::string> remaining(bool recurse = false) const;
+    FMT_CONSTEXPR basic_string_view(const char *s) : data_(s) {}
+    std::size_t plain_count() const { return parsed_; }
+};
+}
+"""
+
+
+def test_a_macro_before_a_members_type_and_name_leaves_the_member_a_unit_of_its_class() -> None:
+    found = units(CLI, "cpp")
+    assert {"CLI.App.count", "CLI.App.parent", "CLI.App.basic_string_view", "CLI.App.plain_count"} <= set(found)
+    assert found["CLI.App.count"].kind == "method"
+    blanked, _ = blank_macros(CLI)
+    assert "CLI11_NODISCARD" not in blanked and "FMT_CONSTEXPR20" not in blanked
+    assert "FMT_CONSTEXPR basic_string_view" in blanked  # one name: read as its type, the constructor keeps its name
+    for text in ("VALUE rb_call(int a);\n", "DWORD count = GET(x);\n", "FILE *open_log(void);\n"):
+        assert blank_macros(text) == (text, frozenset())  # a type of its own, then the function
+
+
 def test_c_attribute_macros_join_their_function_and_values_stay_as_written() -> None:
     found = units(REDIS, "c")
     assert found["redisPopcount"].text.startswith("ATTRIBUTE_TARGET_POPCNT\nlong long redisPopcount")
