@@ -38,7 +38,8 @@ _LABEL_MACRO = re.compile(rf"[ \t]*{_MACRO}[ \t]*:[ \t]*")
 _ENDS_DECLARATION = re.compile(r".*(?:[;{}]|\b(?:public|protected|private)\s*:)")
 _STARTS_DECLARATION = re.compile(rf"\s*(?:#|@|}}|(?:{_KEYWORDS}|const|unsigned|signed|long|short)\b)")
 _STARTS_FUNCTION = re.compile(r"\s*~?[A-Za-z_]\w*\s*\(")  # a constructor, a function of a macro's type
-_TYPE_THEN_FUNCTION = r"(?:const[ \t]+)?[A-Za-z_][\w:]*(?:<[^()\n;]*>)?(?:[ \t]+[*&]*|[ \t]*[*&]+[ \t]*)~?[A-Za-z_]\w*[ \t]*\("
+_TYPE_THEN_FUNCTION = (r"(?:const[ \t]+)?[A-Za-z_][\w:]*(?:<[^()\n;]*>)?"  # a type, then a function's name
+                       r"(?:[ \t]+[*&]*|[ \t]*[*&]+[ \t]*)~?[A-Za-z_]\w*[ \t]*\(")
 _LEADING_MACROS = re.compile(rf"(?m)^[ \t]*(?P<macro>(?:{_MACRO}[ \t]+)+)(?=(?:{_KEYWORDS})\b|{_TYPE_THEN_FUNCTION})")
 _CLASS_HEAD_MACRO = re.compile(rf"\b(?:class|struct|union)\s+(?P<macro>{_MACRO}(?:\([^()\n]*\))?)\s+"
                                r"(?=[A-Za-z_]\w*\s*(?:final\b|:(?!:)|\{))")
