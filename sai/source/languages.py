@@ -75,8 +75,7 @@ def ext_of(key: str) -> str:
 
 def language_for(key: str) -> str | None:
     """The language of a file by its extension, or None for a text file SAI has no grammar for."""
-    ext = ext_of(key)
-    return LANGUAGE_BY_EXT.get(ext) if ext else None
+    return LANGUAGE_BY_EXT.get(ext_of(key))  # no language has the empty extension
 
 
 def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -221,4 +221,3 @@ def test_only_a_csharp_partial_type_has_a_main_part(project):
             top = max(key.values())
             assert len({r.path for r in rows}) == parts
             assert {r.path for r in rows if key[r.id] == top} == wanted
-
