@@ -13,12 +13,13 @@ from sai.source.languages import STRING_LITERAL
 # 4: JavaScript/TypeScript functions assigned to a property are units; 5: one grammar set on every
 # Python, the per-grammar wheels; 6: C-family macros blanked before the parse, C++ specialisations
 # of kind `specialization`; 7: type aliases of TypeScript, C and C++ and C function-like macros
-# of two lines or more are units; 8: a macro before a function's type and name is blanked): the
-# next index run re-chunks
-CHUNKER_VERSION = 8
+# of two lines or more are units; 8: a macro before a function's type and name is blanked; 9:
+# comments inside a continued `#define` blanked, a macro before a class's attributes): the next
+# index run re-chunks
+CHUNKER_VERSION = 9
 NOINDEX_MARKER = "sai-noindexing"
 # string literals are matched (and kept) so a `//` or `/*` inside one does not start a comment
-_C_COMMENT = re.compile(rf"(?P<string>{STRING_LITERAL})|/\*.*?\*/|//[^\n]*", re.DOTALL)
+C_COMMENT = re.compile(rf"(?P<string>{STRING_LITERAL})|/\*.*?\*/|//[^\n]*", re.DOTALL)
 
 
 class Chunker(Protocol):
@@ -39,7 +40,7 @@ def split_lines(text: str) -> list[str]:
 
 def strip_c_comments(text: str) -> str:
     """Blank out /* */ and // comments, keeping every newline so line numbers hold."""
-    return _C_COMMENT.sub(lambda m: m.group(0) if m.group("string") else "\n" * m.group(0).count("\n"), text)
+    return C_COMMENT.sub(lambda m: m.group(0) if m.group("string") else "\n" * m.group(0).count("\n"), text)
 
 
 def drop_noindex(chunks: list[Chunk]) -> list[Chunk]:

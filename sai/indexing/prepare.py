@@ -25,7 +25,7 @@ from sai.chunking.base import Chunker, drop_noindex, strip_c_comments
 from sai.config import Config
 from sai.models import Chunk, NewChunk, SourceFile, sha256_hex
 from sai.source import files
-from sai.source.languages import C_STYLE_COMMENTS
+from sai.source.languages import C_STYLE_COMMENTS, language_of
 from sai.text.lexical import lexemes
 from sai.text.shape import signature
 
@@ -72,7 +72,7 @@ def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prep
         return out
     if config.strip_comments and source.language in C_STYLE_COMMENTS:
         text = strip_c_comments(text)
-    chunks = _chunker(config).chunk(source.key, text, source.language)
+    chunks = _chunker(config).chunk(source.key, text, language_of(source.key, text))
     out.chunks = drop_noindex(chunks) if config.honor_noindex_marker else chunks
     now = time.perf_counter()
     out.times["read_chunk"], clock = now - clock, now

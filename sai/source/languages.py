@@ -1,6 +1,8 @@
 """Languages SAI knows: file extension -> language name (the tree-sitter grammar's name, or a
 document or component format sai/chunking/sections.py cuts: markdown, rst, vue, svelte)."""
 
+import re
+
 LANGUAGE_BY_EXT: dict[str, str] = {
     "py": "python", "pyi": "python",
     "js": "javascript", "jsx": "javascript", "mjs": "javascript", "cjs": "javascript",
@@ -76,6 +78,27 @@ def ext_of(key: str) -> str:
 def language_for(key: str) -> str | None:
     """The language of a file by its extension, or None for a text file SAI has no grammar for."""
     return LANGUAGE_BY_EXT.get(ext_of(key))  # no language has the empty extension
+
+
+# `.h` is C's and C++'s: a header is C++ when a line of its code can only be C++ (GitHub linguist's
+# heuristics for `.h`, cut down): a standard C++ header included, a template, a class, a namespace,
+# an access label. Parsed as C, a C++ header loses its classes and namespaces (fmt's, googletest's).
+_CPP_HEADER_LINE = re.compile(
+    r"^[ \t]*(?:#[ \t]*include[ \t]*<(?:c(?:stddef|stdint|stdio|stdlib|string|math|limits|assert)|string|string_view"
+    r"|vector|map|set|list|array|memory|utility|type_traits|functional|algorithm|iterator|tuple|optional|variant"
+    r"|chrono|mutex|atomic|thread|bitset|queue|stack|deque|forward_list|unordered_map|unordered_set|iosfwd"
+    r"|(?:i|o|io|s|f)stream|exception|stdexcept|initializer_list|new|locale|system_error)>"
+    r"|template[ \t]*<|(?:class|namespace)[ \t]+[A-Za-z_]\w*[ \t]*(?:[:{;]|$)|using[ \t]+namespace[ \t]"
+    r"|(?:public|private|protected)[ \t]*:[ \t]*$)",
+    re.MULTILINE)
+
+
+def language_of(key: str, text: str) -> str | None:
+    """The language of a file by its extension, and for a `.h` header by its code (C or C++)."""
+    language = language_for(key)
+    if language == "c" and ext_of(key) == "h" and _CPP_HEADER_LINE.search(text):
+        return "cpp"
+    return language
 
 
 def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -195,3 +195,66 @@ def test_c_attribute_macros_join_their_function_and_values_stay_as_written() -> 
 ])
 def test_macros_inside_expressions_and_definitions_are_not_blanked(text: str) -> None:
     assert blank_macros(text) == (text, frozenset())
+
+
+# googletest and doctest, cut down: warning macros whose bodies carry comments, an API macro
+# before a class's attribute, a call continued over lines, a specifier before a macro, a macro
+# after a parameter list, `__has_include(<…>)` in a directive
+GTEST = """#if defined(__has_include) && __has_include(<version>)
+#include <version>
+#endif
+
+#define SUPPRESS_COMMON_WARNINGS_PUSH                 \\
+    MSVC_SUPPRESS_WARNING(4514) /* unreferenced */    \\
+    /* these also disabled globally via cmake: */     \\
+    MSVC_SUPPRESS_WARNING(4571) // SEH related
+
+namespace testing {
+
+DISABLE_MSC_WARNINGS_PUSH_(4251 \\
+/* class A needs to have dll-interface to be used by clients of class B */)
+
+class GTEST_API_ [[nodiscard]] AssertionResult {
+ public:
+  bool success() const { return success_; }
+
+ private:
+  bool success_;
+};
+
+struct Limits {
+    static DOCTEST_CONSTEXPR size_type last = 24 - 1;
+    static DOCTEST_CONSTEXPR bool value = true;
+};
+
+template <class T>
+DOCTEST_CONSTEXPR_FUNC T &&forward(T &t) DOCTEST_NOEXCEPT {
+    return static_cast<T &&>(t);
+}
+
+}  // namespace testing
+"""
+
+
+def test_comments_in_macro_bodies_api_macros_and_attributes_leave_the_classes_after_them_units() -> None:
+    found = units(GTEST, "cpp")
+    assert found["testing.AssertionResult"].kind == "class"
+    assert found["testing.AssertionResult.success"].kind == "method"
+    assert found["testing.Limits"].kind == "struct"
+    assert found["testing.forward"].kind == "function"
+    blanked, lines = blank_macros(GTEST)
+    assert len(blanked) == len(GTEST) and blanked.count("\n") == GTEST.count("\n")
+    assert lines == {12, 13}  # the call continued over two lines
+    assert "/*" not in blanked.split("namespace")[0].split("#define")[1]  # the body's comments, closing `\` kept
+    assert blanked.split("\n")[5].endswith("\\") and blanked.split("\n")[6].endswith("\\")
+    for macro in ("GTEST_API_", "DOCTEST_CONSTEXPR ", "DOCTEST_NOEXCEPT", "DISABLE_MSC_WARNINGS_PUSH_"):
+        assert macro not in blanked
+    assert '__has_include("version")' in blanked
+
+
+@pytest.mark.parametrize("text", [
+    "void f(int x) {\n    if (x) FAIL;\n    while (x) CONTINUE;\n}\n",  # a statement macro after a condition
+    "int x = f(\n    MAX(a,\n        b)\n  );\n",  # a call inside an argument list
+])
+def test_statement_and_argument_macros_stay(text: str) -> None:
+    assert blank_macros(text) == (text, frozenset())

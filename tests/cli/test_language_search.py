@@ -40,9 +40,25 @@ ELIXIR = """defmodule Shop.Cart do
 end
 """
 PYTHON = "def retry_request(attempts):\n    return attempts - 1\n"
+# `.h` holds C and C++: the C++ header's classes and namespaces are units, as in a `.hpp` file
+CPP_HEADER = """#include <string>
+
+namespace shop {
+
+class RetryBudget {
+  public:
+    int remaining(int spent) const { return limit_ - spent; }
+
+  private:
+    int limit_ = 3;
+};
+
+}  // namespace shop
+"""
+C_HEADER = "struct retry_state {\n    int spent;\n};\n\nint retry_left(struct retry_state *s);\n"
 README = "# Shop\n\nA shop.\n\n## Retry settings\n\nHow many attempts a checkout gets.\n"
 TREE = {"Sources/Retry.swift": SWIFT, "lib/cart.ex": ELIXIR, "app/retry.py": PYTHON, "README.md": README,
-        "schema.json": "{}\n"}
+        "schema.json": "{}\n", "include/retry_budget.h": CPP_HEADER, "include/retry_state.h": C_HEADER}
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +104,7 @@ def test_status_counts_the_new_languages_and_the_dry_run_names_what_has_none(
     mixed_tree: Path, standin: OllamaStandIn, capsys: pytest.CaptureFixture[str]
 ) -> None:
     languages = cli_json(capsys, mixed_tree, standin, "status", "--json")["languages"]
-    assert {"swift", "elixir", "python", "markdown"} <= set(languages)
+    assert {"swift", "elixir", "python", "markdown", "cpp", "c"} <= set(languages)
     dry = cli_json(capsys, mixed_tree, standin, "--dry-run", "--json")
     assert {"path": "schema.json", "reason": "no-language"} in dry["excluded"]
 
@@ -102,3 +118,13 @@ def test_the_mcp_server_searches_and_finds_symbols_in_one_new_language(mixed_ses
     ]
     sections = mixed_session.call("sai_search_code", query="retry settings", language="markdown")["hits"]
     assert sections and sections[0]["symbol"] == "Shop.Retry settings"
+
+
+def test_a_cpp_header_is_cpp_and_a_c_header_c(mixed_session: Session) -> None:
+    found = mixed_session.call("sai_find_symbol", name="RetryBudget", language="cpp")["definitions"]
+    assert (found[0]["symbol"], found[0]["kind"], found[0]["path"]) == ("shop.RetryBudget", "class",
+                                                                        "include/retry_budget.h")
+    assert {d["language"] for d in found} == {"cpp"}
+    assert mixed_session.call("sai_find_symbol", name="RetryBudget", language="c")["definitions"] == []
+    state = mixed_session.call("sai_find_symbol", name="retry_state", language="c")["definitions"]
+    assert [(d["kind"], d["path"]) for d in state] == [("struct", "include/retry_state.h")]

@@ -16,7 +16,7 @@ from sai.config import Config, load_config
 from sai.errors import OutsideRootError
 from sai.models import SourceFile
 from sai.source.files import SkipFileError, check_file, glob_match, key_for, read_source, walk
-from sai.source.languages import ext_of, language_for
+from sai.source.languages import ext_of, language_for, language_of
 
 
 def config(where: Path, /, **flags: object) -> Config:
@@ -336,3 +336,15 @@ def test_read_source_rechecks_size_and_generated_marker(tmp_path):
 ])
 def test_a_keys_extension_is_after_its_names_last_dot_and_names_its_language(key, ext, language):
     assert (ext_of(key), language_for(key)) == (ext, language)
+
+
+@pytest.mark.parametrize(("text", "language"), [
+    ("#include <vector>\nint f(void);\n", "cpp"), ("template <typename T>\nT twice(T x);\n", "cpp"),
+    ("namespace fmt {\n}\n", "cpp"), ("class Widget : public Base {\n};\n", "cpp"),
+    ("struct S {\n  public:\n  int x;\n};\n", "cpp"),
+    ("#include <stdio.h>\nstruct point { int x; };\n/* a class of points,\n   namespace aside */\n", "c"),
+    ("#ifdef __cplusplus\nextern \"C\" {\n#endif\nint uv_run(void);\n", "c"),
+])
+def test_a_header_is_cpp_when_a_line_of_its_code_can_only_be_cpp(text, language):
+    assert language_of("include/x.h", text) == language
+    assert language_of("src/x.c", text) == "c" and language_of("src/x.hpp", text) == "cpp"
