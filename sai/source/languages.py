@@ -80,9 +80,12 @@ def language_for(key: str) -> str | None:
     return LANGUAGE_BY_EXT.get(ext_of(key))  # no language has the empty extension
 
 
-# `.h` is C's and C++'s: a header is C++ when a line of its code can only be C++ (GitHub linguist's
-# heuristics for `.h`, cut down): a standard C++ header included, a template, a class, a namespace,
-# an access label. Parsed as C, a C++ header loses its classes and namespaces (fmt's, googletest's).
+# `.h` is C's, C++'s and Objective-C's: a header is Objective-C or C++ when a line of its code can
+# only be that (GitHub linguist's heuristics for `.h`, cut down): an `@interface` or `#import`; a
+# standard C++ header included, a template, a class, a namespace, an access label. Parsed as C, a
+# C++ header loses its classes and namespaces (fmt's, googletest's), an Objective-C one its interfaces.
+_OBJC_HEADER_LINE = re.compile(r"^[ \t]*(?:@(?:interface|protocol|class|property|end)\b|#[ \t]*import[ \t]*[<\"])",
+                               re.MULTILINE)
 _CPP_HEADER_LINE = re.compile(
     r"^[ \t]*(?:#[ \t]*include[ \t]*<(?:c(?:stddef|stdint|stdio|stdlib|string|math|limits|assert)|string|string_view"
     r"|vector|map|set|list|array|memory|utility|type_traits|functional|algorithm|iterator|tuple|optional|variant"
@@ -94,11 +97,13 @@ _CPP_HEADER_LINE = re.compile(
 
 
 def language_of(key: str, text: str) -> str | None:
-    """The language of a file by its extension, and for a `.h` header by its code (C or C++)."""
+    """The language of a file by its extension, and for a `.h` header by its code (C, C++ or Objective-C)."""
     language = language_for(key)
-    if language == "c" and ext_of(key) == "h" and _CPP_HEADER_LINE.search(text):
-        return "cpp"
-    return language
+    if language != "c" or ext_of(key) != "h":
+        return language
+    if _OBJC_HEADER_LINE.search(text):
+        return "objc"
+    return "cpp" if _CPP_HEADER_LINE.search(text) else language
 
 
 def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -344,7 +344,8 @@ def test_a_keys_extension_is_after_its_names_last_dot_and_names_its_language(key
     ("struct S {\n  public:\n  int x;\n};\n", "cpp"),
     ("#include <stdio.h>\nstruct point { int x; };\n/* a class of points,\n   namespace aside */\n", "c"),
     ("#ifdef __cplusplus\nextern \"C\" {\n#endif\nint uv_run(void);\n", "c"),
+    ("#import <Foundation/Foundation.h>\n@interface Cart : NSObject\n@end\n", "objc"),
 ])
-def test_a_header_is_cpp_when_a_line_of_its_code_can_only_be_cpp(text, language):
+def test_a_header_is_cpp_or_objc_when_a_line_of_its_code_can_only_be_that(text, language):
     assert language_of("include/x.h", text) == language
     assert language_of("src/x.c", text) == "c" and language_of("src/x.hpp", text) == "cpp"
