@@ -58,8 +58,11 @@ _SPECIFIERS = r"(?:(?:static|inline|virtual|explicit|friend|constexpr|extern)[ \
 _LEADING_MACROS = re.compile(rf"(?m)^[ \t]*{_SPECIFIERS}(?P<macro>(?:{_MACRO}[ \t]+)+)"
                              rf"(?=(?:{_KEYWORDS})\b|{_TYPE_THEN_NAME})")
 _HAS_INCLUDE = re.compile(r"(\b\w*has_include\w*[ \t]*\([ \t]*)<([^<>()\n]*)>")  # in a directive: a header's name
-_CONTROL = re.compile(r"\s*(?:if|while|for|switch|return|else|do|case|catch)\b")
-_AFTER_PARAMETERS = re.compile(rf"\)[ \t]*(?:const[ \t]*)?(?:&&?[ \t]*)?(?P<macro>{_MACRO}(?:\([^()\n]*\))?)"
+_CONTROL = re.compile(r"\s*(?:(?:if|while|for|switch|return|else|do|case|catch)\b|#)")
+# a function's name and parameter list (or the `)` closing one begun above) with no `=` before it
+# (a cast, `x = (int) MAX;`, is an expression), then the macro before the body, `;` or a specifier
+_AFTER_PARAMETERS = re.compile(rf"^(?:[^=;()]*\b[A-Za-z_]\w*[ \t]*\((?:[^()]|\([^()]*\))*|[ \t]*)\)[ \t]*"
+                               rf"(?:const[ \t]*)?(?P<macro>{_MACRO}(?:\([^()\n]*\))?)"
                                r"(?=[ \t]*(?:[{;]|->|override\b|final\b|noexcept\b|\r?$))")
 _CLASS_HEAD_MACRO = re.compile(rf"\b(?:class|struct|union)\s+(?P<macro>{_MACRO}(?:\([^()\n]*\))?)\s+"
                                r"(?=(?:\[\[[^\]\n]*\]\]\s*)*[A-Za-z_]\w*\s*(?:final\b|:(?!:)|\{))")

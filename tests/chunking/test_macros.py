@@ -232,6 +232,8 @@ DOCTEST_CONSTEXPR_FUNC T &&forward(T &t) DOCTEST_NOEXCEPT {
     return static_cast<T &&>(t);
 }
 
+double twice(double x) DOCTEST_NOEXCEPT { return 2 * x; }
+
 }  // namespace testing
 """
 
@@ -241,7 +243,7 @@ def test_comments_in_macro_bodies_api_macros_and_attributes_leave_the_classes_af
     assert found["testing.AssertionResult"].kind == "class"
     assert found["testing.AssertionResult.success"].kind == "method"
     assert found["testing.Limits"].kind == "struct"
-    assert found["testing.forward"].kind == "function"
+    assert found["testing.forward"].kind == "function" and found["testing.twice"].kind == "function"
     blanked, lines = blank_macros(GTEST)
     assert len(blanked) == len(GTEST) and blanked.count("\n") == GTEST.count("\n")
     assert lines == {12, 13}  # the call continued over two lines
@@ -255,6 +257,8 @@ def test_comments_in_macro_bodies_api_macros_and_attributes_leave_the_classes_af
 @pytest.mark.parametrize("text", [
     "void f(int x) {\n    if (x) FAIL;\n    while (x) CONTINUE;\n}\n",  # a statement macro after a condition
     "int x = f(\n    MAX(a,\n        b)\n  );\n",  # a call inside an argument list
+    "void g(void) {\n    x = (uint32_t) UINT32_MAX;\n    y = (a) & MASK;\n}\n",  # a cast, an operand
+    "#if (defined(META_CONCEPT) || META_TEMPLATES) && META_FOLD\n#endif\n",  # a directive's operand
 ])
 def test_statement_and_argument_macros_stay(text: str) -> None:
     assert blank_macros(text) == (text, frozenset())
