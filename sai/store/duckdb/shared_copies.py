@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 FORMAT = f"1-{LEXICON_VERSION}"
 _LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs")
 log = logging.getLogger(__name__)
+# Below this many chunks a process reads a table whole in about the time writing its shared file
+# takes (with its fsyncs): the end of a write leaves such a file behind for the next reader.
+WARM_MIN_CHUNKS = 1_000
 T = TypeVar("T", RowTable, LexicalTable, SymbolTable)
 Shared = RowTable | LexicalTable | SymbolTable
 
@@ -78,6 +81,18 @@ def load(conn: DerivedTables, name: str, token: str, *, build: Callable[[], T],
         return table
     again = _read(path, name)
     return again[0] if again is not None and again[0].token == token else table  # type: ignore[return-value]
+
+
+def worth_warming(conn: DerivedTables, name: str) -> bool:
+    """Whether the end of a write should bring the table `name` to this snapshot's token: when no
+    file of the sidecar's generation holds it (a first question would read it whole), or the
+    collection is large enough that reading it whole costs a reader more than writing it costs
+    here (WARM_MIN_CHUNKS); else the next reader patches it or reads it whole, for less."""
+    view = conn.vector_table().view
+    if view is None:
+        return True  # no usable sidecar: this process's own copy is what there is to warm
+    return (not file_of(conn, name, view.mark.generation).exists()
+            or view.mark.rows - view.mark.dead >= WARM_MIN_CHUNKS)
 
 
 def _postings_current(conn: DerivedTables) -> bool:
