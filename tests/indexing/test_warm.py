@@ -1,8 +1,9 @@
 """An index run that wrote ends by building the copies searching processes map (Store.warm:
 the row table, the BM25 CSR and the symbol table beside the vector sidecar), so the first
 search or look-up of another process maps them instead of reading the index whole; a run that
-wrote nothing builds nothing; a refresh ends with them at its write, so the next search patches
-nothing."""
+wrote nothing builds nothing; a refresh ends with the vector sidecar at its write, so the next
+search patches nothing of it, and with the other copies at its write only where a reader would
+pay for them (a collection of WARM_MIN_CHUNKS chunks and more)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from sai.config import load_config
 from sai.indexing.indexer import index, refresh
 from sai.project import Project
 from sai.query.lookup import find_symbol
+from sai.store.duckdb import shared_copies
 from sai.store.duckdb.sidecar import Manifest, Sidecar
 
 
@@ -102,3 +104,33 @@ def test_a_refresh_ends_with_the_sidecar_at_its_write_so_the_next_search_patches
         assert hits[0].symbol == "gen_new"
     finally:
         project.close()
+
+
+def test_a_refresh_rewrites_the_copies_only_of_a_collection_large_enough_to_pay_for_them(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _indexed_tree(tmp_path, ollama_server)
+    built = _shared(root)
+    target = root / "gen" / "mod_001.py"
+    project = _project(root)
+    try:
+        target.write_text("def gen_new(value):\n    return value * 7\n", encoding="utf-8")
+        refresh(project, ["gen/mod_001.py"])
+        assert _shared(root) == built  # 41 chunks: a reader reads them whole for less than the writes
+        monkeypatch.setattr(shared_copies, "WARM_MIN_CHUNKS", 40)
+        target.write_text("def gen_newer(value):\n    return value * 8\n", encoding="utf-8")
+        refresh(project, ["gen/mod_001.py"])
+        rewritten = _shared(root)
+        # 21 of 60 chunks changed: past the patch share, so the rows and postings are read whole
+        # and written (the symbols, one row of the file now, are patched in memory, as before)
+        assert sorted(rewritten) == sorted(built)
+        assert all(rewritten[n] != built[n] for n in ("g1.rows.arrow", "g1.lexicon.arrow"))
+    finally:
+        project.close()
+    _no_whole_reads(monkeypatch)  # another process maps the rewritten copies as they are
+    reader = _project(root)
+    try:
+        assert [d.symbol for d in find_symbol(reader, "gen_newer")] == ["gen_newer"]
+        assert search(reader, "newer", limit=1, mode="lexical")[0].symbol == "gen_newer"
+    finally:
+        reader.close()
