@@ -14,9 +14,10 @@ from sai.source.languages import STRING_LITERAL
 # Python, the per-grammar wheels; 6: C-family macros blanked before the parse, C++ specialisations
 # of kind `specialization`; 7: type aliases of TypeScript, C and C++ and C function-like macros
 # of two lines or more are units; 8: a macro before a function's type and name is blanked; 9:
-# comments inside a continued `#define` blanked, a macro before a class's attributes): the next
+# comments inside a continued `#define` blanked, a macro before a class's attributes; a C++ or
+# Objective-C `.h` parsed as such; 10: a conversion operator's type keeps its `::`): the next
 # index run re-chunks
-CHUNKER_VERSION = 9
+CHUNKER_VERSION = 10
 NOINDEX_MARKER = "sai-noindexing"
 # string literals are matched (and kept) so a `//` or `/*` inside one does not start a comment
 C_COMMENT = re.compile(rf"(?P<string>{STRING_LITERAL})|/\*.*?\*/|//[^\n]*", re.DOTALL)

@@ -27,6 +27,7 @@ _TYPE_ARGS = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
 _SCOPE = re.compile(r"\s*(?:::|\\)\s*|(?<=\w):(?=\w)")
 _METHOD_NAME = re.compile(r"::|(?<=\w):(?=\w)")  # `Shape::scale`, `M:load`: defined as a method
 # what a conversion operator's name node holds after its type: `operator bool() const`
+_OPERATOR = re.compile(r"\boperator\b")
 _CONVERSION_PARAMETERS = re.compile(r"(?<=\boperator\s)([^()]*?)\s*\([^()]*\)[^()]*$")
 _MODULE = -1  # owner index of lines outside every unit
 
@@ -253,9 +254,11 @@ def clean_name(node: Node | None, *, symbolic: bool = False) -> str | None:
     raw = " ".join(node_text(node).split())
     if symbolic and raw.strip("()") and not any(ch.isalnum() or ch == "_" for ch in raw):
         return raw.strip("() ")  # an operator defined as a name: Haskell `(.:)`, Scala `+`
-    text = _SCOPE.sub(".", raw)
-    if "operator" in text:  # `operator<` and `operator bool` are names as they stand...
-        text = _CONVERSION_PARAMETERS.sub(r"\1", text)  # ...without a conversion's `() const`
+    operator = _OPERATOR.search(raw)
+    text = _SCOPE.sub(".", raw[:operator.start()] if operator else raw)
+    if operator:  # `operator<` and `operator bool` are names as they stand, and a conversion's type
+        # keeps its `::` (`operator absl::string_view` defines no `string_view`)...
+        text = _CONVERSION_PARAMETERS.sub(r"\1", text + raw[operator.start():])  # ...without its `() const`
     else:
         previous = None
         while previous != text:

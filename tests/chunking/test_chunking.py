@@ -639,6 +639,10 @@ def test_whitespace_only_line_windows_are_skipped() -> None:
         ("rust", "impl<T> Wrapper<T> {\n    fn get(&self) -> &T { &self.0 }\n}\n", "Wrapper.get"),
         ("cpp", "template <typename T>\nT Box<T>::get() const {\n    return v;\n}\n", "Box.get"),
         ("ruby", "class Api::V1::Users\n  def show\n  end\nend\n", "Api.V1.Users.show"),
+        # a conversion's type keeps its `::`: the operator defines no `string_view`
+        ("cpp", "namespace absl {\nstruct View {\n  int n;\n  operator absl::string_view() const {\n"
+                "    return {};\n  }\n};\n}\n", "absl.View.operator absl::string_view"),
+        ("cpp", "Box::operator std::string() const {\n    return s;\n}\n", "Box.operator std::string"),
     ],
 )
 def test_symbols_drop_type_arguments_pointers_and_scope_operators(
