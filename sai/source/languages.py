@@ -12,7 +12,9 @@ LANGUAGE_BY_EXT: dict[str, str] = {
     "rs": "rust",
     "java": "java",
     "c": "c", "h": "c",
-    "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
+    "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "c++": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp", "h++": "cpp",
+    # a template's or inline functions' implementation, a module interface
+    "ipp": "cpp", "inl": "cpp", "tpp": "cpp", "tcc": "cpp", "txx": "cpp", "ixx": "cpp", "cppm": "cpp",
     "cs": "c_sharp",
     "rb": "ruby",
     "php": "php",

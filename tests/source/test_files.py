@@ -333,6 +333,7 @@ def test_read_source_rechecks_size_and_generated_marker(tmp_path):
 @pytest.mark.parametrize(("key", "ext", "language"), [
     ("src/Main.PY", "py", "python"), ("a/b.tar.gz", "gz", None), ("Makefile", "", None), ("dir.d/name", "", None),
     ("trailing.", "", None), ("lib/x.go", "go", "go"),
+    ("boost/asio/impl/io_context.ipp", "ipp", "cpp"), ("src/Vec.INL", "inl", "cpp"), ("m.c++", "c++", "cpp"),
 ])
 def test_a_keys_extension_is_after_its_names_last_dot_and_names_its_language(key, ext, language):
     assert (ext_of(key), language_for(key)) == (ext, language)
