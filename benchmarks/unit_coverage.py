@@ -24,8 +24,10 @@ from pathlib import Path
 
 import repos_quality as rq
 
+from sai.chunking.treesitter import TreeSitterChunker
+from sai.source.languages import language_for, language_of
+
 KINDS = ("function", "class", "struct", "union", "enum")
-EXTS = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx")
 ABOVE = 8  # lines a unit may start above ctags' line of the name
 
 
@@ -36,15 +38,12 @@ def ctags_definitions(tree: Path) -> dict[str, list[dict]]:
     for line in out.splitlines():
         tag = json.loads(line)
         if tag.get("_type") == "tag" and tag.get("kind") in KINDS and tag.get("scopeKind") != "function" \
-                and not tag["name"].startswith("__anon") and tag["path"].endswith(EXTS):
+                and not tag["name"].startswith("__anon") and language_for(tag["path"]) in ("c", "cpp"):
             by_file[tag["path"]].append(tag)
     return by_file
 
 
 def coverage(tree: Path) -> tuple[Counter[str], Counter[str], list[str]]:
-    from sai.chunking.treesitter import TreeSitterChunker
-    from sai.source.languages import language_of
-
     chunker, lost, every, named = TreeSitterChunker(), Counter[str](), Counter[str](), []
     for path, tags in sorted(ctags_definitions(tree).items()):
         text = Path(path).read_text(encoding="utf-8", errors="replace")

@@ -26,8 +26,8 @@ _TYPE_ARGS = re.compile(r"<[^<>]*>|\[[^\[\]]*\]")
 # C++/Rust/Ruby `::`, PHP `\` and Lua's method colon (`M:load`) separate scopes
 _SCOPE = re.compile(r"\s*(?:::|\\)\s*|(?<=\w):(?=\w)")
 _METHOD_NAME = re.compile(r"::|(?<=\w):(?=\w)")  # `Shape::scale`, `M:load`: defined as a method
-# what a conversion operator's name node holds after its type: `operator bool() const`
 _OPERATOR = re.compile(r"\boperator\b")
+# what a conversion operator's name node holds after its type: `operator bool() const`
 _CONVERSION_PARAMETERS = re.compile(r"(?<=\boperator\s)([^()]*?)\s*\([^()]*\)[^()]*$")
 _MODULE = -1  # owner index of lines outside every unit
 

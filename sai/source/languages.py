@@ -100,12 +100,11 @@ _CPP_HEADER_LINE = re.compile(
 
 def language_of(key: str, text: str) -> str | None:
     """The language of a file by its extension, and for a `.h` header by its code (C, C++ or Objective-C)."""
-    language = language_for(key)
-    if language != "c" or ext_of(key) != "h":
-        return language
+    if ext_of(key) != "h":
+        return language_for(key)
     if _OBJC_HEADER_LINE.search(text):
         return "objc"
-    return "cpp" if _CPP_HEADER_LINE.search(text) else language
+    return "cpp" if _CPP_HEADER_LINE.search(text) else "c"
 
 
 def normalize_exts(exts: list[str] | tuple[str, ...]) -> tuple[str, ...]:
