@@ -113,7 +113,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("respect_gitignore", _BOOL, True, "honour .gitignore files (nested) and .git/info/exclude"),
     Setting("max_file_bytes", _INT, 1048576, "larger files are skipped (too-large)", bound="positive"),
     Setting("skip_generated_marker", _BOOL, True,
-            'skip files whose first 600 bytes say "do not edit", "@generated", ...'),
+            'skip files whose first 600 bytes say "do not edit", "@generated", ..., and minified files'),
     Setting("strip_comments", _BOOL, False, "blank C-style comments before chunking (line numbers kept)"),
     Setting("honor_noindex_marker", _BOOL, True, "drop chunks containing sai-noindexing"),
     Setting("honor_noduplicate_marker", _BOOL, True,

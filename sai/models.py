@@ -283,6 +283,7 @@ class IndexStatus:
     stale_files: int | None = None
     languages: dict[str, int] = field(default_factory=dict)  # chunks per language name held
     pending_vectors: int = 0  # chunks stored and searchable lexically, still waiting for a vector
+    vendored_dirs: tuple[str, ...] = ()  # vendored directories the last index run found (ranked down)
 
 
 IndexStage = Literal["waiting", "reading", "embedding"]

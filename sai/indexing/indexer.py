@@ -21,7 +21,7 @@ from sai.errors import UsageError
 from sai.indexing.run import Progress, Run  # the run itself: its state and stages
 from sai.models import FileRow, IndexProgress, IndexReport, PathResult, RefreshReport, SourceFile
 from sai.project import Project
-from sai.source import files
+from sai.source import files, vendored
 from sai.source.git import changed_files
 from sai.source.languages import ext_of
 
@@ -95,6 +95,8 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
               "chunking": chunking.chunking} if changed or run.counts.removed else {}
     if run.meta.get(files.WALKED) != (walked_with := files.walk_signature(project.config)):
         record[files.WALKED] = walked_with
+    if run.meta.get(vendored.META_KEY, "") != (found := "\n".join(walked.vendored)):
+        record[vendored.META_KEY] = found
     with run.stats.timing("finish"):
         _finish(project, meta=record or None)
     return run, unreadable

@@ -159,6 +159,7 @@ def status_json(status: IndexStatus) -> StatusOut:
         **stale,
         "languages": dict(status.languages),  # the values a language filter takes (or extensions)
         "pending_vectors": status.pending_vectors,
+        "vendored_dirs": list(status.vendored_dirs),
     }
 
 
@@ -185,7 +186,7 @@ def dry_run_json(walk: WalkResult, *, root: str, collection: str) -> DryRunOut:
     return DryRunOut(
         root=root, collection=collection, would_index=[s.key for s in walk.included],
         excluded=[ExcludedOut(path=key, reason=reason) for key, reason in walk.excluded],
-        pruned_dirs=list(walk.pruned_dirs),
+        pruned_dirs=list(walk.pruned_dirs), vendored_dirs=list(walk.vendored),
     )
 
 

@@ -130,6 +130,8 @@ def _status_value(value: object) -> str:
         return ""
     if isinstance(value, dict):  # languages: "python 120, typescript 4"
         return ", ".join(f"{printable(k)} {n}" for k, n in value.items())
+    if isinstance(value, list):  # vendored_dirs: "deps/lua, vendor"
+        return ", ".join(printable(v) for v in value)
     return printable(value)
 
 
@@ -184,6 +186,8 @@ def dry_run(walk: WalkResult, config: Config) -> str:
         f"WOULD INDEX: {len(walk.included)} file(s)   EXCLUDED: {len(walk.excluded)} file(s)",
     ]
     lines += [f"  excluded by {reason}: {count}" for reason, count in sorted(reasons.items())]
+    if walk.vendored:
+        lines.append(f"vendored (indexed, ranked down): {', '.join(printable(d) for d in walk.vendored)}")
     if walk.excluded:
         lines.append("sample excluded:")
         lines += [f"  - {printable(key)}  [{reason}]" for key, reason in walk.excluded[:SAMPLE]]

@@ -95,6 +95,7 @@ class StatusOut(TypedDict):
     stale_files: NotRequired[int]
     languages: dict[str, int]
     pending_vectors: int  # chunks searchable lexically and by symbol that still wait for a vector
+    vendored_dirs: list[str]  # vendored directories (indexed, ranked down)
 
 
 class StaleFilesPart(TypedDict, total=False):  # StatusOut's key between indexed_at and languages
@@ -158,6 +159,7 @@ class DryRunOut(TypedDict):
     would_index: list[str]
     excluded: list[ExcludedOut]
     pruned_dirs: list[str]
+    vendored_dirs: list[str]
 
 
 class FlushOut(TypedDict):

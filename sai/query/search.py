@@ -15,6 +15,7 @@ from sai.query.definitions import CALLABLE, line_definition, preferred
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
 from sai.query.ranking import Candidate, bare_name, fuse, merge
+from sai.source import vendored as vendored_code
 from sai.store import IndexReader, Scope
 from sai.text.lexical import query_lexemes
 
@@ -63,7 +64,8 @@ def search(
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
         defined, defining = _definitions(reader, query, scope) if mode == "hybrid" else ([], frozenset())
         weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
-        ordered = _order(mode, semantic, lexical, query, defined, defining=defining, semantic_weight=weight)
+        ordered = _order(mode, semantic, lexical, query, defined, defining=defining, semantic_weight=weight,
+                         vendored=vendored_code.from_meta(meta))
         files = _files(ordered, limit) if by_file else None
         chosen, pending = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit],
                                        vector, mode=mode)
@@ -194,12 +196,14 @@ def _line_definitions(reader: IndexReader, name: str, scope: Scope) -> list[Chun
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
     defined: Sequence[ChunkRow] = (), *, defining: frozenset[int] = frozenset(), semantic_weight: float = 1.0,
+    vendored: tuple[str, ...] = (),
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
-    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight, defining=defining)
+    return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight, defining=defining,
+                vendored=vendored)
 
 
 def _vector_share(reader: IndexReader) -> float:

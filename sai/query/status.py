@@ -5,6 +5,7 @@ from __future__ import annotations
 from sai.models import IndexStatus
 from sai.project import Project
 from sai.query.freshness import stale_keys
+from sai.source import vendored
 from sai.store import IndexSummary
 
 
@@ -30,4 +31,5 @@ def status(project: Project) -> IndexStatus:
         stale_files=len(stale_keys(config.root, stored, stored)),
         languages=summary.languages,
         pending_vectors=summary.pending,
+        vendored_dirs=vendored.from_meta(meta),
     )

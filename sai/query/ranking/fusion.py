@@ -33,14 +33,16 @@ def merge(
 
 def fuse(
     candidates: list[Candidate], query: str, *, semantic_weight: float = 1.0, defining: frozenset[int] = frozenset(),
+    vendored: tuple[str, ...] = (),
 ) -> list[Candidate]:
     """Candidates ordered by fused score (ties broken by path and line: deterministic).
 
     `semantic_weight` scales the semantic list's reciprocal rank: the share of the chunks that
     have a vector while an index run is still embedding (only they can be in that list).
-    `defining`: the chunks with a line defining the bare name that no unit defines.
+    `defining`: the chunks with a line defining the bare name that no unit defines; `vendored`:
+    the index's vendored directories.
     """
-    pool = Pool([c.row for c in candidates], facts_of(query), defining)
+    pool = Pool([c.row for c in candidates], facts_of(query), defining, vendored)
     scored = [_scored(c, pool, semantic_weight) for c in candidates]
     if not pool.facts.wants_place:
         return sorted(scored, key=order_key)

@@ -21,6 +21,7 @@ from sai.models import ChunkRow
 from sai.query import definitions
 from sai.query.ranking.candidate import Candidate, order_key
 from sai.query.ranking.facts import QueryFacts
+from sai.source.vendored import under
 from sai.text.lexical import split_identifier, word_stem
 
 T = TypeVar("T")
@@ -35,6 +36,7 @@ PATH_MATCH = 2.0 * FIRST_PLACE  # times the share of the query's words that name
 FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name (half for a partial file)
 NAMED_INSIDE = 0.5 * FIRST_PLACE  # an identifier, or adjacent words run together, inside a longer query naming the file
 TEST_PENALTY = 0.5  # the factor for tests and examples unless the query asks for them
+VENDORED_PENALTY = 0.5  # the factor for vendored code (source/vendored.py) unless the query names it
 ACTION_UNIT = 0.7  # the factor for a non-callable unit when the query starts with a verb
 FILE_SUPPORT = 2.0 * FIRST_PLACE  # times the file's summed score over the best file's, to its best chunk
 REPEAT_DECAY = 0.5  # the factor for each further chunk of a file, so other files' best come between
@@ -60,10 +62,12 @@ KINDS: dict[Kind, str] = {
 class Pool:
     """The candidate rows one query's per-chunk signals see, and what they work out once for it."""
 
-    def __init__(self, rows: list[ChunkRow], facts: QueryFacts, defining: frozenset[int] = frozenset()) -> None:
+    def __init__(self, rows: list[ChunkRow], facts: QueryFacts, defining: frozenset[int] = frozenset(),
+                 vendored: tuple[str, ...] = ()) -> None:
         self.rows = rows
         self.facts = facts
         self.defining = defining  # chunks with a line defining the bare name no unit defines
+        self.vendored = vendored  # the index's vendored directories (source/vendored.py)
         self._once: dict[object, Any] = {}
 
     def once(self, key: object, compute: Callable[[], T]) -> T:
@@ -118,6 +122,15 @@ def test_penalty(row: ChunkRow, pool: Pool) -> float:
     return TEST_PENALTY if not pool.facts.wants_tests and _TESTISH.search(row.path) else 1.0
 
 
+def vendored_penalty(row: ChunkRow, pool: Pool) -> float:
+    """VENDORED_PENALTY for a chunk of a vendored directory, unless the query names a folder of
+    its path ("decNumber rounding", "the vendored yaml parser") or asks for vendored code."""
+    home = under(row.path, pool.vendored) if pool.vendored else None
+    if home is None:
+        return 1.0
+    return pool.once(("vendored", home), lambda: 1.0 if _names_folder(home, pool.facts) else VENDORED_PENALTY)
+
+
 def kind_factor(row: ChunkRow, pool: Pool) -> float:
     return ACTION_UNIT if pool.facts.action and row.kind not in definitions.CALLABLE else 1.0
 
@@ -125,7 +138,7 @@ def kind_factor(row: ChunkRow, pool: Pool) -> float:
 # ---------------------------------------------------------------- the list-level signals
 def file_support(scored: list[Candidate]) -> list[Candidate]:
     """Each file's best candidate gains FILE_SUPPORT times its file's summed score over the best
-    file's, times its test penalty: "how are routes matched" is answered by the module."""
+    file's, times its test and vendored penalties: "how are routes matched" is answered by the module."""
     totals: dict[str, float] = {}
     best: dict[str, Candidate] = {}
     for c in scored:
@@ -139,7 +152,7 @@ def file_support(scored: list[Candidate]) -> list[Candidate]:
     out = []
     for c in scored:
         if c.row.id in chosen and c.signals is not None:
-            support = FILE_SUPPORT * totals[c.row.path] / top * c.signals.test_penalty
+            support = FILE_SUPPORT * totals[c.row.path] / top * c.signals.test_penalty * c.signals.vendored
             c = replace(c, fused=c.fused + support, signals=c.signals.with_value("file_support", support))
         out.append(c)
     return out
@@ -178,8 +191,11 @@ SIGNALS: tuple[Signal, ...] = (
            measure=path_match),
     Signal("test_penalty", "factor", TEST_PENALTY, "tests and examples, unless the query asks for them",
            measure=test_penalty),
-    Signal("file_support", "file", FILE_SUPPORT, "the file's share of the candidates' score, times its test penalty",
-           apply=file_support),
+    Signal("vendored", "factor", VENDORED_PENALTY,
+           "vendored code (a `vendor/`-like folder, a submodule, a folder with a licence of its own), "
+           "unless the query names one of its folders", measure=vendored_penalty),
+    Signal("file_support", "file", FILE_SUPPORT,
+           "the file's share of the candidates' score, times its test and vendored penalties", apply=file_support),
     Signal("repeat", "spread", REPEAT_DECAY, "a file's further chunks, once per chunk of it ranked above",
            apply=repeat),
     Signal("kind_factor", "factor", ACTION_UNIT, "a class or other non-callable unit when the query starts with a verb",
@@ -252,6 +268,18 @@ def _path_share(path: str, words: frozenset[str]) -> float:
     names = {n for n in names if len(n) > 2}
     forms = [(w, stem if len(stem := word_stem(w)) > 2 else w) for w in words]
     return sum(any(_prefixed(w, n) or _prefixed(stem, n) for n in names) for w, stem in forms) / len(words)
+
+
+def _names_folder(folder: str, q: QueryFacts) -> bool:
+    """Whether the query names a folder of the path `folder` (its words, or its name run together),
+    or asks for vendored code in so many words."""
+    parts = folder.split("/")
+    names = {n for part in parts for n in split_identifier(part) if len(n) > 2}
+    squashed = {definitions.squashed(part) for part in parts}
+    if q.words & {"vendor", "vendored", "vendoring", "bundled", "third"}:
+        return True
+    return bool(q.words & names or q.names & squashed or q.compounds & squashed
+                or {definitions.squashed(n) for n in q.names} & squashed)
 
 
 def _prefixed(a: str, b: str) -> bool:
