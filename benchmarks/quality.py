@@ -24,7 +24,7 @@ npm bundled with Node (`--js-dir`, default: `$(npm root -g)/npm`, its lib/ and i
   (decorators / `export` included) and it contains the `def` / declaration line:
   span_start <= hit.start_line <= def_line <= hit.end_line. So the function's own chunk counts
   (its first window when split); an enclosing class or module chunk, which starts earlier,
-  does not.
+  does not, unless hybrid search folded the function's chunk into it (`shows`: the hit lists it).
 - Methods: `semantic`, `lexical`, `hybrid` are `sai.query.search.search(..., limit=10, mode=...)`;
   `bm25/fn` is a plain BM25 (k1 1.2, b 0.75) over one document per function (its whole span,
   tokenised by `sai.text.lexical.tokens`); `bm25+minilm/fn` fuses it with MiniLM cosine over the
@@ -170,8 +170,7 @@ def evaluate(project: Project, corpus: Corpus, targets: list[Target],
             hits = search.search(project, target.query, limit=TOP, mode=mode)
             if mode == "hybrid":
                 latencies.append(time.perf_counter() - start)
-            rank = next((i for i, h in enumerate(hits, start=1)
-                         if is_correct(h.path, h.start_line, h.end_line, target.function)), None)
+            rank = next((i for i, h in enumerate(hits, start=1) if shows(h, target.function)), None)
             ranks[target.language, mode].append(rank)
         wanted = position[target.function.key, target.function.def_line]
         lexical = _top(bm25.scores(tokens(target.query)), 100)
@@ -188,6 +187,12 @@ def evaluate(project: Project, corpus: Corpus, targets: list[Target],
     return ranks, latencies
 
 
+def shows(hit, fn) -> bool:
+    """The hit, or a chunk hybrid search folded into it (its member, its next window), is correct."""
+    parts = [(hit.start_line, hit.end_line), *((c.start_line, c.end_line) for c in hit.chunks or ())]
+    return any(is_correct(hit.path, start, end, fn) for start, end in parts)
+
+
 def _rank_of(order: list[int], wanted: int) -> int | None:
     return next((r for r, i in enumerate(order[:TOP], start=1) if i == wanted), None)
 
@@ -202,7 +207,7 @@ def identifier_check(project: Project, corpus: Corpus, count: int = 100) -> dict
     out = {}
     for mode in ("semantic", "lexical", "hybrid"):
         first = sum(1 for fn in chosen if (hits := search.search(project, fn.name, limit=1, mode=mode))
-                    and is_correct(hits[0].path, hits[0].start_line, hits[0].end_line, fn))
+                    and shows(hits[0], fn))
         out[mode] = (first, len(chosen))
     return out
 

@@ -7,7 +7,8 @@ optional line span, category `semantic`, `architecture` or `symbol`). This harne
 queries through SAI and scores them with semble's metric, reproduced here (not imported):
 
 - a target is found at the first of the top 10 chunks whose file is the target's file and, when
-  the target has a line span, whose lines overlap it; relevant and secondary targets weigh 1;
+  the target has a line span, whose lines overlap it; relevant and secondary targets weigh 1 (a
+  hit's lines are those it shows: with the chunks hybrid search folds into it, `span`);
 - NDCG@10 = DCG of a 0/1 relevance list over ranks 1..10 (a rank holding several found targets
   counts once) divided by the DCG of min(10, number of targets) ones; 0 with no targets;
 - a repository's figure is the mean over its queries; a category's figure is the mean of the
@@ -127,6 +128,13 @@ def covers(hit: tuple[str, int, int], target: Target) -> bool:
 def target_rank(hits: list[tuple[str, int, int]], target: Target) -> int | None:
     """1-based rank of the first hit covering the target, or None."""
     return next((i for i, hit in enumerate(hits, 1) if covers(hit, target)), None)
+
+
+def span(hit) -> tuple[int, int]:
+    """The lines a hit shows: its chunk's, or in hybrid mode those of the chunks folded into it (a
+    container and its member, a unit's next window: sai/query/search.py), which are contiguous."""
+    parts = [(hit.start_line, hit.end_line), *((c.start_line, c.end_line) for c in hit.chunks or ())]
+    return min(s for s, _ in parts), max(e for _, e in parts)
 
 
 def dcg(gains: list[int]) -> float:
@@ -367,7 +375,7 @@ def run_query(project, repo: Repo, q: Query, mode: str) -> Outcome:
     from sai.query.search import search
 
     prefix = (repo.benchmark_root.strip("/") + "/") if repo.benchmark_root else ""
-    hits = [(prefix + h.path, h.start_line, h.end_line) for h in search(project, q.text, limit=TOP, mode=mode)]
+    hits = [(prefix + h.path, *span(h)) for h in search(project, q.text, limit=TOP, mode=mode)]
     return Outcome(q, mode, query_ndcg(hits, q.targets), first_hit_in_target_file(hits, q.targets),
                    distinct_files(hits), [target_rank(hits, t) for t in q.targets], hits)
 

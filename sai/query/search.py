@@ -3,7 +3,7 @@ status: status.py; find_duplicates: sai/duplicates/clusters.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -19,7 +19,7 @@ from sai.source import vendored as vendored_code
 from sai.store import IndexReader, Scope
 from sai.text.lexical import query_lexemes
 
-FILE_CHUNKS = 5  # grouped by file: the file's best chunks listed with its hit
+FILE_CHUNKS = 5  # the chunks listed with a hit: its file's best (grouped by file), or those folded into it
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
 DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
@@ -42,9 +42,11 @@ def search(
     Filters choose the chunks searched, not the hits kept: a filtered search answers as an index
     holding only the matching chunks would. `score` stays the cosine similarity of hit and
     query (BM25 in lexical mode, which needs no embedder); in hybrid mode the order is the
-    fused rank, given in `rank`. With `explain`, each hit says why it ranked there. With
-    `group_by` "file", each file comes once, as its best chunk, with the lines of its best
-    chunks (up to FILE_CHUNKS, among the candidates) in `chunks`.
+    fused rank, given in `rank`. With `explain`, each hit says why it ranked there. In hybrid
+    mode each hit is one place: chunks ranked below it that overlap it (a container and its member) or continue its
+    unit (the next window of a long function) are folded into it, listed in its `chunks` with it,
+    and take no slot. With `group_by` "file", each file comes once, as its best chunk, with the
+    lines of its best chunks (up to FILE_CHUNKS, among the candidates) in `chunks`.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}'; choose one of: {', '.join(MODES)}")
@@ -66,14 +68,14 @@ def search(
         weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
         ordered = _order(mode, semantic, lexical, query, defined, defining=defining, semantic_weight=weight,
                          vendored=vendored_code.from_meta(meta))
-        files = _files(ordered, limit) if by_file else None
-        chosen, pending = _with_bodies(reader, [group[0] for group in files] if files else ordered[:limit],
-                                       vector, mode=mode)
+        joins = _same_file if by_file else _same_place if mode == "hybrid" else _never
+        groups = _grouped(ordered, limit, joins=joins)
+        chosen, pending = _with_bodies(reader, [group[0] for group in groups], vector, mode=mode)
         stored = reader.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
-    if files is not None:
-        hits = [replace(h, chunks=tuple(_file_chunk(c) for c in group)) for h, group in zip(hits, files, strict=True)]
+    hits = [replace(h, chunks=tuple(_file_chunk(c) for c in group)) if by_file or len(group) > 1 else h
+            for h, group in zip(hits, groups, strict=True)]
     if not explain:
         return hits
     return [replace(h, explain=_explain(c, mode, pending=c.row.id in pending))
@@ -98,16 +100,38 @@ def _has_vectors(project: Project, meta: dict[str, str], mode: str) -> bool:
     return False
 
 
-def _files(ordered: list[Candidate], limit: int) -> list[list[Candidate]]:
-    """The first `limit` files in rank order, each with its best candidates (up to FILE_CHUNKS)."""
-    groups: dict[str, list[Candidate]] = {}
+def _grouped(ordered: list[Candidate], limit: int, *, joins: Callable[[Candidate, Candidate], bool]
+             ) -> list[list[Candidate]]:
+    """The first `limit` places in rank order, each a list led by its best candidate: a candidate
+    that `joins` a member of a chosen place is listed with it (up to FILE_CHUNKS) and takes no slot."""
+    groups: list[list[Candidate]] = []
     for c in ordered:
-        group = groups.get(c.row.path)
-        if group is None and len(groups) < limit:
-            groups[c.row.path] = [c]
-        elif group is not None and len(group) < FILE_CHUNKS:
-            group.append(c)
-    return list(groups.values())
+        home = next((g for g in groups if any(joins(m, c) for m in g)), None)
+        if home is None and len(groups) < limit:
+            groups.append([c])
+        elif home is not None and len(home) < FILE_CHUNKS:
+            home.append(c)
+    return groups
+
+
+def _never(a: Candidate, b: Candidate) -> bool:
+    return False
+
+
+def _same_file(a: Candidate, b: Candidate) -> bool:
+    return a.row.path == b.row.path
+
+
+def _same_place(a: Candidate, b: Candidate) -> bool:
+    """One place to read: chunks of a file whose lines overlap (a container and its member, a unit's
+    overlapping windows) or that continue one unit (its next window)."""
+    x, y = a.row, b.row
+    if x.path != y.path:
+        return False
+    if x.start_line <= y.end_line and y.start_line <= x.end_line:
+        return True
+    touching = y.start_line == x.end_line + 1 or x.start_line == y.end_line + 1
+    return touching and x.symbol is not None and x.symbol == y.symbol
 
 
 def _file_chunk(c: Candidate) -> FileChunk:

@@ -289,9 +289,12 @@ def test_cli_explain_adds_a_line_after_each_contract_row_only_when_asked(in_proj
     _, explained, _ = run_cli(capsys, "--query", "compute total", "--query-only", "--limit", "3", "--explain")
     rows = explained.splitlines()
     assert [r for r in rows if not r.startswith("      explain: ")] == plain.splitlines()
-    assert len(rows) == 2 + 3 * 2 and all(rows[k].startswith("      explain: semantic #") or
-                                          rows[k].startswith("      explain: cosine") for k in (3, 5, 7))
-    assert all("= fused " in rows[k] for k in (3, 5, 7))
+    explains = [k for k, r in enumerate(rows) if r.startswith("      explain: ")]
+    assert len(explains) == 3 and all(rows[k].startswith(("      explain: semantic #", "      explain: cosine"))
+                                      for k in explains)
+    assert all("= fused " in rows[k] for k in explains)
+    # each follows its hit's row, or the folded chunks' line under it
+    assert all(rows[k - 1].startswith(("  0.", "      lines: ")) for k in explains)
     assert "explain" not in plain
     code, _, err = run_cli(capsys, "--explain")
     assert (code, err) == (2, "error: --explain needs --query; it says why each search hit ranked where it did\n")
