@@ -188,9 +188,12 @@ def evaluate(project: Project, corpus: Corpus, targets: list[Target],
 
 
 def shows(hit, fn) -> bool:
-    """The hit, or a chunk hybrid search folded into it (its member, its next window), is correct."""
-    parts = [(hit.start_line, hit.end_line), *((c.start_line, c.end_line) for c in hit.chunks or ())]
-    return any(is_correct(hit.path, start, end, fn) for start, end in parts)
+    """The hit, or a chunk hybrid search folded into it (its member, its next window, a copy in
+    another file), is correct."""
+    parts = [(hit.path, hit.start_line, hit.end_line),
+             *((hit.path, c.start_line, c.end_line) for c in hit.chunks or ()),
+             *((c.path, c.start_line, c.end_line) for c in hit.copies or ())]
+    return any(is_correct(path, start, end, fn) for path, start, end in parts)
 
 
 def _rank_of(order: list[int], wanted: int) -> int | None:

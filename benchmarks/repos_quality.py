@@ -8,7 +8,8 @@ queries through SAI and scores them with semble's metric, reproduced here (not i
 
 - a target is found at the first of the top 10 chunks whose file is the target's file and, when
   the target has a line span, whose lines overlap it; relevant and secondary targets weigh 1 (a
-  hit's lines are those it shows: with the chunks hybrid search folds into it, `span`);
+  hit's lines are those it shows: with the chunks hybrid search folds into it, `span`, and the
+  near-identical copies in other files it lists);
 - NDCG@10 = DCG of a 0/1 relevance list over ranks 1..10 (a rank holding several found targets
   counts once) divided by the DCG of min(10, number of targets) ones; 0 with no targets;
 - a repository's figure is the mean over its queries; a category's figure is the mean of the
@@ -125,9 +126,12 @@ def covers(hit: tuple[str, int, int], target: Target) -> bool:
     return not (end < target.start_line or start > target.end_line)
 
 
-def target_rank(hits: list[tuple[str, int, int]], target: Target) -> int | None:
-    """1-based rank of the first hit covering the target, or None."""
-    return next((i for i, hit in enumerate(hits, 1) if covers(hit, target)), None)
+def target_rank(hits: list[tuple[str, int, int]], target: Target,
+                copies: list[list[tuple[str, int, int]]] | None = None) -> int | None:
+    """1-based rank of the first hit covering the target, itself or one of the `copies` hybrid
+    search folded into it (near-identical chunks of other files, listed with the hit), or None."""
+    return next((i for i, hit in enumerate(hits, 1)
+                 if covers(hit, target) or any(covers(c, target) for c in (copies[i - 1] if copies else ()))), None)
 
 
 def span(hit) -> tuple[int, int]:
@@ -152,8 +156,9 @@ def ndcg_at(ranks: list[int], n_targets: int, k: int = TOP) -> float:
     return dcg(gains) / dcg([1] * min(k, n_targets))
 
 
-def query_ndcg(hits: list[tuple[str, int, int]], targets: tuple[Target, ...], k: int = TOP) -> float:
-    ranks = [r for t in targets if (r := target_rank(hits[:k], t)) is not None]
+def query_ndcg(hits: list[tuple[str, int, int]], targets: tuple[Target, ...], k: int = TOP,
+               copies: list[list[tuple[str, int, int]]] | None = None) -> float:
+    ranks = [r for t in targets if (r := target_rank(hits[:k], t, copies)) is not None]
     return ndcg_at(ranks, len(targets), k)
 
 
@@ -375,9 +380,11 @@ def run_query(project, repo: Repo, q: Query, mode: str) -> Outcome:
     from sai.query.search import search
 
     prefix = (repo.benchmark_root.strip("/") + "/") if repo.benchmark_root else ""
-    hits = [(prefix + h.path, *span(h)) for h in search(project, q.text, limit=TOP, mode=mode)]
-    return Outcome(q, mode, query_ndcg(hits, q.targets), first_hit_in_target_file(hits, q.targets),
-                   distinct_files(hits), [target_rank(hits, t) for t in q.targets], hits)
+    found = search(project, q.text, limit=TOP, mode=mode)
+    hits = [(prefix + h.path, *span(h)) for h in found]
+    copies = [[(prefix + c.path, c.start_line, c.end_line) for c in h.copies or ()] for h in found]
+    return Outcome(q, mode, query_ndcg(hits, q.targets, copies=copies), first_hit_in_target_file(hits, q.targets),
+                   distinct_files(hits), [target_rank(hits, t, copies) for t in q.targets], hits)
 
 
 # ---------------------------------------------------------------- report

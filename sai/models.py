@@ -204,6 +204,7 @@ class Hit:
     chunk_id: str = ""
     explain: Explain | None = None
     chunks: tuple[FileChunk, ...] | None = None  # grouped by file: the file's best chunks, this one first
+    copies: tuple[ClusterMember, ...] | None = None  # hybrid: near-identical chunks of other files folded in
     fused: float | None = None  # hybrid mode: the fused score the hits are ordered by (text rows show it)
 
 

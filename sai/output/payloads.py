@@ -91,6 +91,8 @@ def hit_json(hit: Hit, *, include_text: bool = False) -> HitOut:
     if hit.chunks is not None:
         out["chunks"] = [FileChunkOut(start_line=c.start_line, end_line=c.end_line, symbol=c.symbol,
                                       chunk_id=c.chunk_id) for c in hit.chunks]
+    if hit.copies is not None:
+        out["copies"] = [member_json(c) for c in hit.copies]
     return out
 
 

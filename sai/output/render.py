@@ -61,6 +61,9 @@ def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
         if h.chunks is not None:
             rows.append("      lines: " + ", ".join(
                 f"{c.start_line}-{c.end_line}" + (f" {printable(c.symbol)}" if c.symbol else "") for c in h.chunks))
+        if h.copies is not None:
+            rows.append("      copies: " + ", ".join(
+                f"{printable(c.path)}:{c.start_line}-{c.end_line}" for c in h.copies))
         if explain and h.explain is not None:
             rows.append(f"      {explanation(h.explain)}")
     return "\n".join([f"top {len(hits)} for: {printable(query)}", "", *rows]) + "\n"

@@ -54,6 +54,7 @@ class HitOut(MemberOut):
     score_kind: NotRequired[str]
     explain: NotRequired[ExplainOut]
     chunks: NotRequired[list[FileChunkOut]]
+    copies: NotRequired[list[MemberOut]]
 
 
 class HitRankPart(TypedDict, total=False):  # HitOut's keys between stale and chunk_id

@@ -14,6 +14,11 @@ _STOPWORDS = frozenset(
 )
 
 
+# Words that ask about declared types rather than the code using them.
+_TYPE_WORDS = frozenset("""type types typing typings typed typedef typedefs interface interfaces declaration
+    declarations declare dts signature signatures generic generics overload overloads schema""".split())
+
+
 @dataclass(frozen=True)
 class QueryFacts:
     names: frozenset[str]  # identifiers it names (lower case, last dotted part)
@@ -25,6 +30,7 @@ class QueryFacts:
     action: bool  # it starts with a verb ("Return ...", "Parses ..."): it asks for a callable
     words: frozenset[str]  # its words of 3+ letters that are not stopwords, lower case
     compounds: frozenset[str]  # 2 or 3 adjacent words run together ("json element" -> jsonelement)
+    about_types: bool = False  # it asks about types: "type", "typings", "interface", "d.ts", …
 
 
 def bare_name(query: str) -> str | None:
@@ -52,6 +58,7 @@ def facts_of(query: str) -> QueryFacts:
         action=not bare and starts_with_verb(words),
         words=frozenset() if bare else frozenset(w for w in plain if len(w) > 2 and w not in _STOPWORDS),
         compounds=frozenset() if bare else _compounds(query),
+        about_types=not bare and bool(plain & _TYPE_WORDS),
     )
 
 

@@ -32,6 +32,7 @@ FIRST_PLACE = 1.0 / (RRF_K + 1)  # the unit of every additive weight: a first pl
 NAME_MATCH = 0.5 * FIRST_PLACE  # times the share of the symbol's name words the query holds
 NAME_QUERY_BOOST = 2.0 * FIRST_PLACE  # a one-word query's closest definitions (query/definitions.py)
 DEFINITION_BOOST = 0.5 * FIRST_PLACE  # its other definitions, and an identifier named inside a longer query
+DECLARES = 1.0 * FIRST_PLACE  # a type's declaration, or a declaration file's chunk, for a query about types
 PATH_MATCH = 2.0 * FIRST_PLACE  # times the share of the query's words that name the file or its folder
 FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name (half for a partial file)
 NAMED_INSIDE = 0.5 * FIRST_PLACE  # an identifier, or adjacent words run together, inside a longer query naming the file
@@ -42,6 +43,8 @@ FILE_SUPPORT = 2.0 * FIRST_PLACE  # times the file's summed score over the best 
 REPEAT_DECAY = 0.5  # the factor for each further chunk of a file, so other files' best come between
 REPEAT_FREE = 1  # chunks of a file before the decay starts
 
+DECLARATION_KINDS = frozenset({"interface", "type", "struct", "enum", "union", "trait", "record", "protocol"})
+DECLARATION_FILES = (".d.ts", ".d.mts", ".d.cts", ".pyi", ".rbi", ".rbs")
 _TESTISH = re.compile(
     r"(^|/)(tests?|testing|spec|examples?|__tests__)(/|$)"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[a-z]+$"
@@ -110,6 +113,14 @@ def name_match(row: ChunkRow, pool: Pool) -> float:
 
 def definition(row: ChunkRow, pool: Pool) -> float:
     return pool.once("definition", lambda: _definition_boosts(pool.rows, pool.facts, pool.defining)).get(row.id, 0.0)
+
+
+def declares(row: ChunkRow, pool: Pool) -> float:
+    """DECLARES for a query about types: a chunk declaring a type (an interface, a type alias, a
+    struct, …) or of a declaration file (`.d.ts`, `.pyi`, `.rbi`)."""
+    if not pool.facts.about_types:
+        return 0.0
+    return DECLARES if row.kind in DECLARATION_KINDS or row.path.endswith(DECLARATION_FILES) else 0.0
 
 
 def path_match(row: ChunkRow, pool: Pool) -> float:
@@ -184,6 +195,9 @@ SIGNALS: tuple[Signal, ...] = (
            f"{NAME_QUERY_BOOST / FIRST_PLACE:g}, its other definitions and a name inside a longer query "
            f"{DEFINITION_BOOST / FIRST_PLACE:g}",
            measure=definition),
+    Signal("declares", "add", DECLARES,
+           "a query about types (type, interface, typings, …): a chunk declaring a type, or of a declaration file "
+           "(.d.ts, .pyi, .rbi)", measure=declares),
     Signal("path_match", "add", PATH_MATCH,
            "the query's words name the file or its folder, by share; a one-word query that is the "
            f"file's name {FILE_NAMED / FIRST_PLACE:g} (half for a partial file); an identifier or adjacent "
