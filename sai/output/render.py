@@ -123,7 +123,7 @@ def status_lines(payload: Mapping[str, object], *, location: str = "") -> str:
     """`key: value` lines; without an index, a line saying so, then what `sai` would build with."""
     if payload.get("indexed_at") is None and not payload.get("chunk_count"):
         known = "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items()
-                        if v not in (None, "", {}) and k not in ("chunk_count", "file_count", "stale_files"))
+                        if v not in (None, "", {}, []) and k not in ("chunk_count", "file_count", "stale_files"))
         return f"no index yet at {printable(location)}; `sai` builds one with:\n{known}"
     return "".join(f"{k}: {_status_value(v)}\n" for k, v in payload.items())
 

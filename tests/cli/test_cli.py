@@ -324,6 +324,8 @@ def test_status_prints_key_value_lines_and_json(
     for key, value in payload.items():
         if isinstance(value, dict):
             assert shown[key] == ", ".join(f"{k} {n}" for k, n in value.items())
+        elif isinstance(value, list):
+            assert shown[key] == ", ".join(value)
         else:
             assert shown[key] == ("" if value is None else str(value))
     assert payload["languages"] == {"python": 3} and shown["languages"] == "python 3"
