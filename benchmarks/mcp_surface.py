@@ -11,8 +11,8 @@ tests/ollama_standin.py (`--embedder local` uses all-MiniLM-L6-v2 instead), and 
   intended tool's description must hold every cue word of the prompt and more of them than any
   other tool's description. A proxy for "the description leads to the right tool", not a test
   with a model;
-- the size of default `sai_search_code` answers (the JSON text an agent reads) over queries made
-  from the tree's function names.
+- the size of `sai_search_code` answers (the JSON text an agent reads), with default arguments
+  with include_text, and with limit 50, over queries made from the tree's function names.
 
     .venv/bin/python benchmarks/mcp_surface.py [--tree DIR] [--tools search,read,symbol]
         [--queries 20] [--embedder ollama|local]
@@ -58,7 +58,7 @@ def main() -> int:
         env = {"OLLAMA_HOST": url} if url else {}
         build_index(config, env)
         queries = corpus_queries(tree, args.queries)
-        flags = ["--tools", args.tools] if args.tools else []
+        flags = (["--tools", args.tools] if args.tools else []) + (["--output-schemas"] if args.output_schemas else [])
         tools, answers = anyio.run(session, config, env, flags, queries)
     report_tools(tools)
     failures = report_routing(tools)
@@ -70,6 +70,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, default=REPO / "sai")
     parser.add_argument("--tools", help="passed to `sai mcp --tools` (default: all tools)")
+    parser.add_argument("--output-schemas", action="store_true", help="passed to `sai mcp` (if it knows it)")
     parser.add_argument("--queries", type=int, default=20, help="default searches measured")
     parser.add_argument("--embedder", choices=EMBEDDERS, default="ollama")
     return parser.parse_args()
@@ -115,21 +116,37 @@ def corpus_queries(tree: Path, count: int) -> list[str]:
 
 async def session(
     config: Path, env: dict[str, str], flags: list[str], queries: list[str]
-) -> tuple[list[dict[str, Any]], list[int]]:
-    """The tool definitions as tools/list sends them, and the text length of each default search."""
+) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
+    """The tool definitions as tools/list sends them, and the text length of each search answer
+    (default arguments, and with include_text)."""
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "sai", "mcp", "--config", str(config), *flags],
                                    env={**env, "PYTHONPATH": str(REPO)})
-    with open(Path(config).parent / "server.log", "w") as errlog:
+    with _server_log(Path(config).parent / "server.log") as errlog:
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             listed = await client.list_tools()
             tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
-            answers = []
+            print(f"initialize instructions: {len(client.instructions or ''):,} characters")
+            answers: dict[str, list[int]] = {"default": [], "include_text": [], "limit 50": []}
             if any(t["name"] == "sai_search_code" for t in tools):
                 for query in queries:
-                    result = await client.call_tool("sai_search_code", {"query": query})
-                    answers.append(len(result.content[0].text))
+                    for kind, extra in (("default", {}), ("include_text", {"include_text": True}),
+                                        ("limit 50", {"limit": 50})):
+                        result = await client.call_tool("sai_search_code", {"query": query, **extra})
+                        answers[kind].append(len(result.content[0].text))
     return tools, answers
+
+
+@contextlib.contextmanager
+def _server_log(path: Path) -> Iterator[Any]:
+    """The server's stderr, printed when the session fails (the temporary directory goes)."""
+    with path.open("w+", encoding="utf-8") as log:
+        try:
+            yield log
+        except BaseException:
+            log.seek(0)
+            sys.stderr.write(log.read())
+            raise
 
 
 def _chars(value: Any) -> int:
@@ -157,7 +174,7 @@ def report_tools(tools: list[dict[str, Any]]) -> None:
 
 def report_routing(tools: list[dict[str, Any]]) -> int:
     """Each prompt's cues against every description; returns the number of prompts routed wrong."""
-    descriptions = {t["name"]: _described(t) for t in tools}
+    descriptions = {t["name"]: t.get("description") or "" for t in tools}
     prompts = json.loads(ROUTING.read_text(encoding="utf-8"))["prompts"]
     failures = 0
     print(f"\nrouting (lexical proxy, {ROUTING.name}): ", end="")
@@ -180,23 +197,19 @@ def report_routing(tools: list[dict[str, Any]]) -> int:
     return failures
 
 
-def _described(tool: dict[str, Any]) -> str:
-    """The tool's description and its parameters' descriptions: all an agent reads of it."""
-    params = (tool.get("inputSchema") or {}).get("properties", {})
-    return " ".join([tool.get("description") or "", *(p.get("description", "") for p in params.values())])
-
-
 def _holds(text: str, cue: str) -> bool:
     return re.search(r"\b" + re.escape(cue.lower()), text.lower()) is not None
 
 
-def report_answers(answers: list[int]) -> None:
-    if not answers:
+def report_answers(answers: dict[str, list[int]]) -> None:
+    if not answers["default"]:
         print("\nsearch answers: sai_search_code is not served")
         return
-    mean, top = statistics.mean(answers), max(answers)
-    print(f"\ndefault sai_search_code answer over {len(answers)} queries (JSON text): mean "
-          f"{mean:,.0f} characters = {_tokens(round(mean)):,} tokens, max {top:,} = {_tokens(top):,} tokens")
+    print()
+    for kind, sizes in answers.items():
+        mean, top = statistics.mean(sizes), max(sizes)
+        print(f"sai_search_code answer, {kind}, over {len(sizes)} queries (JSON text): mean "
+              f"{mean:,.0f} characters = {_tokens(round(mean)):,} tokens, max {top:,} = {_tokens(top):,} tokens")
 
 
 if __name__ == "__main__":
