@@ -76,6 +76,12 @@ def _keys(schema: Any) -> set[str]:
 
 
 # ---------------------------------------------------------------- tools/list
+def test_every_tool_has_a_short_name_for_the_tools_flag() -> None:
+    from sai.mcp.server import SHORT_NAMES, TOOL_NAMES
+
+    assert sorted(SHORT_NAMES.values()) == sorted(TOOL_NAMES)
+
+
 def test_tools_list_of_all_tools_fits_in_10000_characters(plain: Session) -> None:
     tools = _listed(plain)
     assert {t["name"] for t in tools} == TOOLS and CONTRACT <= {t["name"] for t in tools}
