@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -18,18 +17,21 @@ from sai.duplicates.clusters import DuplicateParams, duplicate_report
 from sai.errors import SaiError, UsageError, keep_secret, redact
 from sai.indexing import indexer
 from sai.output import payloads, render
+from sai.output.budget import DEFAULT_TOKENS, Budget, Cut, Spelling
 from sai.output.progress import ProgressReporter
 from sai.output.render import printable
 from sai.project import Project, built_with
 from sai.query import lookup
 from sai.query.search import check_query, search
-from sai.query.similar import Spelling, check_threshold, find_similar, similar_request
+from sai.query.similar import Spelling as SimilarSpelling
+from sai.query.similar import check_threshold, find_similar, similar_request
 from sai.query.status import status
 from sai.source.files import key_for
 from sai.store import open_store
 
 __all__ = ["build_parser", "main"]
-FLAGS = Spelling(code="--code", location="--path with --line", min_score="--min-score")  # sai similar's
+FLAGS = SimilarSpelling(code="--code", location="--path with --line", min_score="--min-score")  # sai similar's
+BUDGET = Spelling(budget="--max-tokens", read="`sai read CHUNK_ID`")
 
 
 def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None = None) -> int:
@@ -120,9 +122,19 @@ def _dispatch(args: argparse.Namespace, opts: dict[str, Any]) -> int:
 
 
 def _emit(as_json: bool, payload: Any, text: str) -> int:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n" if as_json else text)
+    sys.stdout.write(payloads.json_text(payload) + "\n" if as_json else text)
     sys.stdout.flush()
     return 0
+
+
+def _budget(args: argparse.Namespace, what: str) -> Budget:
+    """The command's --max-tokens (its default from output/budget.py)."""
+    return Budget(getattr(args, "max_tokens", None) or DEFAULT_TOKENS[what], BUDGET)
+
+
+def _emit_fitted(as_json: bool, payload: Callable[[], Any], text: Callable[[], str]) -> int:
+    """Print the answer fitted to its budget: as JSON or as text, whichever is printed."""
+    return _emit(True, payload(), "") if as_json else _emit(False, None, text())
 
 
 def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
@@ -169,17 +181,24 @@ def _answer(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     hits = search(project, args.query, limit=args.limit, mode=args.mode,
                          language=args.language, path_glob=args.path_glob, explain=args.explain,
                          group_by="file" if args.files else "chunk")
-    text = render.query_results(args.query, hits, explain=args.explain)
-    return _emit(as_json, payloads.hits_json(hits), text)
+    budget = _budget(args, "search")
+    return _emit_fitted(as_json, lambda: payloads.fitted_hits_json(hits, budget=budget), lambda: payloads.fit_hits(
+        hits, lambda cut: render.query_results(args.query, hits, explain=args.explain, cut=cut, budget=budget),
+        size=len, budget=budget))
 
 
 def _duplicates(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     params = DuplicateParams.resolve(project.config, min_score=args.min_score, min_cluster_size=args.min_cluster_size,
                                      top_k=args.top_k, metric=args.metric, max_clusters=args.max_clusters)
     report = duplicate_report(project, params, path_glob=args.path_glob, seed_paths=_seed_paths(project, args))
-    text = render.duplicate_clusters(report.clusters, min_score=params.min_score,
-                                     min_cluster_size=params.min_cluster_size, top_k=params.top_k)
-    return _emit(as_json, payloads.duplicates_json(report), text)
+    budget = _budget(args, "duplicates")
+
+    def text(cut: Cut) -> str:
+        return render.duplicate_clusters(report.clusters, min_score=params.min_score, cut=cut, budget=budget,
+                                         min_cluster_size=params.min_cluster_size, top_k=params.top_k)
+
+    return _emit_fitted(as_json, lambda: payloads.fitted_duplicates_json(report, budget=budget),
+                        lambda: payloads.fit_clusters(report.clusters, text, size=len, budget=budget))
 
 
 def _seed_paths(project: Project, args: argparse.Namespace) -> list[str] | None:
@@ -200,7 +219,10 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         path = key_for(project.config, asked.path, root_relative=True, indexed=_IndexedKeys(project))
     hits = find_similar(project, code=asked.code, path=path, line=asked.line,
                         limit=args.limit, min_score=asked.min_score)
-    return _emit(as_json, payloads.hits_json(hits), render.similar_results(hits, min_score=asked.min_score))
+    budget = _budget(args, "similar")
+    return _emit_fitted(as_json, lambda: payloads.fitted_hits_json(hits, budget=budget), lambda: payloads.fit_hits(
+        hits, lambda cut: render.similar_results(hits, min_score=asked.min_score, cut=cut, budget=budget),
+        size=len, budget=budget))
 
 
 def _status(project: Project, args: argparse.Namespace, as_json: bool) -> int:
@@ -256,13 +278,19 @@ def _read(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         project, chunk_id=args.chunk_id, path=path, start_line=args.start_line, end_line=args.end_line,
         neighbours=args.neighbours, enclosing=args.enclosing,
     )
-    return _emit(as_json, payloads.chunk_context_json(context), render.chunk_context(context))
+    budget = _budget(args, "read")
+    return _emit_fitted(as_json, lambda: payloads.fitted_chunk_context_json(context, budget=budget),
+                        lambda: payloads.fit_context(context, lambda cut: render.chunk_context(
+                            context, cut=cut, budget=budget), size=len, budget=budget))
 
 
 def _symbol(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     found = lookup.find_symbol(project, args.name, language=args.language, path_glob=args.path_glob,
                                limit=args.limit)
-    return _emit(as_json, payloads.definitions_json(found), render.definitions(args.name, found))
+    budget = _budget(args, "symbol")
+    return _emit_fitted(as_json, lambda: payloads.fitted_definitions_json(found, budget=budget),
+                        lambda: payloads.fit_definitions(found, lambda cut: render.definitions(
+                            args.name, found, cut=cut, budget=budget), size=len, budget=budget))
 
 
 def _flush(project: Project, args: argparse.Namespace, as_json: bool) -> int:
@@ -294,7 +322,8 @@ def _mcp(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.serve_mcp is None:
         raise SaiError("this entry point has no MCP server; run `sai mcp` or `python -m sai mcp`")
     args.serve_mcp(project, allow_write=args.allow_write, allow_setup=args.allow_setup, http=args.http,
-                   watch=args.watch, token_file=args.token_file, allow_unauthenticated=args.allow_unauthenticated)
+                   watch=args.watch, token_file=args.token_file, allow_unauthenticated=args.allow_unauthenticated,
+                   tools=args.tools, output_schemas=args.output_schemas)
     return 0
 
 

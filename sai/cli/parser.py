@@ -7,6 +7,7 @@ import argparse
 from sai.cli.options import count
 from sai.duplicates.clusters import MAX_CLUSTERS
 from sai.models import BACKENDS, CHUNKERS, EMBEDDERS, METRICS, MODES
+from sai.output.budget import DEFAULT_TOKENS
 
 S = argparse.SUPPRESS
 
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--explain", action="store_true", help="say why each hit ranked where it did")
     parser.add_argument("--files", action="store_true",
                         help="one hit per file (its best chunk), with the lines of its best chunks")
+    _add_budget(parser, "search")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_duplicates(sub.add_parser("duplicates", parents=[common], help="near-duplicate clusters"))
     _add_similar(sub.add_parser("similar", parents=[common], help="code similar to a snippet or chunk"))
@@ -69,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="--http: require this file's bearer token (default: $SAI_MCP_TOKEN)")
     mcp.add_argument("--allow-unauthenticated", action="store_true",
                      help="--http: serve a non-loopback address without a token (warns)")
+    mcp.add_argument("--tools", metavar="LIST",
+                     help="serve only these tools: search,similar,duplicates,status,read,symbol,refresh,sync,setup")
+    mcp.add_argument("--output-schemas", action="store_true",
+                     help="publish each tool's outputSchema in tools/list (for clients that validate results)")
     _add_watch(sub, common, mcp)
     return parser
 
@@ -77,6 +83,12 @@ def _add_watch(sub: argparse._SubParsersAction, common: argparse.ArgumentParser,
                mcp: argparse.ArgumentParser) -> None:
     sub.add_parser("watch", parents=[common], help="index, then re-index files as they change")
     mcp.add_argument("--watch", action="store_true", help="re-index files as they change (needs --allow-write)")
+
+
+def _add_budget(p: argparse.ArgumentParser, what: str) -> None:
+    # suppressed: `sai --max-tokens N similar` keeps N (a subcommand's default would replace it)
+    p.add_argument("--max-tokens", type=count, default=S, metavar="N",
+                   help=f"answer budget in tokens, 4 characters each ({DEFAULT_TOKENS[what]})")
 
 
 def _add_seed(p: argparse.ArgumentParser) -> None:
@@ -95,6 +107,7 @@ def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", choices=METRICS,
                    help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
     _add_seed(p)
+    _add_budget(p, "duplicates")
 
 
 def _add_lookups(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -107,11 +120,13 @@ def _add_lookups(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     read.add_argument("--neighbours", type=int, default=1, metavar="N",
                       help="chunks to show before and after it (default 1, clamped 0-5)")
     read.add_argument("--enclosing", action="store_true", help="also the enclosing unit (a method's class)")
+    _add_budget(read, "read")
     symbol = sub.add_parser("symbol", parents=[common], help="where a name is defined")
     symbol.add_argument("name", metavar="NAME", help="computeTotal, Cart.computeTotal, or the start of a name")
     symbol.add_argument("--language", metavar="L", help="only this language (name or extension)")
     symbol.add_argument("--path-glob", metavar="G", help="only files whose key matches this glob")
     symbol.add_argument("--limit", type=count, default=20, metavar="N", help="definitions to show (20)")
+    _add_budget(symbol, "symbol")
 
 
 def _add_similar(p: argparse.ArgumentParser) -> None:
@@ -120,3 +135,4 @@ def _add_similar(p: argparse.ArgumentParser) -> None:
     p.add_argument("--line", type=int, metavar="N", help="any line inside that chunk")
     p.add_argument("--limit", type=count, default=8, metavar="N")
     p.add_argument("--min-score", type=float, metavar="F")
+    _add_budget(p, "similar")

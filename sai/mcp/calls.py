@@ -3,13 +3,14 @@ mcp_lookup.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
 from sai.errors import UsageError, redact, shown
+from sai.output.budget import Budget, Spelling, check_budget
+from sai.output.payloads import json_text
 from sai.output.render import printable
 from sai.project import Project
 from sai.source import files
@@ -17,8 +18,16 @@ from sai.source import files
 
 def tool_result(payload: Mapping[str, Any]) -> CallToolResult:
     """The payload as structured content and, for clients that read text, as the same JSON."""
-    text = json.dumps(payload, ensure_ascii=False)
+    text = json_text(payload)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dict(payload))
+
+
+SPELLING = Spelling(budget="max_tokens", read="sai_read_chunk with its chunk_id")
+
+
+def answer_budget(max_tokens: object) -> Budget:
+    """A tool's max_tokens, checked before the tool does any work (-32602 when not positive)."""
+    return Budget(check_budget(max_tokens), SPELLING)
 
 
 def escaped(message: str) -> str:

@@ -28,66 +28,69 @@ def _arg(description: str, **schema: Any) -> Any:
 
 
 _RANGE = {"minimum": 1, "maximum": MAX_LIMIT}
-Query = Annotated[str, _arg("what the code does, in words or code")]
-Limit = Annotated[int, _arg(f"results to return (default 8, clamped to 1-{MAX_LIMIT})", **_RANGE)]
-TopK = Annotated[
-    int | None, _arg(f"neighbours per chunk (default from config, clamped 1-{MAX_LIMIT})", **_RANGE)
-]
-Language = Annotated[
-    str | None, _arg("only chunks of this language: a name (python, typescript) or an extension (py, ts)")
-]
-Metric = Annotated[
-    DuplicateMetric | None,
-    _arg("edge score: duplicate (cosine and token shape, default) or cosine (the original's plain cosine)"),
-]
-Glob = Annotated[str | None, _arg(
-    "only paths matching this glob, e.g. src/** or *.py; * and ? also match /, ** spans "
-    "directories, {a,b} and [a-z] work, no / also matches the file name"
-)]
-IncludeText = Annotated[bool, _arg("the whole chunk text as snippet, not its first 8 lines")]
-Staged = Annotated[bool, _arg("use the staged files (git diff --cached) instead of since")]
-UseAst = Annotated[bool, _arg("add the ast feature to the install")]
-Global = Annotated[bool, _arg("also link the sai command into ~/.local/bin")]
-Execute = Annotated[bool, _arg("run the setup script now (needs --allow-setup)")]
-Text = Annotated[str | None, _arg("a code snippet to compare (or give path and line)")]
-ChunkPath = Annotated[str | None, _arg("file of an indexed chunk, relative to the project root")]
-ChunkLine = Annotated[int | None, _arg("any 1-based line inside that chunk")]
-Score = Annotated[float | None, _arg("cosine threshold (default from config)")]
-DuplicateScore = Annotated[float | None, _arg(
-    "threshold of an edge's duplicate score, a weighted mean of cosine and token-shape similarity "
-    "(default from config)"
-)]
-Size = Annotated[int | None, _arg(
-    "smallest cluster to report (default from config); 1 and 2 both mean every cluster",
-    minimum=1,
-)]
-Count = Annotated[int, _arg("clusters to return, largest first (default 50)")]
-Paths = Annotated[list[str], _arg(
-    f"files relative to the project root (1-{MAX_PATHS})", minItems=1, maxItems=MAX_PATHS
-)]
-MaybePaths = Annotated[list[str] | None, _arg(f"these files instead of git (max {MAX_PATHS})")]
-Revision = Annotated[str, _arg("git revision to compare the working tree with")]
-Directory = Annotated[str | None, _arg("directory to set up, inside the project root (default: the root)")]
-Backend = Annotated[str, _arg(f"index backend: {', '.join(BACKENDS)}", enum=list(BACKENDS))]
-Mode = Annotated[str, _arg(
-    "ranking: hybrid (default), semantic, or lexical (no embedder needed)",
-    enum=list(MODES),
-)]
-EmbedderName = Annotated[str, _arg(
-    "ollama, or local (offline; ort is another name for it)", enum=[*EMBEDDERS, *EMBEDDER_ALIASES]
-)]
-Explain = Annotated[bool, _arg("add to each hit why it ranked there (ranks, cosine, BM25, signals)")]
-GroupBy = Annotated[str, _arg(
-    "chunk (default): one hit per chunk; file: each file once, as its best chunk, with its best "
-    "chunks' lines in `chunks`",
-    enum=list(GROUPS),
-)]
-ChunkId = Annotated[str | None, _arg("a chunk_id from a hit (or give path and start_line)")]
-ReadPath = Annotated[str | None, _arg("file relative to the project root (with start_line)")]
-StartLine = Annotated[int | None, _arg("1-based line the chunk holds", minimum=1)]
-EndLine = Annotated[int | None, _arg("last line of the range (default start_line)", minimum=1)]
-Neighbours = Annotated[int, _arg("chunks to show before and after it (default 1, clamped 0-5)",
-                                 minimum=0, maximum=5)]
-Enclosing = Annotated[bool, _arg("also the enclosing unit (the class of a method)")]
-SymbolName = Annotated[str, _arg("a name: computeTotal, Cart.computeTotal, or the start of one")]
-SymbolLimit = Annotated[int, _arg(f"definitions to return (default 20, clamped to 1-{MAX_LIMIT})", **_RANGE)]
+# The descriptions agents read on every turn: short, the details in docs/mcp.md.
+Query = Annotated[str, _arg("what the code does, in words or identifiers")]
+Limit = Annotated[int, _arg("most hits", **_RANGE)]
+TopK = Annotated[int | None, _arg("neighbours per chunk (config default)", **_RANGE)]
+Language = Annotated[str | None, _arg("only this language: python or py, ...")]
+Metric = Annotated[DuplicateMetric | None, _arg("edge score: duplicate (cosine and token shape) or cosine")]
+Glob = Annotated[str | None, _arg("only paths matching, e.g. src/** or *.py")]
+IncludeText = Annotated[bool, _arg("whole chunk as snippet")]
+Staged = Annotated[bool, _arg("the staged files instead")]
+UseAst = Annotated[bool, _arg("add the ast feature")]
+Global = Annotated[bool, _arg("link sai into ~/.local/bin")]
+Execute = Annotated[bool, _arg("run the setup (needs --allow-setup)")]
+Text = Annotated[str | None, _arg("a code snippet (or give path and line)")]
+ChunkPath = Annotated[str | None, _arg("file of an indexed chunk")]
+ChunkLine = Annotated[int | None, _arg("a line in that chunk")]
+Score = Annotated[float | None, _arg("cosine floor (config default; 0: all)")]
+DuplicateScore = Annotated[float | None, _arg("edge score floor (config default)")]
+Size = Annotated[int | None, _arg("smallest cluster (config default)", minimum=1)]
+Count = Annotated[int, _arg("most clusters")]
+Paths = Annotated[list[str], _arg(f"files (1-{MAX_PATHS})", minItems=1, maxItems=MAX_PATHS)]
+MaybePaths = Annotated[list[str] | None, _arg("these files instead of git")]
+Revision = Annotated[str, _arg("git revision to compare with")]
+Directory = Annotated[str | None, _arg("directory inside the root (default: the root)")]
+Backend = Annotated[str, _arg("index backend", enum=list(BACKENDS))]
+Mode = Annotated[str, _arg("lexical needs no embedder", enum=list(MODES))]
+EmbedderName = Annotated[str, _arg("local: offline (ort is the same)", enum=[*EMBEDDERS, *EMBEDDER_ALIASES])]
+Explain = Annotated[bool, _arg("add why each hit ranked there")]
+GroupBy = Annotated[str, _arg("file: each file once", enum=list(GROUPS))]
+ChunkId = Annotated[str | None, _arg("a hit's chunk_id (or give path and start_line)")]
+ReadPath = Annotated[str | None, _arg("file (with start_line)")]
+StartLine = Annotated[int | None, _arg("a line the chunk holds", minimum=1)]
+EndLine = Annotated[int | None, _arg("last line of a range", minimum=1)]
+Neighbours = Annotated[int, _arg("chunks before and after", minimum=0, maximum=5)]
+Enclosing = Annotated[bool, _arg("add the enclosing unit (a method's class)")]
+SymbolName = Annotated[str, _arg("Cart.total, total, or the start of a name")]
+SymbolLimit = Annotated[int, _arg("most definitions", **_RANGE)]
+MaxTokens = Annotated[int, _arg("answer budget, 4 characters a token", minimum=1)]
+
+
+# ---------------------------------------------------------------- the schemas as published
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema as tools/list publishes it: no titles, `null` as one more type instead of
+    an anyOf, no `"default": null`; what a value may be is unchanged."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs"):  # a name -> schema map: the names are not keywords
+            out[key] = {name: compact_schema(item) for name, item in value.items()}
+        elif key != "title" and not (key == "default" and value is None):
+            out[key] = compact_schema(value)
+    return _nullable(out)
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`{"anyOf": [{"type": "string"}, {"type": "null"}]}` as `{"type": ["string", "null"]}`."""
+    options = schema.get("anyOf")
+    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
+        return schema
+    other = next(option for option in options if option != {"type": "null"})
+    if set(other) != {"type"} or not isinstance(other["type"], str):
+        return schema
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    return {"type": [other["type"], "null"], **rest}

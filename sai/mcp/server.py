@@ -24,16 +24,17 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, ToolAnnotations
+from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
 import sai
 from sai.duplicates.clusters import DuplicateParams, duplicate_report
-from sai.errors import ReadOnlyError, SaiError, UsageError, keep_secret, redact
+from sai.errors import ReadOnlyError, SaiError, UsageError, keep_secret, redact, shown
 from sai.indexing import indexer
 from sai.indexing.watch import Watcher
 from sai.mcp import setup
 from sai.mcp.background import BackgroundBuild, BackgroundWatch
-from sai.mcp.calls import escaped, key_of, tool_result
+from sai.mcp.calls import answer_budget, escaped, key_of, tool_result
 from sai.mcp.lookup import LookupTools
 from sai.mcp.schemas import (
     MAX_PATHS,
@@ -54,6 +55,7 @@ from sai.mcp.schemas import (
     IncludeText,
     Language,
     Limit,
+    MaxTokens,
     MaybePaths,
     Metric,
     Mode,
@@ -69,11 +71,13 @@ from sai.mcp.schemas import (
     Text,
     TopK,
     UseAst,
+    compact_schema,
 )
 from sai.mcp.setup import setup_plan, target_of
 from sai.mcp.stdio import checked_stdio
 from sai.models import clamped
-from sai.output.payloads import duplicates_json, hits_json, refresh_json, server_status_json
+from sai.output.budget import DEFAULT_TOKENS
+from sai.output.payloads import fitted_duplicates_json, fitted_hits_json, refresh_json, server_status_json
 from sai.project import Project
 from sai.query.search import search
 from sai.query.similar import find_similar
@@ -85,6 +89,29 @@ READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai
               "sai_read_chunk", "sai_find_symbol")
 WRITE_TOOLS = ("sai_refresh", "sai_sync", "sai_prepare_mcp_setup")
 TOOL_NAMES = READ_TOOLS + WRITE_TOOLS
+SHORT_NAMES = {  # sai mcp --tools search,read,symbol
+    "search": "sai_search_code", "similar": "sai_find_similar", "duplicates": "sai_find_duplicates",
+    "status": "sai_index_status", "read": "sai_read_chunk", "symbol": "sai_find_symbol",
+    "refresh": "sai_refresh", "sync": "sai_sync", "setup": "sai_prepare_mcp_setup",
+}
+
+
+SHORT_NAMES_OF = {tool: short for short, tool in SHORT_NAMES.items()}
+
+
+def served_tools(names: str | None) -> tuple[str, ...]:
+    """The tools `sai mcp --tools` names (short or full names, comma-separated), in TOOL_NAMES
+    order; None: all of them."""
+    if names is None:
+        return TOOL_NAMES
+    asked = [name.strip() for name in names.split(",") if name.strip()]
+    if not asked:
+        raise UsageError(f"--tools names no tool; give some of {', '.join(SHORT_NAMES)}")
+    full = {SHORT_NAMES.get(name, name) for name in asked}
+    unknown = [name for name in asked if SHORT_NAMES.get(name, name) not in TOOL_NAMES]
+    if unknown:
+        raise UsageError(f"unknown tool '{shown(unknown[0])}' in --tools; choose from {', '.join(SHORT_NAMES)}")
+    return tuple(name for name in TOOL_NAMES if name in full)
 
 
 # ---------------------------------------------------------------- the tools
@@ -102,72 +129,52 @@ class SaiTools(LookupTools):
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
         include_text: IncludeText = False, mode: Mode = "hybrid", explain: Explain = False,
-        group_by: GroupBy = "chunk",
+        group_by: GroupBy = "chunk", max_tokens: MaxTokens = DEFAULT_TOKENS["search"],
     ) -> Annotated[CallToolResult, HitsOut]:
-        """Search the code: the indexed chunks that best answer `query` (words or identifiers).
-
-        Returns {"hits":[{path,start_line,end_line,symbol,score,snippet,rank,stale,...}]}: path
-        relative to the project root, score the cosine similarity to the query (BM25 in lexical
-        mode), rank the position (hybrid order may differ from score order), stale true when the
-        file changed since it was indexed, snippet the chunk's first 8 lines (max 800 bytes)
-        unless include_text. mode: hybrid (default: meaning + exact words), semantic, or
-        lexical (works without the embedding model). Use it to find where something is
-        implemented before opening files. language and path_glob filter the results. Each hit
-        has a chunk_id for sai_read_chunk; explain adds why it ranked there. group_by "file"
-        answers "which file": each file once (its best chunk), with `chunks` listing the lines
-        of its best chunks.
-        """
+        """Search code by meaning and words: find where logic is implemented, how something
+        works, which file does it. Hits best first: path, lines, symbol, snippet, chunk_id.
+        Use before opening files."""
+        budget = answer_budget(max_tokens)
         if self.build is not None:
             self.build.check_started()
         hits = search(
             self.project, query, limit=clamped(limit), language=language, path_glob=path_glob,
             mode=mode, explain=explain, group_by=group_by,
         )
-        return tool_result(hits_json(hits, include_text=include_text))
+        return tool_result(fitted_hits_json(hits, include_text=include_text, budget=budget))
 
     def sai_find_similar(
         self, code: Text = None, path: ChunkPath = None, line: ChunkLine = None,
         limit: Limit = 8, min_score: Score = None, language: Language = None, path_glob: Glob = None,
+        max_tokens: MaxTokens = DEFAULT_TOKENS["similar"],
     ) -> Annotated[CallToolResult, HitsOut]:
-        """Code similar to a snippet (`code`) or to the indexed chunk at `path` + `line`.
-
-        Returns {"hits":[...]} as sai_search_code does (snippet always capped); the chunk at
-        path:line never lists itself. Give code, or path and line (code wins when both are
-        given). min_score 0 shows the raw distribution. language and path_glob restrict the
-        chunks compared. Use it to find copies or variants of a function before changing it.
-        """
+        """Code like a snippet, or like the function at path + line: its copies and variants,
+        to check before changing it. Hits as sai_search_code's."""
+        budget = answer_budget(max_tokens)
         if path is not None and code is None:  # a snippet overrides a location (prefer_code)
             path = key_of(self.project, path)
         hits = find_similar(
             self.project, code=code, path=path, line=line, limit=clamped(limit), min_score=min_score,
             language=language, path_glob=path_glob, prefer_code=True,
         )
-        return tool_result(hits_json(hits))
+        return tool_result(fitted_hits_json(hits, budget=budget))
 
     def sai_find_duplicates(
         self, min_score: DuplicateScore = None, min_cluster_size: Size = None, top_k: TopK = None,
         max_clusters: Count = 50, path_glob: Glob = None, metric: Metric = None,
+        max_tokens: MaxTokens = DEFAULT_TOKENS["duplicates"],
     ) -> Annotated[CallToolResult, DuplicatesOut]:
-        """Clusters of near-duplicate code across the index, largest first.
-
-        Returns {"clusters":[{size,members:[{path,start_line,end_line,symbol}],min_sim,max_sim}]}
-        and the thresholds used. With metric "duplicate" (default) min_sim/max_sim are duplicate
-        scores (a weighted mean of cosine and token-shape similarity; identical tiny functions score 1);
-        metric "cosine" gives the original tool's plain-cosine edges. Needs no embedder (stored
-        vectors and shapes only). Use it to find copy-pasted code worth merging, renamed copies
-        included.
-        """
+        """Clusters of duplicate code across the index, largest first: copy-pasted code worth
+        merging, renamed copies included."""
+        budget = answer_budget(max_tokens)
         params = DuplicateParams.resolve(self.project.config, min_score=min_score, min_cluster_size=min_cluster_size,
                                          top_k=top_k, metric=metric, max_clusters=max_clusters, clamp=True)
-        return tool_result(duplicates_json(duplicate_report(self.project, params, path_glob=path_glob)))
+        report = duplicate_report(self.project, params, path_glob=path_glob)
+        return tool_result(fitted_duplicates_json(report, budget=budget))
 
     def sai_index_status(self) -> Annotated[CallToolResult, ServerStatusOut]:
-        """What the index holds: {backend,collection,model,vector_dim,chunk_count,chunker,...}.
-
-        No arguments, no embedder needed. Use it to check that an index exists, how big it is
-        and which model built it. watching: whether the server re-indexes files as they change
-        (--watch); last_refresh_at: when it last did (ISO time, null before the first time).
-        """
+        """What the index holds: files, chunks, languages, the model that built it, when; and
+        whether the server is indexing or watching."""
         watcher, build = self.watcher, self.build
         return tool_result(server_status_json(
             status(self.project), watching=bool(watcher and watcher.watching),
@@ -176,12 +183,7 @@ class SaiTools(LookupTools):
         ))
 
     def sai_refresh(self, paths: Paths) -> Annotated[CallToolResult, RefreshOut]:
-        """Re-index these files now. Needs the server started with --allow-write.
-
-        Returns {"refreshed":[{path,chunks}],"removed":[path]}: files that exist and pass the
-        index filters are re-chunked and re-embedded; gone or excluded files lose their
-        chunks. Use it after editing files so that searches see the new code.
-        """
+        """Re-index files you edited, so searches see the change. Needs --allow-write."""
         self._check_writable("refresh")
         if not paths:
             raise UsageError("refresh requires at least one path")
@@ -191,12 +193,8 @@ class SaiTools(LookupTools):
     def sai_sync(
         self, since: Revision = "HEAD~1", staged: Staged = False, paths: MaybePaths = None
     ) -> Annotated[CallToolResult, RefreshOut]:
-        """Re-index the files git reports changed. Needs the server started with --allow-write.
-
-        Changed = the working tree against `since` plus untracked files, or the staged files,
-        or the given paths. Returns sai_refresh's shape, plus "note":"no changed files" when
-        nothing changed. Use it after a checkout, a pull or a batch of edits.
-        """
+        """Re-index the changed files git reports (since a revision, or staged), after a pull or
+        a checkout. Needs --allow-write."""
         self._check_writable("sync")
         keys = self._paths(paths) if paths else None
         report = indexer.sync(self.project, since=since, staged=staged, paths=keys)
@@ -207,17 +205,8 @@ class SaiTools(LookupTools):
         embedder: EmbedderName = "ollama", use_ast_chunker: UseAst = False,
         install_globally: Global = False, execute: Execute = False,
     ) -> Annotated[CallToolResult, SetupOut]:
-        """How to set up SAI as an MCP server for a project; runs the setup on request.
-
-        Returns {target_directory, recommended_command, mcp_server_config_example, next_steps,
-        notes}. embedder ort is another name for local. execute=true runs mcp-setup/setup.sh
-        only when the server was started with --allow-setup and target_directory is inside the
-        project root: it writes sai-cfg.yml and .mcp.json.example there and pip-installs SAI
-        into SAI's own virtual environment (adding execution_attempted,
-        success, stdout, stderr, error, executed, exit_code, stdout_tail, stderr_tail);
-        otherwise it adds execution_attempted false, success false, error, execution_blocked and
-        execution_blocked_reason.
-        """
+        """Set SAI up as an MCP server for a project: the install command and the client
+        config; with execute, runs it (needs --allow-setup)."""
         root = self.project.config.root
         plan = setup_plan(target_of(root, target_directory), backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
@@ -235,19 +224,24 @@ class SaiTools(LookupTools):
 
 
 # ---------------------------------------------------------------- the server and its errors
-def instructions(*, allow_write: bool, allow_setup: bool) -> str:
-    setup = "can run" if allow_setup else "describes (running it needs --allow-setup)"
-    return (
-        "SAI: semantic search over this project's code index. Read tools: sai_search_code (find "
-        "code by meaning), sai_find_similar (neighbours of a snippet or of path:line), "
-        "sai_find_duplicates (near-duplicate clusters), sai_index_status (what the index holds), "
-        "sai_read_chunk (a hit's full text and the chunks around it, by chunk_id), sai_find_symbol "
-        "(where a name is defined). "
-        "Write tools, which need the server started with --allow-write: sai_refresh (re-index "
-        "given files) and sai_sync (re-index the files git reports changed). "
-        f"sai_prepare_mcp_setup {setup} the setup of SAI for a project. "
-        f"This server is {_mode(allow_write)}. Paths are relative to the project root."
-    )
+_ROLES = {  # what instructions say of each served tool
+    "sai_search_code": "find code by meaning", "sai_find_similar": "code like a snippet",
+    "sai_find_duplicates": "duplicate clusters", "sai_index_status": "what the index holds",
+    "sai_read_chunk": "a hit's full text by chunk_id", "sai_find_symbol": "where a name is defined",
+    "sai_refresh": "re-index given files", "sai_sync": "re-index what git reports changed",
+    "sai_prepare_mcp_setup": "set SAI up for a project",
+}
+
+
+def instructions(*, allow_write: bool, allow_setup: bool, tools: tuple[str, ...] = TOOL_NAMES) -> str:
+    """What the server says of itself at initialize: its tools, which need a flag, its mode."""
+    named = "; ".join(f"{name} ({_ROLES[name]})" for name in tools)
+    writes = [name for name in tools if name in WRITE_TOOLS[:2]]
+    needs = f" {' and '.join(writes)} need --allow-write." if writes else ""
+    if "sai_prepare_mcp_setup" in tools and not allow_setup:
+        needs += " sai_prepare_mcp_setup runs nothing without --allow-setup."
+    return (f"SAI: search over this project's code index. Tools: {named}.{needs} "
+            f"This server is {_mode(allow_write)}. Paths are relative to the project root.")
 
 
 def _mode(allow_write: bool) -> str:
@@ -256,7 +250,17 @@ def _mode(allow_write: bool) -> str:
 
 class SaiMCPServer(MCPServer):
     """An MCPServer whose tool failures are JSON-RPC errors (docs/mcp.md, "Errors"), not isError
-    results, and whose stdio answers every frame (mcp/stdio.py)."""
+    results, whose stdio answers every frame (mcp/stdio.py), and whose tools/list is compact
+    (the outputSchemas only when asked for: `sai mcp --output-schemas`)."""
+
+    served: tuple[str, ...] = TOOL_NAMES
+    output_schemas: bool = False
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [tool.model_copy(update={
+            "input_schema": compact_schema(tool.input_schema),
+            "output_schema": compact_schema(tool.output_schema) if self.output_schemas else None,
+        }) for tool in await super().list_tools()]
 
     async def run_stdio_async(self) -> None:
         async with checked_stdio() as (read_stream, write_stream):
@@ -270,14 +274,18 @@ class SaiMCPServer(MCPServer):
         try:
             return await super().call_tool(name, given, context)
         except ToolError as exc:
-            raise protocol_error(name, exc) from exc
+            raise protocol_error(name, exc, served=self.served) from exc
 
 
-def protocol_error(tool: str, exc: ToolError) -> MCPError:
+def protocol_error(tool: str, exc: ToolError, *, served: tuple[str, ...] = TOOL_NAMES) -> MCPError:
     """-32602 for the caller's mistakes, -32603 for failures while running, with the cause."""
     cause = exc.__cause__
     if isinstance(cause, ValidationError):
         return MCPError(INVALID_PARAMS, escaped(_invalid_arguments(tool, cause)))
+    if cause is None and tool in TOOL_NAMES and tool not in served:
+        return MCPError(INVALID_PARAMS, escaped(
+            f"tool '{tool}' is not served here (sai mcp --tools {','.join(SHORT_NAMES_OF[t] for t in served)}); "
+            "tools/list names the tools served"))
     if cause is None and tool not in TOOL_NAMES:
         return MCPError(INVALID_PARAMS, escaped(f"unknown tool '{tool}'; tools/list names the sai_ tools"))
     if isinstance(cause, SaiError):  # each error class carries its JSON-RPC code
@@ -313,30 +321,34 @@ WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
 def build_server(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
     watcher: Watcher | None = None, build: BackgroundBuild | None = None,
+    tools: tuple[str, ...] = TOOL_NAMES, output_schemas: bool = False,
 ) -> SaiMCPServer:
-    """The `sai` MCP server with its tools over `project` (`watcher`: its --watch state)."""
+    """The `sai` MCP server with `tools` over `project` (`watcher`: its --watch state)."""
     server = SaiMCPServer(
         "sai", version=sai.__version__, log_level="WARNING",
-        instructions=instructions(allow_write=allow_write, allow_setup=allow_setup),
+        instructions=instructions(allow_write=allow_write, allow_setup=allow_setup, tools=tools),
     )
-    tools = SaiTools(project, allow_write=allow_write, allow_setup=allow_setup)
-    tools.watcher = watcher
-    tools.build = build
-    for name in TOOL_NAMES:
+    server.served, server.output_schemas = tools, output_schemas
+    calls = SaiTools(project, allow_write=allow_write, allow_setup=allow_setup)
+    calls.watcher = watcher
+    calls.build = build
+    for name in tools:
         annotations = READ_ONLY if name in READ_TOOLS else WRITES
-        fn = getattr(tools, name)
-        server.add_tool(fn, name=name, description=inspect.getdoc(fn), annotations=annotations)
+        fn = getattr(calls, name)
+        description = " ".join((inspect.getdoc(fn) or "").split())  # one line: the docstring's wrapping costs
+        server.add_tool(fn, name=name, description=description, annotations=annotations)
     return server
 
 
 def serve(
     project: Project, *, allow_write: bool = False, allow_setup: bool = False,
     http: str | None = None, watch: bool = False, token_file: str | None = None,
-    allow_unauthenticated: bool = False,
+    allow_unauthenticated: bool = False, tools: str | None = None, output_schemas: bool = False,
 ) -> None:
     """Serve the tools over stdio until stdin closes, or over Streamable HTTP at /mcp (with the
     bearer token of `token_file` or $SAI_MCP_TOKEN, sai/mcp/http.py); with `watch`, a background
-    thread keeps the index fresh meanwhile."""
+    thread keeps the index fresh meanwhile; `tools`: the --tools list (default: all)."""
+    served = served_tools(tools)
     if not log.handlers:  # its own prefix, whatever the CLI configured for the root logger
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_RedactingFormatter("sai mcp: %(message)s"))
@@ -347,7 +359,8 @@ def serve(
     watching = BackgroundWatch(project) if watch else None
     building = BackgroundBuild(project) if allow_write and not watch and not _has_index(project) else None
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,
-                          watcher=watching.watcher if watching else None, build=building)
+                          watcher=watching.watcher if watching else None, build=building,
+                          tools=served, output_schemas=output_schemas)
     if watching:
         watching.start()
     if building:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sai.models import (
     ChunkContext,
@@ -17,6 +19,21 @@ from sai.models import (
     RefreshReport,
     Signals,
     StoredChunk,
+)
+from sai.output.budget import (
+    CHUNKS,
+    CLUSTERS,
+    DEFINITIONS,
+    HITS,
+    Answer,
+    Budget,
+    Cut,
+    Places,
+    context_places,
+    fitted,
+    head_lines,
+    kept_context,
+    note,
 )
 from sai.output.shapes import (
     ChunkOut,
@@ -46,6 +63,7 @@ from sai.output.shapes import (
     StaleFilesPart,
     StatusOut,
     SymbolsOut,
+    TruncatedOut,
     WatchBatchOut,
     WatchFailureOut,
 )
@@ -61,21 +79,45 @@ SNIPPET_LINES = 8
 SNIPPET_BYTES = 800
 
 
+def json_text(payload: Mapping[str, Any]) -> str:
+    """A payload as the one line of JSON `--json` prints and an MCP tool's text content holds."""
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def json_size(payload: Mapping[str, Any]) -> int:
+    return len(json_text(payload))
+
+
 # ---------------------------------------------------------------- the builders
 
 
-def snippet(text: str, *, full: bool = False) -> str:
-    """The first 8 lines, cut at a character boundary <= 800 bytes with '…' when longer."""
+def snippet(text: str, *, full: bool = False, head: int | None = None) -> str:
+    """The first 8 lines (`head` if fewer), cut at a character boundary <= 800 bytes with '…'
+    when longer; with `full`, the whole text (its first `head` lines)."""
     if full:
-        return text
-    short = "\n".join(text.split("\n")[:SNIPPET_LINES])
+        return head_lines(text, head)
+    short = head_lines("\n".join(text.split("\n")[:SNIPPET_LINES]), head)
     data = short.encode("utf-8")
     if len(data) <= SNIPPET_BYTES:
         return short
     return data[:SNIPPET_BYTES].decode("utf-8", errors="ignore") + "…"
 
 
-def hit_json(hit: Hit, *, include_text: bool = False) -> HitOut:
+def truncated_json(cut: Cut, *, count: int, shortened: int, places: Places, budget: Budget) -> TruncatedOut | None:
+    """What `cut` left out of `count` places, or None when it left out nothing."""
+    hint = note(cut, count=count, shortened=shortened, places=places, budget=budget)
+    if not hint:
+        return None
+    out: TruncatedOut = {"omitted": count - cut.keep, "shortened": shortened, "max_tokens": budget.max_tokens,
+                         "hint": hint}
+    if shortened:
+        out["head"] = cut.head or 0
+    if cut.over:
+        out["over_budget"] = True
+    return out
+
+
+def hit_json(hit: Hit, *, include_text: bool = False, head: int | None = None) -> HitOut:
     ranked: HitRankPart = {}
     if hit.rank is not None:
         ranked["rank"] = hit.rank
@@ -83,7 +125,7 @@ def hit_json(hit: Hit, *, include_text: bool = False) -> HitOut:
         ranked["score_kind"] = hit.score_kind
     out: HitOut = {
         "path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line, "symbol": hit.symbol,
-        "score": round(hit.score, 4), "snippet": snippet(hit.text, full=include_text),
+        "score": round(hit.score, 4), "snippet": snippet(hit.text, full=include_text, head=head),
         "language": hit.language, "stale": hit.stale, **ranked, "chunk_id": hit.chunk_id,
     }
     if hit.explain is not None:
@@ -121,8 +163,38 @@ def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-def hits_json(hits: list[Hit], *, include_text: bool = False) -> HitsOut:
-    return HitsOut(hits=[hit_json(h, include_text=include_text) for h in hits])
+def hits_json(
+    hits: list[Hit], *, include_text: bool = False, cut: Cut | None = None, budget: Budget | None = None
+) -> HitsOut:
+    """The hits; with a cut, its first places with their snippets cut, and what it left out."""
+    if cut is None or budget is None:
+        return HitsOut(hits=[hit_json(h, include_text=include_text) for h in hits])
+    shown = hits[:cut.keep]
+    out = HitsOut(hits=[hit_json(h, include_text=include_text, head=cut.head) for h in shown])
+    shortened = sum(snippet(h.text, full=include_text, head=cut.head) != snippet(h.text, full=include_text)
+                    for h in shown)
+    truncated = truncated_json(cut, count=len(hits), shortened=shortened, places=HITS, budget=budget)
+    if truncated is not None:
+        out["truncated"] = truncated
+    return out
+
+
+def fitted_hits_json(hits: list[Hit], *, budget: Budget, include_text: bool = False) -> HitsOut:
+    """The hits that fit the budget, best first, snippets shortened before hits are left out."""
+    return fit_hits(hits, lambda cut: hits_json(hits, include_text=include_text, cut=cut, budget=budget),
+                    size=json_size, budget=budget, include_text=include_text)
+
+
+def fit_hits(hits: list[Hit], render: Callable[[Cut], Answer], *, size: Callable[[Answer], int], budget: Budget,
+             include_text: bool = False) -> Answer:
+    """`render` (JSON or text) of the hits that fit the budget: more hits before longer snippets."""
+    return fitted(len(hits), render, size=size, max_tokens=budget.max_tokens,
+                  longest=snippet_lines(hits, full=include_text))
+
+
+def snippet_lines(hits: list[Hit], *, full: bool = False) -> int:
+    """The most lines any of the hits' snippets has."""
+    return max((snippet(h.text, full=full).count("\n") + 1 for h in hits), default=0)
 
 
 def member_json(member: ClusterMember) -> MemberOut:
@@ -130,26 +202,51 @@ def member_json(member: ClusterMember) -> MemberOut:
                      symbol=member.symbol, chunk_id=member.chunk_id)
 
 
-def cluster_json(cluster: Cluster) -> ClusterOut:
+def cluster_json(cluster: Cluster, *, head: int | None = None) -> ClusterOut:
+    """A cluster; with `head`, its first `head` members only (`size` counts them all)."""
     return ClusterOut(
         size=cluster.size,
-        members=[member_json(m) for m in cluster.members],
+        members=[member_json(m) for m in cluster.members[:head]],
         min_sim=round(cluster.min_sim, 4),
         max_sim=round(cluster.max_sim, 4),
     )
 
 
-def duplicates_json(report: DuplicateReport) -> DuplicatesOut:
+def duplicates_json(report: DuplicateReport, *, cut: Cut | None = None, budget: Budget | None = None) -> DuplicatesOut:
+    """The clusters; with a cut, the first ones (the first with its first members), and what it
+    left out (`count` counts the clusters listed)."""
     params = report.params
-    return DuplicatesOut(
+    shown = report.clusters if cut is None else report.clusters[:cut.keep]
+    head = None if cut is None else cut.head
+    out = DuplicatesOut(
         min_score=params.min_score,
         min_cluster_size=params.min_cluster_size,
         top_k=params.top_k,
         seeded=report.seeded,
-        count=len(report.clusters),
-        clusters=[cluster_json(c) for c in report.clusters],
+        count=len(shown),
+        clusters=[cluster_json(c, head=head) for c in shown],
         metric=params.metric,  # what min_score, min_sim and max_sim are: a duplicate score or a cosine
     )
+    if cut is not None and budget is not None:
+        shortened = sum(head is not None and c.size > head for c in shown)
+        truncated = truncated_json(cut, count=len(report.clusters), shortened=shortened, places=CLUSTERS,
+                                   budget=budget)
+        if truncated is not None:
+            out["truncated"] = truncated
+    return out
+
+
+def fitted_duplicates_json(report: DuplicateReport, *, budget: Budget) -> DuplicatesOut:
+    return fit_clusters(report.clusters, lambda cut: duplicates_json(report, cut=cut, budget=budget),
+                        size=json_size, budget=budget)
+
+
+def fit_clusters(clusters: list[Cluster], render: Callable[[Cut], Answer], *, size: Callable[[Answer], int],
+                 budget: Budget) -> Answer:
+    """`render` of the largest clusters that fit the budget, whole; the first one's members cut
+    only when it alone is over."""
+    return fitted(len(clusters), render, size=size, max_tokens=budget.max_tokens,
+                  longest=max((c.size for c in clusters), default=0), places_first=False)
 
 
 def status_json(status: IndexStatus) -> StatusOut:
@@ -232,31 +329,73 @@ def watch_failure_json(failed: BatchFailed) -> WatchFailureOut:
     return WatchFailureOut(at=failed.at, changes=failed.changes, error=str(failed.error))
 
 
-def stored_chunk_json(chunk: StoredChunk) -> ChunkOut:
+def stored_chunk_json(chunk: StoredChunk, *, head: int | None = None) -> ChunkOut:
     return ChunkOut(
         path=chunk.path, start_line=chunk.start_line, end_line=chunk.end_line,
         symbol=chunk.symbol, kind=chunk.kind, language=chunk.language,
-        chunk_id=chunk.chunk_id, text=chunk.text,
+        chunk_id=chunk.chunk_id, text=head_lines(chunk.text, head),
     )
 
 
-def chunk_context_json(context: ChunkContext) -> ReadChunkOut:
-    """sai_read_chunk / `sai read --json`: the chunk, its neighbours and its enclosing unit."""
-    return ReadChunkOut(
-        chunk={**stored_chunk_json(context.chunk), "stale": context.stale},
-        before=[stored_chunk_json(c) for c in context.before],
-        after=[stored_chunk_json(c) for c in context.after],
-        enclosing=None if context.enclosing is None else stored_chunk_json(context.enclosing),
+def chunk_context_json(context: ChunkContext, *, cut: Cut | None = None, budget: Budget | None = None) -> ReadChunkOut:
+    """sai_read_chunk / `sai read --json`: the chunk, its neighbours and its enclosing unit; with a
+    cut, the nearest context chunks only (the chunk's text cut when it alone is over)."""
+    shown = context if cut is None else kept_context(context, cut.keep)
+    head = None if cut is None else cut.head
+    out = ReadChunkOut(
+        chunk={**stored_chunk_json(shown.chunk, head=head), "stale": shown.stale},
+        before=[stored_chunk_json(c) for c in shown.before],
+        after=[stored_chunk_json(c) for c in shown.after],
+        enclosing=None if shown.enclosing is None else stored_chunk_json(shown.enclosing),
     )
+    if cut is not None and budget is not None:
+        shortened = int(head_lines(context.chunk.text, head) != context.chunk.text)
+        truncated = truncated_json(cut, count=context_places(context), shortened=shortened, places=CHUNKS,
+                                   budget=budget)
+        if truncated is not None:
+            out["truncated"] = truncated
+    return out
 
 
-def definitions_json(definitions: list[Definition]) -> SymbolsOut:
-    """sai_find_symbol / `sai symbol --json`."""
-    return SymbolsOut(definitions=[
+def fitted_chunk_context_json(context: ChunkContext, *, budget: Budget) -> ReadChunkOut:
+    return fit_context(context, lambda cut: chunk_context_json(context, cut=cut, budget=budget),
+                       size=json_size, budget=budget)
+
+
+def fit_context(context: ChunkContext, render: Callable[[Cut], Answer], *, size: Callable[[Answer], int],
+                budget: Budget) -> Answer:
+    """`render` of the chunk and the nearest context chunks that fit the budget, whole; the
+    chunk's own text cut only when it alone is over."""
+    return fitted(context_places(context), render, size=size, max_tokens=budget.max_tokens,
+                  longest=context.chunk.text.count("\n") + 1, places_first=False)
+
+
+def definitions_json(
+    definitions: list[Definition], *, cut: Cut | None = None, budget: Budget | None = None
+) -> SymbolsOut:
+    """sai_find_symbol / `sai symbol --json`; with a cut, the first definitions and what it left out."""
+    shown = definitions if cut is None else definitions[:cut.keep]
+    out = SymbolsOut(definitions=[
         DefinitionOut(symbol=d.symbol, kind=d.kind, path=d.path, start_line=d.start_line,
                       end_line=d.end_line, language=d.language, chunk_id=d.chunk_id, match=d.match)
-        for d in definitions
+        for d in shown
     ])
+    if cut is not None and budget is not None:
+        truncated = truncated_json(cut, count=len(definitions), shortened=0, places=DEFINITIONS, budget=budget)
+        if truncated is not None:
+            out["truncated"] = truncated
+    return out
+
+
+def fitted_definitions_json(definitions: list[Definition], *, budget: Budget) -> SymbolsOut:
+    return fit_definitions(definitions, lambda cut: definitions_json(definitions, cut=cut, budget=budget),
+                           size=json_size, budget=budget)
+
+
+def fit_definitions(definitions: list[Definition], render: Callable[[Cut], Answer], *,
+                    size: Callable[[Answer], int], budget: Budget) -> Answer:
+    """`render` of the first definitions that fit the budget (they carry no text to shorten)."""
+    return fitted(len(definitions), render, size=size, max_tokens=budget.max_tokens, longest=0)
 
 
 def setup_json(*, target: str, command: str, sai_command: str, config_file: str, notes: str) -> SetupOut:

@@ -18,6 +18,19 @@ from sai.models import (
     Signals,
     StoredChunk,
 )
+from sai.output.budget import (
+    CHUNKS,
+    CLUSTERS,
+    DEFINITIONS,
+    HITS,
+    Budget,
+    Cut,
+    Places,
+    context_places,
+    head_lines,
+    kept_context,
+    note,
+)
 from sai.query.ranking.signals import Kind, of_kind
 from sai.source.files import WalkResult
 
@@ -48,11 +61,24 @@ def number(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
+
+
+def omission(cut: Cut | None, budget: Budget | None, *, count: int, places: Places, shortened: int = 0) -> list[str]:
+    """The last line of a cut answer, `… 3 more hits omitted to fit --max-tokens 2000; raise --max-tokens`."""
+    if cut is None or budget is None:
+        return []
+    said = note(cut, count=count, shortened=shortened, places=places, budget=budget)
+    return [f"… {said}"] if said else []
+
+
+def query_results(query: str, hits: list[Hit], *, explain: bool = False, cut: Cut | None = None,
+                  budget: Budget | None = None) -> str:
     """The contract's rows (the score the order follows, location, chunk_id for `sai read`,
-    symbol); indented lines after a row: a stale file, the file's chunks, why it ranked."""
+    symbol); indented lines after a row: a stale file, the file's chunks, why it ranked; with a
+    cut, its first rows and a last line saying what it left out."""
+    shown = hits if cut is None else hits[:cut.keep]
     rows = []
-    for h in hits:
+    for h in shown:
         score = h.score if h.fused is None else h.fused
         rows.append(f"  {score:.4f}  {printable(h.path)}:{h.start_line}-{h.end_line}  {h.chunk_id}  "
                     f"{printable(h.symbol or '')}")
@@ -66,7 +92,8 @@ def query_results(query: str, hits: list[Hit], *, explain: bool = False) -> str:
                 f"{printable(c.path)}:{c.start_line}-{c.end_line}" for c in h.copies))
         if explain and h.explain is not None:
             rows.append(f"      {explanation(h.explain)}")
-    return "\n".join([f"top {len(hits)} for: {printable(query)}", "", *rows]) + "\n"
+    rows += omission(cut, budget, count=len(hits), places=HITS)
+    return "\n".join([f"top {len(shown)} for: {printable(query)}", "", *rows]) + "\n"
 
 
 def explanation(explain: Explain) -> str:
@@ -101,21 +128,28 @@ def _located(path: str, start: int, end: int, symbol: str | None) -> str:
     return f"{printable(path)}:{start}-{end}  {printable(symbol or '')}"
 
 
-def similar_results(hits: list[Hit], *, min_score: float) -> str:
-    rows = [f"  {h.score:.4f}  {_located(h.path, h.start_line, h.end_line, h.symbol)}" for h in hits]
-    return "\n".join([f"{len(hits)} similar (min_score {number(min_score)}):", *rows]) + "\n"
+def similar_results(hits: list[Hit], *, min_score: float, cut: Cut | None = None,
+                    budget: Budget | None = None) -> str:
+    shown = hits if cut is None else hits[:cut.keep]
+    rows = [f"  {h.score:.4f}  {_located(h.path, h.start_line, h.end_line, h.symbol)}" for h in shown]
+    rows += omission(cut, budget, count=len(hits), places=HITS)
+    return "\n".join([f"{len(shown)} similar (min_score {number(min_score)}):", *rows]) + "\n"
 
 
 def duplicate_clusters(
-    clusters: list[Cluster], *, min_score: float, min_cluster_size: int, top_k: int
+    clusters: list[Cluster], *, min_score: float, min_cluster_size: int, top_k: int,
+    cut: Cut | None = None, budget: Budget | None = None,
 ) -> str:
     params = f"min_score {number(min_score)}, min_cluster_size {min_cluster_size}, top_k {top_k}"
     if not clusters:
         return f"no near-duplicate clusters ({params})\n"
-    lines = [f"{len(clusters)} near-duplicate cluster(s) ({params}):"]
-    for c in clusters:
+    shown, head = (clusters, None) if cut is None else (clusters[:cut.keep], cut.head)
+    lines = [f"{len(shown)} near-duplicate cluster(s) ({params}):"]
+    for c in shown:
         lines.append(f"cluster (size {c.size}, sim {c.min_sim:.4f}..{c.max_sim:.4f}):")
-        lines += [f"  {_located(m.path, m.start_line, m.end_line, m.symbol)}" for m in c.members]
+        lines += [f"  {_located(m.path, m.start_line, m.end_line, m.symbol)}" for m in c.members[:head]]
+    shortened = sum(head is not None and c.size > head for c in shown)
+    lines += omission(cut, budget, count=len(clusters), places=CLUSTERS, shortened=shortened)
     return "\n".join(lines) + "\n"
 
 
@@ -207,20 +241,25 @@ def _chunk_header(role: str, chunk: StoredChunk) -> str:
             f"{printable(chunk.symbol or '')}{kind}  chunk {chunk.chunk_id}")
 
 
-def chunk_context(context: ChunkContext) -> str:
-    """Each chunk as a `== role path:start-end  symbol  [kind]  chunk ID` line and its text."""
+def chunk_context(context: ChunkContext, *, cut: Cut | None = None, budget: Budget | None = None) -> str:
+    """Each chunk as a `== role path:start-end  symbol  [kind]  chunk ID` line and its text; with
+    a cut, the nearest context chunks only (the chunk's text cut when it alone is over)."""
+    shown = context if cut is None else kept_context(context, cut.keep)
+    head = None if cut is None else cut.head
     sections: list[tuple[str, StoredChunk]] = []
-    if context.enclosing is not None:
-        sections.append(("enclosing", context.enclosing))
-    sections += [("before", c) for c in context.before]
-    sections.append(("chunk", context.chunk))
-    sections += [("after", c) for c in context.after]
+    if shown.enclosing is not None:
+        sections.append(("enclosing", shown.enclosing))
+    sections += [("before", c) for c in shown.before]
+    sections.append(("chunk", shown.chunk))
+    sections += [("after", c) for c in shown.after]
     lines = []
     for role, chunk in sections:
         header = _chunk_header(role, chunk)
-        if role == "chunk" and context.stale:
+        if role == "chunk" and shown.stale:
             header += "  (stale: the file changed since it was indexed)"
-        lines += [header, _code(chunk.text)]
+        lines += [header, _code(head_lines(chunk.text, head) if role == "chunk" else chunk.text)]
+    shortened = int(head_lines(context.chunk.text, head) != context.chunk.text)
+    lines += omission(cut, budget, count=context_places(context), places=CHUNKS, shortened=shortened)
     return "\n".join(lines) + "\n"
 
 
@@ -232,9 +271,11 @@ def _code(text: str) -> str:
     return _CONTROL_IN_CODE.sub(_escape, text)
 
 
-def definitions(name: str, found: list[Definition]) -> str:
+def definitions(name: str, found: list[Definition], *, cut: Cut | None = None, budget: Budget | None = None) -> str:
     """`{n} definition(s) of {name}:` then `  path:start-end  symbol  kind` rows."""
     if not found:
         return f"no definitions of {printable(name)}\n"
-    rows = [f"  {_located(d.path, d.start_line, d.end_line, d.symbol)}  {d.kind or ''}" for d in found]
-    return "\n".join([f"{len(found)} definition(s) of {printable(name)}:", *rows]) + "\n"
+    shown = found if cut is None else found[:cut.keep]
+    rows = [f"  {_located(d.path, d.start_line, d.end_line, d.symbol)}  {d.kind or ''}" for d in shown]
+    rows += omission(cut, budget, count=len(found), places=DEFINITIONS)
+    return "\n".join([f"{len(shown)} definition(s) of {printable(name)}:", *rows]) + "\n"

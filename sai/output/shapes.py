@@ -62,8 +62,20 @@ class HitRankPart(TypedDict, total=False):  # HitOut's keys between stale and ch
     score_kind: str
 
 
+class TruncatedOut(TypedDict):
+    """What an answer left out to fit its max_tokens, and how to get it (output/budget.py)."""
+
+    omitted: int  # places (hits, chunks, definitions, clusters) left out at the end of the ranking
+    shortened: int  # places kept whose text (snippet, chunk text, members) shows only its first `head`
+    head: NotRequired[int]
+    over_budget: NotRequired[bool]  # too small a budget for one place: the best shown without its text
+    max_tokens: int
+    hint: str
+
+
 class HitsOut(TypedDict):
     hits: list[HitOut]
+    truncated: NotRequired[TruncatedOut]
 
 
 class ClusterOut(TypedDict):
@@ -81,6 +93,7 @@ class DuplicatesOut(TypedDict):
     count: int
     clusters: list[ClusterOut]
     metric: str
+    truncated: NotRequired[TruncatedOut]
 
 
 class StatusOut(TypedDict):
@@ -234,6 +247,7 @@ class ReadChunkOut(TypedDict):
     before: list[ChunkOut]
     after: list[ChunkOut]
     enclosing: ChunkOut | None
+    truncated: NotRequired[TruncatedOut]
 
 
 class DefinitionOut(TypedDict):
@@ -249,3 +263,4 @@ class DefinitionOut(TypedDict):
 
 class SymbolsOut(TypedDict):
     definitions: list[DefinitionOut]
+    truncated: NotRequired[TruncatedOut]

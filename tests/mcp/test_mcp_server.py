@@ -193,10 +193,14 @@ class Session:
 
 @contextmanager
 def mcp_session(
-    portal: BlockingPortal, root: Path, env: dict[str, str], *flags: str, cwd: Path | None = None
+    portal: BlockingPortal, root: Path, env: dict[str, str], *flags: str, cwd: Path | None = None,
+    output_schemas: bool = True,
 ) -> Iterator[Session]:
+    """A client session with `sai mcp` over stdio; with `output_schemas` (--output-schemas), each
+    call's result is checked against its tool's outputSchema (Session.call)."""
     command, *args = _sai_mcp(root)
-    params = StdioServerParameters(command=command, args=[*args, *flags], env=env,
+    published = ["--output-schemas"] if output_schemas else []
+    params = StdioServerParameters(command=command, args=[*args, *published, *flags], env=env,
                                    cwd=cwd or root.parent)
     stderr = root.parent / f"mcp-stderr-{next(_SERVERS)}.log"
     with stderr.open("w") as errlog:
@@ -333,7 +337,9 @@ def test_search_code_returns_contract_hits_best_first(session: Session) -> None:
 
 
 def test_search_limit_is_clamped_to_1_through_50(session: Session) -> None:
-    assert len(session.call("sai_search_code", query="handler request field", limit=500)["hits"]) == 50
+    # a budget large enough for 50 hits: the default (2000 tokens) would leave some out
+    hits = session.call("sai_search_code", query="handler request field", limit=500, max_tokens=100_000)["hits"]
+    assert len(hits) == 50
     assert len(session.call("sai_search_code", query="handler request field", limit=0)["hits"]) == 1
 
 
