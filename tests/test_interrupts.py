@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import default_sigint
 from fixtures_tree import many_functions, write_config, write_tree
 from ollama_standin import OllamaStandIn
 
@@ -40,6 +41,7 @@ sys.exit(main(["--silent"]))
 
 def _start(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd, start_new_session=True,
+                            preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import default_sigint
 from fixtures_tree import many_functions, open_project, write_config, write_tree
 from ollama_standin import OllamaStandIn
 from test_indexer import _snapshot
@@ -109,7 +110,7 @@ sys.exit(cli.main(["--root", sys.argv[1], "--config", sys.argv[1] + "/sai-cfg.ym
 
 
 def _run_until_last_step(root: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", PAUSE_IN_LAST_STEP, str(root)],
+    proc = subprocess.Popen([sys.executable, "-c", PAUSE_IN_LAST_STEP, str(root)], preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "last step", proc.stderr
     return proc

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
+from child_signals import default_sigint
 from fixtures_tree import (
     JS_SOURCE,
     PY_SOURCE,
@@ -691,7 +692,7 @@ def _pooled_run_in_embedding(root: Path, server: OllamaStandIn) -> tuple[subproc
     and its worker processes."""
     server.stall_next(1, seconds=5)
     proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN, "one-phase"], cwd=root, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            preexec_fn=default_sigint, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -724,7 +725,7 @@ def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishe
 ) -> None:
     ollama_server.stall_next(1, seconds=5)
     proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN, "two-phase"], cwd=root, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            preexec_fn=default_sigint, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while ollama_server.requests < 1 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import watchfiles
 from anyio.from_thread import BlockingPortal
+from child_signals import default_sigint
 from fixtures_tree import open_project, write_config, write_tree
 from ollama_standin import OllamaStandIn
 from test_mcp_server import REPO, _env, mcp_session
@@ -194,6 +195,7 @@ class WatchProcess:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         with self.stderr.open("wb") as err, self.stdout.open("wb") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "sai", "watch", *args], cwd=root, env=env,
+                                         preexec_fn=default_sigint,
                                          stdin=subprocess.DEVNULL, stdout=out, stderr=err)
 
     def err(self) -> str:
