@@ -215,6 +215,8 @@ class Config:
     qdrant_path: Path | None
     qdrant_timeout_s: float
     qdrant_prefer_grpc: bool
+    # the embedder and model the file names where the index's answer (`sai --recreate` builds with them)
+    config_asks: tuple[str, str] | None = None
 
     @property
     def index_location(self) -> str:

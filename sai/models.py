@@ -285,6 +285,7 @@ class IndexStatus:
     languages: dict[str, int] = field(default_factory=dict)  # chunks per language name held
     pending_vectors: int = 0  # chunks stored and searchable lexically, still waiting for a vector
     vendored_dirs: tuple[str, ...] = ()  # vendored directories the last index run found (ranked down)
+    config_asks: tuple[str, str] | None = None  # the file's embedder and model, where the index's answer
 
 
 IndexStage = Literal["waiting", "reading", "embedding"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from sai.chunking.base import CHUNKER_VERSION
-from sai.config import Config
+from sai.config import Config, read_config_file
 from sai.embedders import Embedder, make_embedder
 from sai.errors import ConfigError, IndexMismatchError, StoreError
 from sai.models import SCHEMA_VERSION, IndexMeta
@@ -152,6 +152,16 @@ def built_with(store: Store) -> dict[str, str]:
     with store.read() as reader:
         meta = reader.meta() if reader.has_index() else {}
     return {key: meta[key] for key in ("embedder", "model") if meta.get(key)}
+
+
+def file_asks(asked: Config, answering: Config) -> tuple[str, str] | None:
+    """The embedder and model that `asked` (the config without the index's) builds with, when
+    its file names one that differs from `answering`'s (the index's): what `sai --recreate`
+    would build; None when the file names neither or the same."""
+    named = read_config_file(asked.config_path).keys() if asked.config_path else set()
+    differs = ("embedder" in named and asked.embedder != answering.embedder) or (
+        bool({"model", "ollama.model"} & named) and asked.model != answering.model)
+    return (asked.embedder, asked.model) if differs else None
 
 
 def _schema_number(value: str | None) -> int:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from sai.output import payloads, render
 from sai.output.budget import DEFAULT_TOKENS, Budget, Cut, Spelling
 from sai.output.progress import ProgressReporter
 from sai.output.render import printable
-from sai.project import Project, built_with
+from sai.project import Project, built_with, file_asks
 from sai.query import lookup
 from sai.query.search import check_query, search
 from sai.query.similar import Spelling as SimilarSpelling
@@ -104,8 +105,12 @@ def _load(args: argparse.Namespace) -> Project:
     # --recreate builds with the config's; --dry-run reads no index
     built = {} if getattr(args, "recreate", False) or getattr(args, "dry_run", False) else built_with(store)
     if built and (built.get("embedder"), built.get("model")) != (config.embedder, config.model):
+        asked = config
         config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ,
                              cwd=Path.cwd(), index=built)
+        config = replace(config, config_asks=file_asks(asked, config))
+        if config.config_asks and not getattr(args, "silent", False):
+            print(render.model_mismatch_note(config, config.config_asks), file=sys.stderr)
     return Project(config, store=store)
 
 

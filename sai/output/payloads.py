@@ -38,6 +38,7 @@ from sai.output.budget import (
 from sai.output.shapes import (
     ChunkOut,
     ClusterOut,
+    ConfigAsksPart,
     CopyOut,
     DefinitionOut,
     DryRunOut,
@@ -259,7 +260,15 @@ def status_json(status: IndexStatus) -> StatusOut:
         "languages": dict(status.languages),  # the values a language filter takes (or extensions)
         "pending_vectors": status.pending_vectors,
         "vendored_dirs": list(status.vendored_dirs),
+        **_config_asks(status),
     }
+
+
+def _config_asks(status: IndexStatus) -> ConfigAsksPart:
+    if status.config_asks is None:
+        return {}
+    embedder, model = status.config_asks
+    return {"config_asks": {"embedder": embedder, "model": model}}
 
 
 def server_status_json(

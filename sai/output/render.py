@@ -172,6 +172,14 @@ def _status_value(value: object) -> str:
     return printable(value)
 
 
+def model_mismatch_note(config: Config, asks: tuple[str, str]) -> str:
+    """One line: the index's embedder and model answer, not those the config file `asks` for."""
+    embedder, model = asks
+    file = printable(config.config_path.name if config.config_path else "the config file")
+    return (f"note: the index was built with {config.embedder} {printable(config.model)}, which answers; "
+            f"{file} asks for {embedder} {printable(model)}: `sai --recreate` rebuilds the index with that")
+
+
 def index_summary(report: IndexReport, config: Config) -> str:
     """One line; chunks of identical text share one vector, so embedded + unchanged may be fewer."""
     shared = report.chunks - report.embedded - report.unchanged

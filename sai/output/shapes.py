@@ -110,10 +110,15 @@ class StatusOut(TypedDict):
     languages: dict[str, int]
     pending_vectors: int  # chunks searchable lexically and by symbol that still wait for a vector
     vendored_dirs: list[str]  # vendored directories (indexed, ranked down)
+    config_asks: NotRequired[dict[str, str]]  # the file's embedder and model, where the index's answer
 
 
 class StaleFilesPart(TypedDict, total=False):  # StatusOut's key between indexed_at and languages
     stale_files: int
+
+
+class ConfigAsksPart(TypedDict, total=False):  # StatusOut's last key
+    config_asks: dict[str, str]
 
 
 class ServerStatusOut(StatusOut):

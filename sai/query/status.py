@@ -32,4 +32,5 @@ def status(project: Project) -> IndexStatus:
         languages=summary.languages,
         pending_vectors=summary.pending,
         vendored_dirs=vendored.from_meta(meta),
+        config_asks=config.config_asks,
     )

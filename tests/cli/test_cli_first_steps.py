@@ -100,6 +100,45 @@ def test_recreate_builds_with_the_configs_embedder_not_the_old_index(
     assert '"model": "nomic-embed-text"' in capsys.readouterr().out
 
 
+def test_a_config_naming_another_model_than_the_index_s_is_told_which_answers(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = _project(tmp_path / "p", ollama_server)
+    monkeypatch.chdir(root)
+    assert main(["--silent", "--model", "mxbai-embed-large"]) == 0
+    with (root / "sai-cfg.yml").open("a", encoding="utf-8") as config:
+        config.write("model: nomic-embed-text\n")
+    capsys.readouterr()
+    assert main(["--query-only", "--query", "cart total", "--json"]) == 0  # the index's model answers
+    note = ("note: the index was built with ollama mxbai-embed-large, which answers; sai-cfg.yml asks for "
+            "ollama nomic-embed-text: `sai --recreate` rebuilds the index with that")
+    assert note in capsys.readouterr().err.splitlines()
+    assert main(["--json", "status"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert (status["model"], status["config_asks"]) == (
+        "mxbai-embed-large", {"embedder": "ollama", "model": "nomic-embed-text"})
+    assert main(["status"]) == 0
+    assert "config_asks: embedder ollama, model nomic-embed-text\n" in capsys.readouterr().out
+    assert main(["--silent", "--recreate"]) == 0  # the config's model now: nothing more to say
+    capsys.readouterr()
+    assert main(["--json", "status"]) == 0
+    captured = capsys.readouterr()
+    assert "config_asks" not in json.loads(captured.out) and captured.err == ""
+
+
+def test_a_config_naming_no_model_hears_nothing_of_the_index_s(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(_project(tmp_path / "p", ollama_server))  # its config names no embedder, no model
+    assert main(["--silent", "--model", "mxbai-embed-large"]) == 0
+    capsys.readouterr()
+    assert main(["--json", "status"]) == 0
+    captured = capsys.readouterr()
+    assert "config_asks" not in json.loads(captured.out) and captured.err == ""
+
+
 def test_root_finds_the_config_file_inside_it(
     tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
