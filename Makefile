@@ -9,7 +9,7 @@ VENV313 := .venv313
 STAMP313 := $(VENV313)/.installed-stamp
 DEMO_QUERY ?= load the configuration file and reject unknown keys
 
-.PHONY: demo test test-py313 lint bench clean
+.PHONY: demo test test-all test-py313 lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,11 +33,19 @@ demo: $(STAMP)
 	$(BIN)/sai --embedder local --root sai --query-only --query "$(DEMO_QUERY)"
 	$(BIN)/sai --embedder local --root sai duplicates --max-clusters 3
 
+# The fast tier (every unit and contract test); `make test-all` adds the slow tier: the real
+# install, kills and Ctrl-C of child processes, long write series, stress (README.md, Tests).
+FAST := -m "not slow"
+DURATIONS := --durations=25
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(FAST) $(DURATIONS)
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest $(DURATIONS)
 
 test-py313: $(STAMP313)
-	$(VENV313)/bin/python -m pytest
+	$(VENV313)/bin/python -m pytest $(FAST) $(DURATIONS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check sai tests benchmarks

@@ -28,9 +28,10 @@ TREE = {
     "cmd/main.go": "package main\n\nfunc ParseFlags(args []string) int {\n\treturn len(args)\n}\n",
 }
 
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("SAI_SKIP_INSTALL_TEST")), reason="SAI_SKIP_INSTALL_TEST is set"
-)
+pytestmark = [
+    pytest.mark.slow,  # a real install: `make test-all`
+    pytest.mark.skipif(bool(os.environ.get("SAI_SKIP_INSTALL_TEST")), reason="SAI_SKIP_INSTALL_TEST is set"),
+]
 
 
 def clean_env() -> dict[str, str]:

@@ -62,6 +62,7 @@ def local_tree(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_local_model_embeds_exits_130_with_one_line(local_tree: Path) -> None:
     marker = local_tree.parent / "embedding"
     proc = _start(LOCAL_RUN, str(marker), "3", "256", cwd=local_tree)
@@ -75,6 +76,7 @@ def test_ctrl_c_while_the_local_model_embeds_exits_130_with_one_line(local_tree:
     assert all(line.startswith("sai: building ") for line in notice.splitlines()), err
 
 
+@pytest.mark.slow
 def test_a_run_that_cannot_get_the_lock_while_the_model_embeds_exits_1_with_one_line(local_tree: Path) -> None:
     index_dir = local_tree / ".index"
     index_dir.mkdir()
@@ -121,6 +123,7 @@ except KeyboardInterrupt:
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_duckdb_queries_is_never_lost_nor_a_runtime_error(tmp_path: Path) -> None:
     """DuckDB drops a Ctrl-C that comes while a query runs, or raises RuntimeError for it."""
     for trial in range(3):  # most SIGINTs land inside a query; one lost or mistranslated fails
@@ -168,6 +171,7 @@ except KeyboardInterrupt:
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_inside_a_callback_python_cannot_raise_from_is_kept_and_not_printed(tmp_path: Path) -> None:
     """Before: "Exception ignored in <callback>" and a KeyboardInterrupt traceback on stderr."""
     for trial in range(3):  # nearly all the time goes to callbacks: the SIGINT lands in one
@@ -268,6 +272,7 @@ def test_ctrl_c_while_sai_loads_prints_one_line_not_an_import_traceback(tmp_path
     assert all(line.startswith("note: no sai-cfg.yml found") for line in lines[:-1]) and len(lines) <= 2, err
 
 
+@pytest.mark.slow
 def test_ctrl_c_of_a_search_does_not_speak_of_batches(tmp_path: Path, ollama_server: OllamaStandIn) -> None:
     root = write_tree(tmp_path / "project", many_functions(20, per_file=10))
     write_config(root, ollama_server.url)
@@ -306,6 +311,7 @@ sys.exit(main(["--silent"]))
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_pool_workers_start_prints_no_traceback_of_theirs(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:

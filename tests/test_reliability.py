@@ -117,6 +117,7 @@ def _run_until_last_step(root: Path) -> subprocess.Popen[str]:
 
 
 @pytest.mark.parametrize("how", ["kill", "ctrl-c"])
+@pytest.mark.slow
 def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
     tmp_path: Path, ollama_server: OllamaStandIn, how: str
 ) -> None:
@@ -156,6 +157,7 @@ def _forget_postings(root: Path) -> None:
     project.close()
 
 
+@pytest.mark.slow
 def test_many_small_writes_keep_the_index_file_near_its_fresh_size(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -184,8 +186,11 @@ def test_many_small_writes_keep_the_index_file_near_its_fresh_size(
     assert max(sizes) <= 1.5 * fresh, (sizes, fresh)
 
 
-def test_400_refreshes_keep_the_index_within_one_and_a_half_times_its_fresh_size(
-    tmp_path: Path, ollama_server: OllamaStandIn
+# 25 refreshes in the fast tier: no refresh of 150 measured changed the file's size (0.7 s each on
+# a loaded machine); the slow tier's 400 watch for a growth that only a long series shows
+@pytest.mark.parametrize("refreshes", [25, pytest.param(400, marks=pytest.mark.slow)])
+def test_refreshes_keep_the_index_within_one_and_a_half_times_its_fresh_size(
+    tmp_path: Path, ollama_server: OllamaStandIn, refreshes: int
 ) -> None:
     root = write_tree(tmp_path / "p", many_functions(6, per_file=3))
     write_config(root, ollama_server.url)
@@ -197,7 +202,7 @@ def test_400_refreshes_keep_the_index_within_one_and_a_half_times_its_fresh_size
     original = target.read_text()
     sizes = []
     try:
-        for n in range(400):
+        for n in range(refreshes):
             target.write_text(original + f"\n\ndef extra_{n % 5}(x):\n    return x - {n}\n")
             indexer.refresh(project, ["gen/mod_000.py"])
             sizes.append(db.stat().st_size)
@@ -253,6 +258,7 @@ print(json.dumps({"calls": calls, "errors": errors[:5], "error_count": len(error
 """
 
 
+@pytest.mark.slow
 def test_a_reader_searching_through_a_recreate_gets_the_old_answers_then_the_new_ones(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -305,6 +311,7 @@ sys.exit(cli.main(["--config", sys.argv[1] + "/sai-cfg.yml", "refresh", sys.argv
 
 
 @pytest.mark.parametrize("moment", ["copied", "renaming"])
+@pytest.mark.slow
 def test_a_run_killed_while_compacting_leaves_a_whole_index(
     tmp_path: Path, ollama_server: OllamaStandIn, moment: str
 ) -> None:

@@ -458,6 +458,7 @@ def _kill_at_third_request(root: Path, batch: int, phase: str, ollama_server: Ol
     return deadline
 
 
+@pytest.mark.slow
 def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_run_embeds_the_rest(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -496,6 +497,7 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     project.close()
 
 
+@pytest.mark.slow
 def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -709,6 +711,7 @@ def _gone_within(pids: set[int], seconds: float) -> set[int]:
     return _alive(pids)
 
 
+@pytest.mark.slow
 def test_ctrl_c_of_a_pooled_run_exits_130_with_one_line_and_stops_its_workers(
     root: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -720,6 +723,7 @@ def test_ctrl_c_of_a_pooled_run_exits_130_with_one_line_and_stops_its_workers(
     assert not _gone_within(workers, 10)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishes(
     root: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -744,6 +748,7 @@ def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishe
         project.close()
 
 
+@pytest.mark.slow
 def test_a_killed_pooled_run_leaves_no_worker_behind(root: Path, ollama_server: OllamaStandIn) -> None:
     proc, workers = _pooled_run_in_embedding(root, ollama_server)
     proc.kill()  # SIGKILL to the parent alone: its workers must notice and leave

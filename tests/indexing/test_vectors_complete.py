@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from fixtures_tree import many_functions, write_config, write_tree
 from ollama_standin import OllamaStandIn
 
@@ -108,6 +109,7 @@ def test_a_pending_chunk_of_a_file_the_run_keeps_is_embedded_by_the_next_run(
     assert _state(root) == (True, [], 0)
 
 
+@pytest.mark.slow
 def test_a_run_killed_before_its_vectors_leaves_the_index_unmarked_and_the_next_run_finishes(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:

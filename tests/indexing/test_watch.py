@@ -209,6 +209,7 @@ class WatchProcess:
         assert self.proc.poll() is None, self.err()
 
 
+@pytest.mark.slow
 def test_sai_watch_reports_batches_and_ends_on_ctrl_c(tree: Path) -> None:
     watch = WatchProcess(tree, "--json")
     try:
@@ -234,6 +235,7 @@ def test_sai_watch_reports_batches_and_ends_on_ctrl_c(tree: Path) -> None:
     assert "Traceback" not in watch.err() and watch.err().splitlines()[-1] == "watch: stopped"
 
 
+@pytest.mark.slow
 def test_sai_watch_prints_nothing_on_stdout_without_json_and_stops_on_sigterm(tree: Path) -> None:
     watch = WatchProcess(tree)
     try:

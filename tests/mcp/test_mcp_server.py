@@ -866,6 +866,7 @@ def test_cli_index_run_while_the_server_serves_and_the_server_sees_the_new_chunk
         assert live.call("sai_index_status")["chunk_count"] > 0
 
 
+@pytest.mark.slow
 def test_concurrent_mixed_calls_over_http_while_the_cli_refreshes_all_answer(
     tmp_path: Path, standin: OllamaStandIn
 ) -> None:

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fixtures_tree import many_functions, write_config, write_tree
 from ollama_standin import OllamaStandIn
 
@@ -144,6 +145,7 @@ def _slow_tree(tmp_path: Path, server: OllamaStandIn) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_sai_on_a_pseudo_terminal_draws_chunks_embedded_as_they_are(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:
@@ -172,6 +174,7 @@ def test_sai_on_a_pseudo_terminal_draws_chunks_embedded_as_they_are(
     assert out.decode().startswith("indexed ")  # stdout is no terminal: the summary line only
 
 
+@pytest.mark.slow
 def test_sai_off_a_terminal_writes_a_line_at_least_every_5s_while_chunks_are_embedded(
     tmp_path: Path, ollama_server: OllamaStandIn
 ) -> None:

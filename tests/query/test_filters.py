@@ -113,14 +113,15 @@ def test_cli_search_takes_language_and_path_glob(
     assert code == 0 and {h["path"] for h in json.loads(out)["hits"]} == {"gen/mod_003.py"}
 
 
-def test_after_fifty_refreshes_searches_stay_exact(
-    indexed: Path, tmp_path: Path, ollama_server: OllamaStandIn
+@pytest.mark.parametrize("refreshes", [12, pytest.param(50, marks=pytest.mark.slow)])
+def test_after_many_refreshes_searches_stay_exact(
+    indexed: Path, tmp_path: Path, ollama_server: OllamaStandIn, refreshes: int
 ) -> None:
     root = Path(shutil.copytree(indexed, tmp_path / "copy"))
     write_config(root, ollama_server.url)
     project = open_project(root)
     targets = [f"gen/mod_00{n}.py" for n in range(3)]
-    for n in range(50):
+    for n in range(refreshes):
         target = root / targets[n % 3]
         target.write_text(target.read_text() + f"\n\ndef added_{n}(value):\n    return value * {n}\n")
         indexer.refresh(project, [targets[n % 3]])

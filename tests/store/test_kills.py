@@ -24,6 +24,7 @@ from ollama_standin import OllamaStandIn
 from sai.config import load_config
 from sai.store import open_store
 
+pytestmark = pytest.mark.slow  # processes killed at random moments: `make test-all`
 TRIALS = 4
 TREE = many_functions(150, per_file=10)
 QDRANT = {"backend": "qdrant", "qdrant": {"path": ".index/qdrant"}}

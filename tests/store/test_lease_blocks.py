@@ -87,6 +87,7 @@ def test_other_reads_leave_their_blocks_at_the_first_idle_tick(store: DuckDBStor
         store.close()
 
 
+@pytest.mark.slow
 def test_readers_in_many_threads_answer_while_writes_make_each_read_a_load(store: DuckDBStore) -> None:
     """Drops happen only with no reader on the lease: threads searching while another thread's
     writes change the token (each read a patch or a load, then a drop) never fail or differ."""

@@ -45,6 +45,7 @@ def _copy(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
     return sai(capsys, *args, "copy", "--json", "--to", "duckdb" if "qdrant" in args else "qdrant")
 
 
+@pytest.mark.slow
 def test_copy_to_qdrant_and_back_answers_the_same(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert sai(capsys, "--silent").code == 0
     before = {mode: _hits(capsys, "hash the password", mode) for mode in ("hybrid", "semantic", "lexical")}
@@ -132,6 +133,7 @@ def _rounded(value: object) -> object:
     return value
 
 
+@pytest.mark.slow
 def test_every_command_answers_alike_on_both_backends(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     ollama_server: OllamaStandIn,

@@ -158,6 +158,7 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
 
 @pytest.mark.parametrize("name", ["rows", "symbols"])
 @pytest.mark.parametrize("where", ["aside", "rename"])
+@pytest.mark.slow
 def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, where: str, name: str) -> None:
     store = _build(db)
     try:

@@ -177,6 +177,7 @@ def test_pending_count_comes_from_a_current_sidecar_and_agrees_with_the_index(db
         store.close()
 
 
+@pytest.mark.slow
 def test_writers_killed_around_set_vectors_never_leave_a_wrong_or_missing_vector(db: Path) -> None:
     store = _build(db, files=30)
     _check(store, db)

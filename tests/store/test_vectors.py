@@ -268,6 +268,7 @@ def test_a_damaged_manifest_is_rebuilt_from_the_index(db: Path) -> None:
 
 
 @pytest.mark.parametrize("where", ["data", "manifest"])
+@pytest.mark.slow
 def test_a_reader_killed_inside_a_patch_leaves_a_sidecar_the_next_reader_repairs(db: Path, where: str) -> None:
     store = _build(db)
     try:
@@ -285,6 +286,7 @@ def test_a_reader_killed_inside_a_patch_leaves_a_sidecar_the_next_reader_repairs
         store.close()
 
 
+@pytest.mark.slow
 def test_writers_killed_at_random_moments_never_leave_a_wrong_vector(db: Path) -> None:
     store = _build(db, files=30)
     store.close()
@@ -305,6 +307,7 @@ def test_writers_killed_at_random_moments_never_leave_a_wrong_vector(db: Path) -
     store.close()
 
 
+@pytest.mark.slow
 def test_concurrent_readers_in_other_processes_agree_with_the_exact_scan(db: Path) -> None:
     store = _build(db)
     try:
