@@ -216,7 +216,7 @@ class Config:
     qdrant_timeout_s: float
     qdrant_prefer_grpc: bool
     # the embedder and model the file names where the index's answer (`sai --recreate` builds with them)
-    config_asks: tuple[str, str] | None = None
+    config_asks: tuple[str, str] | None
 
     @property
     def index_location(self) -> str:
@@ -425,6 +425,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         qdrant_path=(root / v["qdrant.path"]).resolve() if v["qdrant.path"] else None,
         qdrant_timeout_s=float(v["qdrant.timeout_s"]),
         qdrant_prefer_grpc=v["qdrant.prefer_grpc"],
+        config_asks=None,  # the front end that opens the index sets it (project.file_asks)
     )
 
 
