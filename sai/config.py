@@ -42,6 +42,9 @@ COLLECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # NDCG@10 of the 12 held-out repositories 0.920 against fp32's 0.919 (docs/embedders.md). An index
 # built with fp32 keeps it (its own model is what load_config(index=...) searches it with).
 MINILM = "all-MiniLM-L6-v2"
+# MiniLM distilled into a static table of token vectors (sai/embedders/static_table.py): about
+# 100x its throughput, a model of its own name (docs/embedders.md)
+MINILM_STATIC = "minilm-static"
 DEFAULT_MODELS: dict[EmbedderName, str] = {"ollama": "nomic-embed-text", "local": f"{MINILM}-int8"}
 
 # Similarity scales differ by model, so the defaults are per model family (model_family());
@@ -93,7 +96,7 @@ SETTINGS: tuple[Setting, ...] = (
             choices=BACKENDS),
     Setting("embedder", _STR, "ollama", "ollama (an Ollama server) or local (bundled all-MiniLM-L6-v2, offline)",
             choices=EMBEDDERS),
-    Setting("model", _STR, None, "default: nomic-embed-text (ollama), all-MiniLM-L6-v2-int8 (local)",
+    Setting("model", _STR, None, "default: nomic-embed-text (ollama), all-MiniLM-L6-v2-int8 (local; or minilm-static)",
             example="nomic-embed-text"),
     Setting("vector_dim", _INT, None, "default: detected from the first embedding; if set, must match",
             example="768", bound="positive"),
@@ -377,6 +380,8 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         # one spelling, so the index records one name; the int8 variant is a model of its own
         int8 = model.lower().endswith("-int8")
         model = MINILM + ("-int8" if int8 else "")
+    elif v["embedder"] == "local" and model.lower() == MINILM_STATIC:
+        model = MINILM_STATIC
     sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
     _check_globs(v, where)
     return Config(

@@ -31,6 +31,12 @@ def _ollama(config: Config) -> Embedder:
 
 
 def _local(config: Config) -> Embedder:
+    from sai.config import MINILM_STATIC
+
+    if config.model == MINILM_STATIC:
+        from sai.embedders.static import StaticEmbedder
+
+        return StaticEmbedder(cache_dir=config.local_cache_dir)
     from sai.embedders.local import LocalEmbedder
 
     return LocalEmbedder(model=config.model, prefix_style=config.prefix_style, cache_dir=config.local_cache_dir)

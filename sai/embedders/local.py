@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sai.config import MINILM_STATIC
 from sai.embedders.base import PREFIXES, normalize
 from sai.embedders.minilm import MODEL_NAME, BertShape, load_tokenizer, model_dir, read_shape
 from sai.errors import EmbedderError
@@ -47,7 +48,7 @@ class LocalEmbedder:
     ) -> None:
         if model.lower() not in _MODELS:
             raise EmbedderError(
-                f"the local embedder ships only {MODEL_NAME} (and {INT8_MODEL_NAME}), not '{model}'; "
+                f"the local embedder ships only {MODEL_NAME} (and {INT8_MODEL_NAME}, {MINILM_STATIC}), not '{model}'; "
                 f"set model to {MODEL_NAME} or use the ollama embedder"
             )
         if batch_size is not None and batch_size <= 0:

@@ -300,7 +300,8 @@ def test_local_accepts_the_bundled_model_names(name):
 
 
 def test_local_rejects_other_models():
-    with pytest.raises(EmbedderError, match=r"ships only all-MiniLM-L6-v2 \(and all-MiniLM-L6-v2-int8\), not 'nomic"):
+    with pytest.raises(EmbedderError,
+                       match=r"ships only all-MiniLM-L6-v2 \(and all-MiniLM-L6-v2-int8, minilm-static\), not 'nomic"):
         LocalEmbedder(model="nomic-embed-text")
 
 

@@ -1,0 +1,148 @@
+"""The static embedder (`model: minilm-static`) beside MiniLM int8: build time, throughput, variants.
+
+    python benchmarks/static_embedder.py speed [--chunks 2000] [--rounds 3]
+        Build time of the table from a cold cache (the fp32 ONNX file, then the distillation),
+        and chunks/s of the static model and of MiniLM int8 over the same real chunks (AST chunks
+        of the stdlib), in one process, the two alternating round by round (best round kept);
+        with the cosine agreement between the two models' top-10 neighbour lists.
+    python benchmarks/static_embedder.py variants --repos tuning [--modes hybrid,semantic]
+        NDCG@10 on semble's benchmark (repos_quality.py's data and metric) of recipe variants:
+        dimension, SIF weighting on or off, camelCase identifiers split or not. Each variant
+        indexes into its own cache directory (index/<repo>/static-<variant>/). Choose on the
+        tuning and held-out sets only: the untouched sets are refused here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import repos_quality as rq
+from _common import stdlib_chunks
+from _repos_report import mean
+
+from sai.embedders.static import StaticEmbedder
+from sai.embedders.static_table import Recipe
+
+VARIANTS = {  # name -> (recipe, split camelCase identifiers)
+    "d256-sif-split": (Recipe(256, 1e-4), True),
+    "d384-sif-split": (Recipe(384, 1e-4), True),
+    "d256-flat-split": (Recipe(256, None), True),
+    "d256-sif-nosplit": (Recipe(256, 1e-4), False),
+    "d128-sif-split": (Recipe(128, 1e-4), True),
+}
+
+
+def speed(args: argparse.Namespace) -> int:
+    from sai.embedders.local import LocalEmbedder
+    from sai.embedders.minilm import model_dir, read_shape
+    from sai.embedders.onnx_model import open_session
+
+    cache = Path(tempfile.mkdtemp(prefix="sai-static-"))
+    started = time.perf_counter()
+    open_session(cache, model_dir(), read_shape(model_dir()), precision="fp32", threads=4)
+    onnx_s = time.perf_counter() - started
+    started = time.perf_counter()
+    static = StaticEmbedder(cache_dir=cache)
+    static.load()
+    table_s = time.perf_counter() - started
+    started = time.perf_counter()
+    StaticEmbedder(cache_dir=cache).load()
+    warm_s = time.perf_counter() - started
+    print(f"build from a cold cache: fp32 ONNX file {onnx_s:.1f} s, then the table {table_s:.1f} s; "
+          f"loading the built table {warm_s * 1000:.0f} ms")
+    texts = [c.text for c in stdlib_chunks(args.chunks)]
+    print(f"{len(texts)} stdlib chunks, mean {sum(map(len, texts)) / len(texts):.0f} characters")
+    minilm = LocalEmbedder(cache_dir=cache)
+    minilm.load()
+    minilm_texts = texts[: args.minilm_chunks]
+    best: dict[str, float] = {"static": 0.0, "minilm-int8": 0.0}
+    for _ in range(args.rounds):
+        for name, embedder, batch in (("static", static, texts), ("minilm-int8", minilm, minilm_texts)):
+            started = time.perf_counter()
+            embedder.embed_documents(batch)
+            best[name] = max(best[name], len(batch) / (time.perf_counter() - started))
+    for name, rate in best.items():
+        print(f"  {name:<12} {rate:9.1f} chunks/s (best of {args.rounds})")
+    print(f"  ratio {best['static'] / best['minilm-int8']:.0f}x")
+    a, b = static.embed_documents(minilm_texts), minilm.embed_documents(minilm_texts)
+    print(f"  top-10 neighbours shared with MiniLM int8 over {len(minilm_texts)} chunks: {overlap(a, b):.3f}")
+    started = time.perf_counter()
+    for _ in range(100):
+        static.embed_query("load the configuration file and reject unknown keys")
+    print(f"  static query vector: {(time.perf_counter() - started) * 10:.2f} ms")
+    return 0
+
+
+def overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
+    def nearest(v: np.ndarray) -> np.ndarray:
+        sims = v @ v.T
+        np.fill_diagonal(sims, -np.inf)
+        return np.argsort(-sims, axis=1)[:, :k]
+
+    na, nb = nearest(a), nearest(b)
+    return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(na, nb, strict=True)]))
+
+
+def variants(args: argparse.Namespace) -> int:
+    from sai.config import load_config
+    from sai.project import Project
+
+    untouched = [r for r in args.repos if r in rq.UNTOUCHED + rq.LANGS_UNTOUCHED]
+    if untouched:
+        print(f"error: variants are chosen on tuned-on sets only, not on {', '.join(untouched)}", file=sys.stderr)
+        return 1
+    cache = args.cache.resolve()
+    specs, subs = rq.load_repos(cache), rq.load_substitutes(cache)
+    names = args.variants.split(",") if args.variants else list(VARIANTS)
+    table: dict[str, dict[str, dict[str, float]]] = {v: {} for v in names}
+    for repo_name in args.repos:
+        repo = specs[repo_name]
+        root = rq.checkout(cache, repo, subs.get(repo_name))
+        queries = rq.load_queries(cache, repo_name)
+        for variant in names:
+            recipe, split = VARIANTS[variant]
+            index_dir = cache / "index" / repo_name / f"static-{variant}"
+            index_dir.mkdir(parents=True, exist_ok=True)
+            config = load_config(flags={"root": str(root), "duckdb.path": str(index_dir / "code.duckdb"),
+                                        "embedder": "local", "model": "minilm-static"}, env={}, cwd=index_dir)
+            embedder = StaticEmbedder(cache_dir=args.model_cache, recipe=recipe, split_identifiers=split)
+            project = Project(config, embedder=embedder)
+            try:
+                rq.index_repo(project)
+                outcomes = [rq.run_query(project, repo, q, mode) for q in queries for mode in args.modes]
+            finally:
+                project.close()
+            table[variant][repo_name] = {m: mean([o.ndcg for o in outcomes if o.mode == m]) for m in args.modes}
+        print(repo_name, "  ".join(f"{v}: " + "/".join(f"{table[v][repo_name][m]:.3f}" for m in args.modes)
+                                   for v in names), flush=True)
+    print(f"\nmean NDCG@10 over {len(args.repos)} repositories ({'/'.join(args.modes)})")
+    for variant in names:
+        cells = [f"{mean([table[variant][r][m] for r in args.repos]):.3f}" for m in args.modes]
+        print(f"  {variant:<18} {' / '.join(cells)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("speed")
+    s.add_argument("--chunks", type=int, default=2000)
+    s.add_argument("--minilm-chunks", type=int, default=200, help="MiniLM runs on the first N (it is ~100x slower)")
+    s.add_argument("--rounds", type=int, default=3)
+    v = sub.add_parser("variants")
+    v.add_argument("--repos", type=rq.parse_repos, required=True)
+    v.add_argument("--variants", default=None, help=f"comma-separated, of: {', '.join(VARIANTS)}")
+    v.add_argument("--modes", type=lambda m: rq.parse_list(m, rq.MODES, "mode"), default=["hybrid", "semantic"])
+    v.add_argument("--cache", type=Path, default=rq.DEFAULT_CACHE)
+    v.add_argument("--model-cache", type=Path, default=Path.home() / ".cache" / "sai")
+    args = p.parse_args(argv)
+    return speed(args) if args.command == "speed" else variants(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""The static embedder (`model: minilm-static`): MiniLM distilled into one vector per token.
+
+A chunk's vector is the normalised sum of the table rows (sai/embedders/static_table.py) of its
+tokens, no neural network at run time: the tokenizer (MiniLM's own, untruncated, camelCase
+identifiers split into words first) and one gather-and-sum in numpy. The table is built once per
+machine from the bundled MiniLM; its figures and when to choose it: docs/embedders.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sai.config import MINILM_STATIC
+from sai.embedders.base import normalize
+from sai.embedders.minilm import load_tokenizer, model_dir, read_shape
+from sai.embedders.static_table import Recipe, load_table
+
+# lower-then-upper and the end of an acronym (HTTPServer -> HTTP Server): where a camelCase word
+# splits; MiniLM's tokenizer lower-cases, so without this getUserName is one unknown word to it.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_ROWS = 32_768  # tokens gathered at once: 32 MB of rows at 256 dimensions
+
+
+class StaticEmbedder:
+    """Vectors from the static table; the table loads (or is built) on first use."""
+
+    name = "local"
+    model = MINILM_STATIC
+
+    def __init__(
+        self, *, cache_dir: Path | None = None, recipe: Recipe | None = None, split_identifiers: bool = True,
+        threads: int | None = None,
+    ) -> None:
+        self.cache_dir = Path(cache_dir) if cache_dir else Path.home() / ".cache" / "sai"
+        self.recipe = recipe or Recipe()
+        self.split_identifiers = split_identifiers
+        self.threads = threads or min(os.cpu_count() or 1, 4)
+        self._table: np.ndarray | None = None
+        self._tokenizer: Any = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def dimension(self) -> int:
+        return self.recipe.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors (n, d) for stored chunks or code snippets."""
+        return self._encode(list(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One vector (d,) for a search query."""
+        return self._encode([text])[0]
+
+    def load(self) -> None:
+        """Load the table and tokenizer now rather than on first use (idempotent, thread-safe)."""
+        with self._load_lock:
+            if self._table is not None:
+                return
+            path = model_dir()
+            shape = read_shape(path)
+            tokenizer = load_tokenizer(path, shape.max_seq_length)
+            tokenizer.no_truncation()  # a static model reads the whole chunk
+            self._table = load_table(self.cache_dir, path, shape, self.recipe, threads=self.threads)
+            self._tokenizer = tokenizer
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        self.load()
+        assert self._table is not None
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        if self.split_identifiers:
+            texts = [_CAMEL.sub(" ", text) for text in texts]
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        start = 0
+        while start < len(texts):  # texts whose tokens fit in _ROWS rows at a time (at least one)
+            end = start + max(1, int(np.searchsorted(np.cumsum(lengths[start:]), _ROWS, side="right")))
+            self._sum_into(out, encodings, lengths, start, end)
+            start = end
+        return normalize(out)
+
+    def _sum_into(self, out: np.ndarray, encodings: list[Any], lengths: np.ndarray, start: int, end: int) -> None:
+        rows = [i for i in range(start, end) if lengths[i]]
+        if not rows:
+            return
+        ids = np.concatenate([np.asarray(encodings[i].ids, dtype=np.int64) for i in rows])
+        offsets = np.concatenate([[0], np.cumsum(lengths[rows])[:-1]])
+        out[rows] = np.add.reduceat(np.asarray(self._table)[ids], offsets, axis=0)
