@@ -5,6 +5,9 @@
         and chunks/s of the static model and of MiniLM int8 over the same real chunks (AST chunks
         of the stdlib), in one process, the two alternating round by round (best round kept);
         with the cosine agreement between the two models' top-10 neighbour lists.
+    python benchmarks/static_embedder.py index --tree DIR
+        One index run of DIR from nothing with minilm-static (its index in a temporary directory):
+        wall time, the time spent inside the embedder, chunks and chunks/s end to end.
     python benchmarks/static_embedder.py variants --repos tuning [--modes hybrid,semantic]
         NDCG@10 on semble's benchmark (repos_quality.py's data and metric) of recipe variants:
         dimension, SIF weighting on or off, camelCase identifiers split or not. Each variant
@@ -25,15 +28,16 @@ import repos_quality as rq
 from _common import stdlib_chunks
 from _repos_report import mean
 
-from sai.embedders.static import StaticEmbedder
+from sai.embedders.static import Identifiers, StaticEmbedder
 from sai.embedders.static_table import Recipe
 
-VARIANTS = {  # name -> (recipe, split camelCase identifiers)
-    "d256-sif-split": (Recipe(256, 1e-4), True),
-    "d384-sif-split": (Recipe(384, 1e-4), True),
-    "d256-flat-split": (Recipe(256, None), True),
-    "d256-sif-nosplit": (Recipe(256, 1e-4), False),
-    "d128-sif-split": (Recipe(128, 1e-4), True),
+VARIANTS: dict[str, tuple[Recipe, Identifiers]] = {  # name -> (recipe, how camelCase identifiers are read)
+    "d256-sif-split": (Recipe(256, 1e-4), "split"),
+    "d384-sif-split": (Recipe(384, 1e-4), "split"),
+    "d256-flat-split": (Recipe(256, None), "split"),
+    "d256-sif-nosplit": (Recipe(256, 1e-4), "whole"),
+    "d128-sif-split": (Recipe(128, 1e-4), "split"),
+    "d256-sif-both": (Recipe(256, 1e-4), "both"),
 }
 
 
@@ -78,6 +82,47 @@ def speed(args: argparse.Namespace) -> int:
     return 0
 
 
+class Timed:
+    """The embedder, with the seconds spent inside embed_documents summed."""
+
+    def __init__(self, inner: StaticEmbedder) -> None:
+        self.inner, self.name, self.model, self.batch_size = inner, inner.name, inner.model, inner.batch_size
+        self.seconds = 0.0
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return self.inner.embed_documents(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+def index_tree(args: argparse.Namespace) -> int:
+    from sai.config import load_config
+    from sai.indexing.indexer import index
+    from sai.project import Project
+
+    embedder = Timed(StaticEmbedder(cache_dir=args.model_cache))
+    embedder.inner.load()
+    with tempfile.TemporaryDirectory(prefix="sai-static-index-") as work:
+        config = load_config(flags={"root": str(args.tree.resolve()), "duckdb.path": f"{work}/code.duckdb",
+                                    "embedder": "local", "model": "minilm-static"}, env={}, cwd=Path(work))
+        project = Project(config, embedder=embedder)  # type: ignore[arg-type]
+        try:
+            started = time.perf_counter()
+            report = index(project)
+            wall = time.perf_counter() - started
+        finally:
+            project.close()
+    print(f"{args.tree}: {report.chunks} chunks, {report.embedded} embedded; index run {wall:.1f} s wall, "
+          f"{embedder.seconds:.1f} s inside the embedder ({embedder.seconds / wall:.0%}); "
+          f"{report.chunks / wall:.0f} chunks/s end to end")
+    return 0
+
+
 def overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
     def nearest(v: np.ndarray) -> np.ndarray:
         sims = v @ v.T
@@ -105,12 +150,12 @@ def variants(args: argparse.Namespace) -> int:
         root = rq.checkout(cache, repo, subs.get(repo_name))
         queries = rq.load_queries(cache, repo_name)
         for variant in names:
-            recipe, split = VARIANTS[variant]
+            recipe, identifiers = VARIANTS[variant]
             index_dir = cache / "index" / repo_name / f"static-{variant}"
             index_dir.mkdir(parents=True, exist_ok=True)
             config = load_config(flags={"root": str(root), "duckdb.path": str(index_dir / "code.duckdb"),
                                         "embedder": "local", "model": "minilm-static"}, env={}, cwd=index_dir)
-            embedder = StaticEmbedder(cache_dir=args.model_cache, recipe=recipe, split_identifiers=split)
+            embedder = StaticEmbedder(cache_dir=args.model_cache, recipe=recipe, identifiers=identifiers)
             project = Project(config, embedder=embedder)
             try:
                 rq.index_repo(project)
@@ -134,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--chunks", type=int, default=2000)
     s.add_argument("--minilm-chunks", type=int, default=200, help="MiniLM runs on the first N (it is ~100x slower)")
     s.add_argument("--rounds", type=int, default=3)
+    i = sub.add_parser("index")
+    i.add_argument("--tree", type=Path, required=True)
+    i.add_argument("--model-cache", type=Path, default=Path.home() / ".cache" / "sai")
     v = sub.add_parser("variants")
     v.add_argument("--repos", type=rq.parse_repos, required=True)
     v.add_argument("--variants", default=None, help=f"comma-separated, of: {', '.join(VARIANTS)}")
@@ -141,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--cache", type=Path, default=rq.DEFAULT_CACHE)
     v.add_argument("--model-cache", type=Path, default=Path.home() / ".cache" / "sai")
     args = p.parse_args(argv)
-    return speed(args) if args.command == "speed" else variants(args)
+    return {"speed": speed, "index": index_tree, "variants": variants}[args.command](args)
 
 
 if __name__ == "__main__":

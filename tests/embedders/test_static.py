@@ -80,7 +80,7 @@ def test_the_query_is_closest_to_the_matching_function(static):
 def test_camel_case_identifiers_embed_as_their_words(xdg_cache, static):
     words = static.embed_query("get user name")
     assert float(static.embed_query("getUserName") @ words) > 0.99
-    unsplit = StaticEmbedder(cache_dir=xdg_cache / "sai", split_identifiers=False)
+    unsplit = StaticEmbedder(cache_dir=xdg_cache / "sai", identifiers="whole")
     assert float(unsplit.embed_query("getUserName") @ words) < 0.9
 
 
