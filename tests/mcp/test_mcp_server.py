@@ -41,6 +41,7 @@ REPO = Path(sai.__file__).resolve().parent.parent  # the checkout under test, fo
 TOOLS = {
     "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
     "sai_refresh", "sai_sync", "sai_prepare_mcp_setup", "sai_read_chunk", "sai_find_symbol",
+    "sai_find_references", "sai_find_callers", "sai_find_callees", "sai_impact",
 }
 HIT_TYPES = {"path": str, "start_line": int, "end_line": int, "score": float, "snippet": str}
 AUTH = '''"""Password hashing and user sessions."""
