@@ -23,7 +23,6 @@ CALLS: dict[str, str] = {
     "object_creation_expression": "type",  # Java, C#
     "invocation_expression": "function",  # C#
     "function_call": "name|@identifier",  # Lua
-    "function_call_expression": "function",  # PHP
     "member_call_expression": "name",  # PHP
     "scoped_call_expression": "name",  # PHP
     "method_call": "method|name",  # Rust macros aside; Ruby, Groovy
@@ -33,7 +32,10 @@ CALLS: dict[str, str] = {
     "command": "name",  # Bash
     "command_name": "",
     "function_application": "function|@variable",  # Haskell
-    "application_expression": "@long_identifier_or_op|@identifier",  # F#
+    "application_expression": "function|@long_identifier_or_op|@identifier",  # OCaml, F#
+    "method_call_expression": "method",  # Perl `$self->start`
+    "function_call_expression": "function",  # PHP, Perl
+    "ambiguous_function_call_expression": "function",  # Perl `helper 2`
     "application": "function",  # OCaml
     "juxt_function_call": "function",  # Groovy
     "list_lit": "@sym_lit",  # Common Lisp: `(f x)`
@@ -75,7 +77,9 @@ TYPE_FIELDS = frozenset({"type", "return_type", "result"})
 
 # Leaves that name something; besides these, any leaf whose type ends in `identifier`.
 NAME_LEAVES = frozenset({"constant", "name", "word", "variable", "constructor", "sym_lit", "atom",
-                         "simple_identifier", "attribute", "selector"})
+                         "simple_identifier", "attribute", "selector",
+                         "value_name", "module_name", "field_name", "constructor_name", "type_constructor",  # OCaml
+                         "bareword", "varname", "function", "method", "package"})  # Perl
 
 # A leaf in one of these fields of such a parent is the name being defined, not a use.
 DEFINING_FIELDS = frozenset({"name", "declarator", "pattern", "left", "left_side"})
