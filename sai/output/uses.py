@@ -3,7 +3,7 @@ docs/output-schemas.md) and their text rows, pure functions of the results."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from sai.models import CallNode, CallTree, ChangedUnit, Impact, Use, Uses
 from sai.output.render import printable
