@@ -174,7 +174,18 @@ def _defines(node: Node, field: str | None) -> bool:
         return False
     if "parameter" in parent.type and field not in tables.TYPE_FIELDS:
         return True
-    return field in tables.DEFINING_FIELDS and bool(tables.DEFINING_PARENT.search(parent.type))
+    if field in tables.DEFINING_FIELDS and tables.DEFINING_PARENT.search(parent.type):
+        return True
+    return _assigned_member(node, parent)
+
+
+def _assigned_member(node: Node, parent: Node) -> bool:
+    """`self.items = []`: the member written is defined there (as `items = []` defines a name)."""
+    target = parent.parent
+    if target is None or parent.named_child_count != 2 or parent.named_children[-1].id != node.id:
+        return False
+    left = target.child_by_field_name("left")
+    return left is not None and left.id == parent.id and bool(tables.DEFINING_PARENT.search(target.type))
 
 
 def _receiver(node: Node) -> str:

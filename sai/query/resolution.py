@@ -5,7 +5,8 @@
 2. a name its file imported from a module of the repository (`from pkg.mod import f`, JS
    `import {f} from "./mod"`, Go's `pkg.F` after importing `…/pkg`, Java `import a.b.C`, Rust
    `use crate::a::f`): the definition of that name in the module's files;
-3. a bare name (no qualifier) defined in the use's own file (Go: its own package's directory).
+3. a bare name (no qualifier) defined once in the use's own file, at top level or inside the
+   use's own unit (a nested function), never a class member (Go: in its package's directory).
 
 Anything else is only name-matched: `resolved` false, never a guess among the candidates.
 """
@@ -49,10 +50,12 @@ class Resolver:
             return _first(d for d in candidates if d.path in files) if files else None
         if ref.qualifier:
             return None
-        local = [d for d in candidates if d.path == ref.path]
+        # a bare name reaches a top-level definition or one nested in its own unit, never a member
+        reachable = {ref.name, f"{ref.unit}.{ref.name}" if ref.unit else ref.name}
+        local = [d for d in candidates if d.path == ref.path and d.symbol in reachable]
         if not local and ref.language == "go":
             folder = posixpath.dirname(ref.path)
-            local = [d for d in candidates if posixpath.dirname(d.path) == folder]
+            local = [d for d in candidates if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
         return local[0] if len(local) == 1 else None
 
     def module_files(self, ref: Reference) -> frozenset[str]:
