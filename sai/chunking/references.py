@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 
 from tree_sitter import Node
 
 from sai.chunking import reference_tables as tables
 from sai.chunking.grammars import GRAMMARS
 from sai.chunking.macros import blank_macros
-from sai.chunking.parsers import parser_for
+from sai.chunking.parsers import parse
 from sai.chunking.sections import COMPONENTS, script_view
 from sai.chunking.treesitter import node_text, resolve
 from sai.models import Chunk, Reference
@@ -26,6 +25,11 @@ REFS_VERSION = 1  # bump when extraction changes: indexes then read every file a
 MAX_QUALIFIER = 80  # characters of a receiver kept (`a.b(c).d` reads as written up to this)
 _SEPARATORS = re.compile(r"(?:\?\.|\.|->|::|:|\\)\s*$")
 _METHOD_KINDS = frozenset({"method", "constructor", "destructor", "operator"})
+_BODIES = frozenset({"block", "body", "statement_block", "compound_statement", "class_body"})
+_CONTEXTS = tables.IMPORTS.keys() | tables.HERITAGE_TYPES | tables.TYPE_CONTEXTS | _BODIES
+_CONTEXT_FIELDS = tables.HERITAGE_FIELDS | tables.TYPE_FIELDS
+# A use as the walk finds it: (name, kind, line, column, qualifier, module).
+_Found = tuple[str, str, int, int, str, str]
 
 
 def references(text: str, language: str | None, chunks: list[Chunk]) -> list[Reference]:
@@ -41,7 +45,7 @@ def references(text: str, language: str | None, chunks: list[Chunk]) -> list[Ref
     if GRAMMARS[grammar_name].unexpanded_macros:
         source = blank_macros(source)[0]
     try:
-        tree = parser_for(grammar_name).parse(source.encode("utf-8"))
+        tree = parse(grammar_name, source.encode("utf-8"))
     except ValueError:
         return []
     receivers: list[tuple[int, int, str]] = []
@@ -49,44 +53,53 @@ def references(text: str, language: str | None, chunks: list[Chunk]) -> list[Ref
     return _bound(found, chunks, receivers)
 
 
-def _walk(root: Node, receivers: list[tuple[int, int, str]]) -> Iterator[Reference]:
+def _walk(root: Node, receivers: list[tuple[int, int, str]]) -> Iterator[_Found]:
     """Uses in pre-order; a call's callee is claimed by the call, the identifiers of an import
     by the import, those of a superclass list or type position by that context. Named method
-    receivers are added to `receivers` as (first line, last line, name)."""
-    claimed: dict[tuple[int, int], tuple[str, str]] = {}  # leaf span -> (kind, qualifier)
-    stack: list[tuple[Node, str | None, str, str]] = [(root, None, "other", "")]
-    while stack:
-        node, field, context, module = stack.pop()
+    receivers are added to `receivers` as (first line, last line, name). One cursor walks the
+    tree (a node's field is the cursor's: no per-child look-ups); `contexts` holds, per depth,
+    the context its children inherit."""
+    claimed: dict[tuple[int, int], str] = {}  # a callee's leaf span -> the call's qualifier
+    contexts: list[tuple[str, str]] = [("other", "")]
+    cursor = root.walk()
+    while True:
+        node = cursor.node
+        assert node is not None  # a cursor from Node.walk() always stands on a node
         if node.is_named:
-            context, module = _context(node, field, context, module)
-            if node.type in tables.CALLS:
+            kind, field = node.type, cursor.field_name
+            context, module = contexts[-1]
+            if kind in _CONTEXTS or field in _CONTEXT_FIELDS:
+                context, module = _context(node, kind, field, context, module)
+            if kind in tables.CALLS:
                 _claim_callee(node, claimed)
-            elif node.type in tables.RECEIVER_NAMES:
+            elif kind in tables.RECEIVER_NAMES:
                 _note_receiver(node, receivers)
-            if node.child_count == 0 or node.type in ("string_fragment", "string_content"):
-                ref = _use(node, field, context, module, claimed)
-                if ref is not None:
-                    yield ref
-                continue
-            if context == "import" and node.type in tables.IMPORTS and not _has_name(node):
-                yield _module_use(node, module)
-        children = node.children
-        for index in range(len(children) - 1, -1, -1):
-            stack.append((children[index], node.field_name_for_child(index), context, module))
+            if not node.child_count:
+                found = _use(node, field, context, module, claimed)
+                if found is not None:
+                    yield found
+            else:
+                if context == "import" and kind in tables.IMPORTS and not _has_name(node):
+                    yield _module_use(node, module)
+                if cursor.goto_first_child():
+                    contexts.append((context, module))
+                    continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
+            contexts.pop()
 
 
-def _context(node: Node, field: str | None, context: str, module: str) -> tuple[str, str]:
-    if node.type in tables.IMPORTS:
+def _context(node: Node, kind: str, field: str | None, context: str, module: str) -> tuple[str, str]:
+    if kind in tables.IMPORTS:
         return "import", _module_of(node)
-    if context == "import":
+    if context == "import" or context == "inherit":
         return context, module
-    if node.type in tables.HERITAGE_TYPES or field in tables.HERITAGE_FIELDS:
+    if kind in tables.HERITAGE_TYPES or field in tables.HERITAGE_FIELDS:
         return "inherit", module
-    if context == "inherit":
-        return context, module
-    if node.type in tables.TYPE_CONTEXTS or field in tables.TYPE_FIELDS:
+    if kind in tables.TYPE_CONTEXTS or field in tables.TYPE_FIELDS:
         return "type", module
-    if node.type in ("block", "body", "statement_block", "compound_statement", "class_body"):
+    if kind in _BODIES:
         return "other", module
     return context, module
 
@@ -115,15 +128,15 @@ def _has_name(node: Node) -> bool:
     return False
 
 
-def _module_use(node: Node, module: str) -> Reference:
+def _module_use(node: Node, module: str) -> _Found:
     """An import naming no identifier binds its module's last segment (`fmt`, `foo` of "foo.h")."""
     name = re.split(r"[/.:\\]+", module.rstrip("/"))
     last = name[-1] if name[-1] not in ("h", "hpp", "js", "ts", "py") or len(name) < 2 else name[-2]
     row, column = node.start_point
-    return Reference(name=last or module, kind="import", line=row + 1, column=column, module=module)
+    return (last or module, "import", row + 1, column, "", module)
 
 
-def _claim_callee(node: Node, claimed: dict[tuple[int, int], tuple[str, str]]) -> None:
+def _claim_callee(node: Node, claimed: dict[tuple[int, int], str]) -> None:
     path = tables.CALLS[node.type]
     callee = resolve(node, path) if path else node
     if callee is None:
@@ -133,7 +146,7 @@ def _claim_callee(node: Node, claimed: dict[tuple[int, int], tuple[str, str]]) -
         return
     before = node_text(callee)[: leaf.start_byte - callee.start_byte]
     qualifier = _SEPARATORS.sub("", "".join(before.split()))[:MAX_QUALIFIER]
-    claimed[(leaf.start_byte, leaf.end_byte)] = ("call", qualifier)
+    claimed[(leaf.start_byte, leaf.end_byte)] = qualifier
 
 
 def _last_name(node: Node) -> Node | None:
@@ -150,22 +163,22 @@ def _is_name(node: Node) -> bool:
     return node.is_named and (node.type.endswith("identifier") or node.type in tables.NAME_LEAVES)
 
 
-def _use(node: Node, field: str | None, context: str, module: str,
-         claimed: dict[tuple[int, int], tuple[str, str]]) -> Reference | None:
-    if not _is_name(node) or node.type in ("self", "this"):
+def _use(node: Node, field: str | None, context: str, module: str, claimed: dict[tuple[int, int], str]
+         ) -> _Found | None:
+    if not _is_name(node):
         return None
     row, column = node.start_point
     name = node_text(node)
     call = claimed.get((node.start_byte, node.end_byte))
     if call is not None:
-        return Reference(name=name, kind="call", line=row + 1, column=column, qualifier=call[1])
+        return (name, "call", row + 1, column, call, "")
     if context == "import":
-        return Reference(name=name, kind="import", line=row + 1, column=column, module=module)
-    if _defines(node, field) or name in tables.SELF_RECEIVERS:
+        return (name, "import", row + 1, column, "", module)
+    if name in tables.SELF_RECEIVERS or _defines(node, field):
         return None
     if context == "other" and node.type.endswith("type_identifier"):
         context = "type"
-    return Reference(name=name, kind=context, line=row + 1, column=column, qualifier=_receiver(node))
+    return (name, context, row + 1, column, _receiver(node), "")
 
 
 def _defines(node: Node, field: str | None) -> bool:
@@ -197,30 +210,32 @@ def _receiver(node: Node) -> str:
     return node_text(first) if first.child_count == 0 else ""
 
 
-def _bound(found: list[Reference], chunks: list[Chunk], receivers: list[tuple[int, int, str]]) -> list[Reference]:
+def _bound(found: list[_Found], chunks: list[Chunk], receivers: list[tuple[int, int, str]]) -> list[Reference]:
     """Each use with its module (a name or receiver its file imported), its target when its
     receiver is its own class, and the innermost chunk around it."""
-    bindings = {ref.name: ref.module for ref in found if ref.kind == "import" and ref.module}
+    bindings = {name: module for name, kind, _, _, _, module in found if kind == "import" and module}
     owner = _owners(chunks)
     out = []
-    for ref in found:
-        chunk = owner[ref.line] if ref.line < len(owner) else None
-        head = ref.qualifier.split(".", 1)[0] if ref.qualifier else ""
-        module = ref.module or bindings.get(head if head else ref.name, "")
-        target = _own_member(ref, chunk, head, receivers)
+    for name, kind, line, column, qualifier, module in found:
+        chunk = owner[line] if line < len(owner) else None
+        head = qualifier.split(".", 1)[0] if qualifier else ""
+        if kind != "import":
+            module = bindings.get(head if head else name, "")
         unit = (chunk.symbol, chunk.start_line, chunk.end_line) if chunk else (None, 0, 0)
-        out.append(replace(ref, module=module if ref.kind != "import" or ref.module else "",
-                           target=target, unit=unit[0], unit_start=unit[1], unit_end=unit[2]))
+        target = _own_member(name, line, chunk, head, receivers)
+        out.append(Reference(name, kind, line, column, qualifier, module, target, unit[0], unit[1], unit[2]))
     return out
 
 
-def _own_member(ref: Reference, chunk: Chunk | None, head: str, receivers: list[tuple[int, int, str]]) -> str:
+def _own_member(name: str, line: int, chunk: Chunk | None, head: str, receivers: list[tuple[int, int, str]]) -> str:
     """`Cart.total` for `self.total` (or Go's `s.total` with receiver `s`) in a method of Cart."""
-    own = head in tables.SELF_RECEIVERS or any(a <= ref.line <= b and head == n for a, b, n in receivers)
+    if not head:
+        return ""
+    own = head in tables.SELF_RECEIVERS or any(a <= line <= b and head == n for a, b, n in receivers)
     if not own or chunk is None or chunk.kind not in _METHOD_KINDS or not chunk.symbol:
         return ""
     owner = chunk.symbol.rpartition(".")[0]
-    return f"{owner}.{ref.name}" if owner else ""
+    return f"{owner}.{name}" if owner else ""
 
 
 def _owners(chunks: list[Chunk]) -> list[Chunk | None]:
