@@ -14,7 +14,7 @@ matched by (path, line, column). Printed:
 - resolved precision against jedi's `goto` of the same position (is the definition SAI names the
   one jedi names?), over every resolved call of the repository.
 
-Cost (`--cost`, the first repository): the tree indexed twice into fresh directories, with
+Cost (`--cost DIR`): the tree's Python files indexed twice into fresh directories, with
 `index_references` on and off: wall time of index() and the size of the index directory. The
 embedder is the hash stand-in, so the time is SAI's own CPU work: the relative cost is the
 worst case (a real embedder's time dilutes it).
@@ -24,7 +24,7 @@ repositories), then `find_references` and `callers` for 200 names drawn from its
 p50 and p95 in ms, warm.
 
     .venv/bin/python benchmarks/refs_quality.py /tmp/sai-bench/refs/pallets+click /tmp/sai-bench/refs/encode+httpx \
-        --targets 80 --cost --latency /usr/lib/python3.11
+        --targets 60 --cost /tmp/sai-bench/refs/encode+httpx --latency "$(python -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')"
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ def quality(source: Path, work: Path, count: int) -> None:
     project = open_project(root)
     index(project)
     targets = targets_of(project, count)
-    jproject = jedi.Project(path=str(root))
+    # a src/ layout's package is imported by its name: jedi must look there too
+    jproject = jedi.Project(path=str(root), added_sys_path=[str(root / "src")] if (root / "src").is_dir() else [])
     totals = {"jedi": 0, "sai": 0, "hit": 0, "resolved": 0, "resolved_hit": 0, "bare": 0, "bare_hit": 0}
     started = time.perf_counter()
     with open_references(project) as reader:
@@ -286,7 +287,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("repos", nargs="*", type=Path, help="Python repositories (checkouts)")
     parser.add_argument("--targets", type=int, default=80, help="definitions per repository")
-    parser.add_argument("--cost", action="store_true", help="index time and size with and without references")
+    parser.add_argument("--cost", type=Path, metavar="DIR", help="index time and size with and without references")
     parser.add_argument("--latency", type=Path, metavar="DIR", help="p50/p95 of refs and callers over DIR")
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sai-bench/refs-cache"))
@@ -295,8 +296,8 @@ def main() -> None:
         work = Path(scratch)
         for repo in args.repos:
             quality(repo, work, args.targets)
-        if args.cost and args.repos:
-            cost(args.repos[0], work)
+        if args.cost:
+            cost(args.cost, work)
     if args.latency:
         args.cache.mkdir(parents=True, exist_ok=True)
         latency(args.latency, args.cache, args.samples)
