@@ -23,8 +23,9 @@ Latency (`--latency DIR`): an index of DIR built once with references (cached be
 repositories), then `find_references` and `callers` for 200 names drawn from its definitions:
 p50 and p95 in ms, warm.
 
+    STDLIB=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
     .venv/bin/python benchmarks/refs_quality.py /tmp/sai-bench/refs/pallets+click /tmp/sai-bench/refs/encode+httpx \
-        --targets 60 --cost /tmp/sai-bench/refs/encode+httpx --latency "$(python -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')"
+        --targets 60 --cost /tmp/sai-bench/refs/encode+httpx --latency "$STDLIB"
 """
 
 from __future__ import annotations
@@ -271,10 +272,9 @@ def latency(source: Path, cache: Path, samples: int) -> None:
     find_references(project, chosen[0])  # the symbol table built once, as a server holds it
     timings: dict[str, list[float]] = {"refs": [], "callers": []}
     for name in chosen:
-        for label, run in (("refs", lambda: find_references(project, name)),
-                           ("callers", lambda: callers(project, name))):
+        for label, run in (("refs", find_references), ("callers", callers)):
             start = time.perf_counter()
-            run()
+            run(project, name)
             timings[label].append(1000 * (time.perf_counter() - start))
     project.close()
     print(f"latency on {source} ({chunks} chunks, {len(chosen)} names):")
