@@ -19,7 +19,7 @@ from sai.errors import SaiError, UsageError
 from sai.models import Definition, Reference, Use, Uses
 from sai.project import Project
 from sai.query.lookup import path_filter
-from sai.query.resolution import Resolver
+from sai.query.resolution import FileKeys, Resolver
 from sai.source.languages import canonical_language
 from sai.store import IndexReader
 
@@ -101,7 +101,21 @@ def resolver_for(reader: IndexReader, names: set[str]) -> Resolver:
         found = table.lookup(name, limit=MAX_DEFINITIONS)
         definitions[name] = [d for d in found if d.match in ("exact", "qualified")
                              and d.symbol.rsplit(".", 1)[-1] == name]
-    return Resolver(reader.files(), definitions)
+    return Resolver(_file_keys(reader), definitions)
+
+
+_FILE_KEYS: dict[str, FileKeys] = {}  # index token -> its keys' tables (the latest only)
+
+
+def _file_keys(reader: IndexReader) -> FileKeys:
+    """The file keys of the index state `reader` sees, built once per state (a token names one)."""
+    token = reader.meta().get("token", "")
+    found = _FILE_KEYS.get(token)
+    if found is None or not token:
+        found = FileKeys(reader.files())
+        _FILE_KEYS.clear()
+        _FILE_KEYS[token] = found
+    return found
 
 
 def _narrowed(use: Use, qualifier: str) -> bool:

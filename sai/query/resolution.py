@@ -29,8 +29,8 @@ _SUFFIX_DEPTH = 4  # path segments a module is matched on from its end (`a/b/c/d
 class Resolver:
     """Resolves uses against the definitions of their names and the repository's file keys."""
 
-    def __init__(self, keys: Iterable[str], definitions: dict[str, list[Definition]]) -> None:
-        self._keys = list(keys)
+    def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]]) -> None:
+        self._files = files
         self._definitions = definitions  # last name segment -> its definitions
         self._modules: dict[tuple[str, str], frozenset[str]] = {}
 
@@ -77,7 +77,7 @@ class Resolver:
         parts = [p for p in _SEGMENT_SPLIT.split(module.split("{", 1)[0]) if p not in _ROOTS]
         for drop in (0, 1):  # `a.b.C` may name the file of a.b, or a.b.C's own file
             wanted = parts[: len(parts) - drop] if drop else parts
-            table = self._by_folder if folders else self._by_suffix
+            table = self._files.by_folder if folders else self._files.by_suffix
             for depth in range(min(_SUFFIX_DEPTH, len(wanted)), 0, -1):  # the longest tail the tree has
                 found = table.get("/".join(wanted[-depth:]))
                 if found:
@@ -88,28 +88,37 @@ class Resolver:
         folder = posixpath.dirname(source)
         if "/" in module:  # JS/TS `./mod`, `../lib/x`
             base = posixpath.normpath(posixpath.join(folder, module))
-            return {base + s for s in _JS_SUFFIXES if base + s in self._key_set}
+            return {base + s for s in _JS_SUFFIXES if base + s in self._files.key_set}
         dots = len(module) - len(module.lstrip("."))  # Python `from ..pkg import x`
         for _ in range(dots - 1):
             folder = posixpath.dirname(folder)
         rest = module[dots:].replace(".", "/")
         base = posixpath.join(folder, rest) if rest else folder
-        return {k for k in (f"{base}.py", f"{base}/__init__.py") if k in self._key_set}
+        return {k for k in (f"{base}.py", f"{base}/__init__.py") if k in self._files.key_set}
+
+
+
+class FileKeys:
+    """The repository's file keys as module paths look them up: built once per index state
+    (query/references.py keeps one), its tables on first use."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.keys = list(keys)
 
     @cached_property
-    def _key_set(self) -> frozenset[str]:
-        return frozenset(self._keys)
+    def key_set(self) -> frozenset[str]:
+        return frozenset(self.keys)
 
     @cached_property
-    def _by_suffix(self) -> dict[str, list[str]]:
+    def by_suffix(self) -> dict[str, list[str]]:
         """The last 1-4 segments of each key without its extension (a package's `__init__.py`,
         Rust's `mod.rs`, JS `index.ts` as their folder) -> the keys."""
-        return _suffixes(self._keys, folders=False)
+        return _suffixes(self.keys, folders=False)
 
     @cached_property
-    def _by_folder(self) -> dict[str, list[str]]:
+    def by_folder(self) -> dict[str, list[str]]:
         """The last 1-4 segments of each key's folder -> the keys (Go packages)."""
-        return _suffixes(self._keys, folders=True)
+        return _suffixes(self.keys, folders=True)
 
 
 def _suffixes(keys: list[str], *, folders: bool) -> dict[str, list[str]]:
