@@ -70,6 +70,8 @@ def open_references(project: Project) -> Iterator[IndexReader]:
     if not project.store.references:
         raise SaiError(f"the {project.store.backend} backend does not support references yet; "
                        "use backend: duckdb for sai refs, callers, callees and impact")
+    if not project.config.index_references:
+        raise SaiError("references are not indexed (index_references: false); set it to true and run `sai`")
     with project.store.read() as reader:
         project.indexed_meta(reader)
         yield reader

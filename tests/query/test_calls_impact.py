@@ -165,6 +165,18 @@ def test_the_qdrant_backend_refuses_references_in_one_line(tmp_path: Path, capsy
         "use backend: duckdb for sai refs, callers, callees and impact\n"
 
 
+def test_references_switched_off_are_refused_in_one_line(tmp_path: Path, standin: OllamaStandIn,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, {"a.py": "def f():\n    return g()\n", "sai-cfg.yml": CONFIG + "index_references: false\n"})
+    project = open_project(tmp_path, standin)
+    try:
+        indexer.index(project)
+    finally:
+        project.close()
+    code, _, err = run_cli(capsys, "--config", str(tmp_path / "sai-cfg.yml"), "callers", "g")
+    assert code == 1 and err.startswith("error: references are not indexed (index_references: false)")
+
+
 def test_the_mcp_tools_answer_in_their_declared_shapes(portal: BlockingPortal, root: Path,
                                                        standin: OllamaStandIn) -> None:
     with mcp_session(portal, root, _env(standin)) as session:
