@@ -31,7 +31,9 @@ p50 and p95 in ms, warm.
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,7 +54,8 @@ from sai.query.calls import callers
 from sai.query.references import find_references, open_references, uses_of
 
 DIM = 64
-_IMPORT_LINE = ("import ", "from ")
+_IMPORT_LINE = re.compile(r"^\s*(?:import\s|from\s+\S+\s+import\s|export\s.*\sfrom\s)")
+TS_MODULE = "/tmp/sai-bench/ts-tools/node_modules/typescript"
 
 
 class HashEmbedder:
@@ -83,8 +86,8 @@ def copy_python(source: Path, target: Path) -> int:
     return count
 
 
-def open_project(root: Path, *, references: bool = True) -> Project:
-    (root / "sai-cfg.yml").write_text(f"ext: [py]\nindex_references: {str(references).lower()}\n",
+def open_project(root: Path, *, references: bool = True, extensions: str = "py") -> Project:
+    (root / "sai-cfg.yml").write_text(f"ext: [{extensions}]\nindex_references: {str(references).lower()}\n",
                                       encoding="utf-8")
     return Project(load_config(env={}, cwd=root, config_file=str(root / "sai-cfg.yml")), embedder=HashEmbedder())
 
@@ -141,24 +144,33 @@ def _name_column(text: str, name: str) -> int | None:
     return None
 
 
-_LINES: dict[Path, list[str]] = {}
+_LINES: dict[Path, set[int]] = {}
+# a statement importing or re-exporting names, over as many lines as its braces or parentheses take
+_IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:(?:import|export)\b[^;'\"]*?\bfrom\s*['\"][^'\"]*['\"]"
+                               r"|from\s+\S+\s+import\s*\([^)]*\)|import\s+\{[^}]*\})", re.M)
 
 
 def _import_line(path: Path, line: int) -> bool:
+    """Whether `line` of `path` belongs to an import statement (a multi-line one too)."""
     if path not in _LINES:
-        _LINES[path] = path.read_text(encoding="utf-8").split("\n")
-    return _LINES[path][line - 1].lstrip().startswith(_IMPORT_LINE)
+        text = path.read_text(encoding="utf-8")
+        lines = {number for number, row in enumerate(text.split("\n"), start=1) if _IMPORT_LINE.match(row)}
+        for found in _IMPORT_STATEMENT.finditer(text):
+            first = text.count("\n", 0, found.start()) + 1
+            lines.update(range(first, first + found.group().count("\n") + 1))
+        _LINES[path] = lines
+    return line in _LINES[path]
 
 
-def sai_uses(reader: object, target: Definition, *, bare: bool = False
+def sai_uses(reader: object, target: Definition, root: Path, *, bare: bool = False
              ) -> tuple[set[tuple[str, int, int]], set[tuple[str, int, int]]]:
     """(every use, the uses resolved to `target`) SAI gives for its symbol (`bare`: for its last
-    name alone), import uses left out."""
+    name alone), import uses and import lines left out."""
     every, resolved = set(), set()
     asked = target.symbol.rsplit(".", 1)[-1] if bare else target.symbol
     for use in uses_of(reader, asked):  # type: ignore[arg-type]
         ref = use.reference
-        if ref.kind == "import":
+        if ref.kind == "import" or _import_line(root / ref.path, ref.line):
             continue
         every.add((ref.path, ref.line, ref.column))
         if use.target is not None and (use.target.path, use.target.symbol) == (target.path, target.symbol):
@@ -179,33 +191,88 @@ def quality(source: Path, work: Path, count: int) -> None:
     targets = targets_of(project, count)
     # a src/ layout's package is imported by its name: jedi must look there too
     jproject = jedi.Project(path=str(root), added_sys_path=[str(root / "src")] if (root / "src").is_dir() else [])
-    totals = {"jedi": 0, "sai": 0, "hit": 0, "resolved": 0, "resolved_hit": 0, "bare": 0, "bare_hit": 0}
+    totals = dict.fromkeys(("jedi", "sai", "hit", "resolved", "resolved_hit", "bare", "bare_hit"), 0)
     started = time.perf_counter()
     with open_references(project) as reader:
         for target in targets:
-            truth = jedi_uses(root, jproject, target)
-            every, resolved = sai_uses(reader, target)
-            bare, _ = sai_uses(reader, target, bare=True)
-            totals["bare"] += len(bare)
-            totals["bare_hit"] += len(bare & truth)
-            totals["jedi"] += len(truth)
-            totals["sai"] += len(every)
-            totals["hit"] += len(every & truth)
-            totals["resolved"] += len(resolved)
-            totals["resolved_hit"] += len(resolved & truth)
+            _add(totals, jedi_uses(root, jproject, target), target, reader, root)
         goto = resolved_against_goto(root, jproject, reader)
     project.close()
     print(f"{source.name} @ {commit.strip()[:12]}: {files} .py files, {len(targets)} targets "
           f"(jedi {time.perf_counter() - started:.0f} s)")
-    print(f"  uses: jedi {totals['jedi']}, SAI {totals['sai']} (resolved {totals['resolved']})")
+    print_totals(totals, "jedi")
+    print(f"  resolved calls vs jedi goto: {goto[0]} of {goto[1]} name the same definition "
+          f"({ratio(goto[0], goto[1])}; {goto[2]} where jedi finds none in the repository left out)")
+
+
+def print_totals(totals: dict[str, int], truth: str) -> None:
+    print(f"  uses: {truth} {totals['jedi']}, SAI {totals['sai']} (resolved to the target {totals['resolved']})")
     print(f"  all SAI uses:      precision {ratio(totals['hit'], totals['sai'])}  "
           f"recall {ratio(totals['hit'], totals['jedi'])}")
     print(f"  bare name asked:   precision {ratio(totals['bare_hit'], totals['bare'])}  "
           f"recall {ratio(totals['bare_hit'], totals['jedi'])}")
     print(f"  resolved only:     precision {ratio(totals['resolved_hit'], totals['resolved'])}  "
           f"recall {ratio(totals['resolved_hit'], totals['jedi'])}")
-    print(f"  resolved calls vs jedi goto: {goto[0]} of {goto[1]} name the same definition "
-          f"({ratio(goto[0], goto[1])}; {goto[2]} where jedi finds none in the repository left out)")
+
+
+def ts_quality(source: Path, work: Path, count: int, module: str) -> None:
+    """The same comparison on TypeScript, against the language service's findReferences."""
+    root = work / source.name
+    keys = []
+    for path in sorted((source / "src").rglob("*.ts")):
+        if path.name.endswith((".test.ts", ".d.ts")):
+            continue
+        key = path.relative_to(source).as_posix()
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, root / key)
+        keys.append(key)
+    project = open_project(root, extensions="ts")
+    index(project)
+    wanted = ("function", "method", "class", "interface", "type")
+    with open_references(project) as reader:
+        every = [d for d in definitions(reader) if d.kind in wanted]
+    random.Random(20261204).shuffle(every)
+    placed = [(d, at) for d in every for at in [_ts_name(root, d)] if at is not None][:count]
+    request = {"root": str(root), "files": keys, "typescript": module,
+               "targets": [{"file": d.path, "line": line, "column": column} for d, (line, column) in placed]}
+    started = time.perf_counter()
+    answer = json.loads(subprocess.run(["node", str(Path(__file__).with_name("ts_refs.js"))], input=json.dumps(request),
+                                       capture_output=True, text=True, check=True).stdout)
+    totals = dict.fromkeys(("jedi", "sai", "hit", "resolved", "resolved_hit", "bare", "bare_hit"), 0)
+    with open_references(project) as reader:
+        for (target, _), found in zip(placed, answer, strict=True):
+            truth = {(f, line, col) for f, line, col, definition in found
+                     if not definition and not _import_line(root / f, line)}
+            _add(totals, truth, target, reader, root)
+    project.close()
+    print(f"{source.name} (TypeScript, src/ without tests): {len(keys)} files, {len(placed)} targets "
+          f"(language service {time.perf_counter() - started:.0f} s)")
+    print_totals(totals, "TypeScript")
+
+
+def _add(totals: dict[str, int], truth: set[tuple[str, int, int]], target: Definition, reader: object,
+         root: Path) -> None:
+    every, resolved = sai_uses(reader, target, root)
+    bare, _ = sai_uses(reader, target, root, bare=True)
+    totals["jedi"] += len(truth)
+    totals["sai"] += len(every)
+    totals["hit"] += len(every & truth)
+    totals["resolved"] += len(resolved)
+    totals["resolved_hit"] += len(resolved & truth)
+    totals["bare"] += len(bare)
+    totals["bare_hit"] += len(bare & truth)
+
+
+def _ts_name(root: Path, target: Definition) -> tuple[int, int] | None:
+    """Where a definition's name is written: its first whole-word occurrence in its first lines."""
+    name = target.symbol.rsplit(".", 1)[-1]
+    lines = (root / target.path).read_text(encoding="utf-8").split("\n")
+    pattern = re.compile(rf"(?<![\w.$]){re.escape(name)}(?![\w$])")
+    for number in range(target.start_line, min(target.end_line, target.start_line + 4, len(lines)) + 1):
+        found = pattern.search(lines[number - 1])
+        if found:
+            return number, found.start()
+    return None
 
 
 def resolved_against_goto(root: Path, jproject: jedi.Project, reader: object) -> tuple[int, int, int]:
@@ -290,12 +357,16 @@ def main() -> None:
     parser.add_argument("--cost", type=Path, metavar="DIR", help="index time and size with and without references")
     parser.add_argument("--latency", type=Path, metavar="DIR", help="p50/p95 of refs and callers over DIR")
     parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--typescript", type=Path, metavar="DIR", help="a TypeScript repository (its src/)")
+    parser.add_argument("--ts-module", default=TS_MODULE, help="the typescript npm package's directory")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sai-bench/refs-cache"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         for repo in args.repos:
             quality(repo, work, args.targets)
+        if args.typescript:
+            ts_quality(args.typescript, work, args.targets, args.ts_module)
         if args.cost:
             cost(args.cost, work)
     if args.latency:

@@ -83,9 +83,12 @@ NAME_LEAVES = frozenset({"constant", "name", "word", "variable", "constructor", 
 
 # A leaf in one of these fields of such a parent is the name being defined, not a use.
 DEFINING_FIELDS = frozenset({"name", "declarator", "pattern", "left", "left_side"})
+# ...and an object literal's key written as a name (JS/TS `{protocol: …}`; a Python dict's key is an expression)
+PROPERTY_KEYS = frozenset({"property_identifier"})
 DEFINING_PARENT = re.compile(r"definition|declaration|declarator|_spec$|_item$|parameter|signature|"
                              r"class_specifier|struct_specifier|enum_specifier|union_specifier|"
-                             r"^function$|^method$|^class$|^module$|assignment$|binding|_def$")
+                             r"^function$|function_expression|^method$|^class$|^module$|assignment$|binding|"
+                             r"_def$")
 # Receivers meaning the enclosing class: `self.x()` in a method calls the class's own `x`.
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "@", "$this", "Self"})
 # Methods naming their receiver (Go's `func (s *Server) Start()`): that name means the class too.

@@ -189,6 +189,8 @@ def _defines(node: Node, field: str | None) -> bool:
         return True
     if field in tables.DEFINING_FIELDS and tables.DEFINING_PARENT.search(parent.type):
         return True
+    if field == "key" and node.type in tables.PROPERTY_KEYS:
+        return True
     return _assigned_member(node, parent)
 
 
