@@ -74,11 +74,11 @@ class HashEmbedder:
 
 
 def copy_python(source: Path, target: Path) -> int:
-    """The .py files of `source` (no .git) into `target`; returns how many."""
+    """The .py files of `source` (no .git, no site-packages) into `target`; returns how many."""
     count = 0
     for path in sorted(source.rglob("*.py")):
         rel = path.relative_to(source)
-        if ".git" in rel.parts:
+        if ".git" in rel.parts or "site-packages" in rel.parts:
             continue
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target / rel)

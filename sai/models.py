@@ -132,14 +132,14 @@ class Reference:
     unit: str | None = None
     unit_start: int = 0
     unit_end: int = 0
-    path: str = ""  # set when read back from an index
-    unit_hash: str = ""  # ...with the content hash of its unit's chunk (for its chunk_id)
+    unit_id: str = ""  # the chunk_id of that chunk ("": no chunk holds the line)
     language: str | None = None
+    path: str = ""  # set when read back from an index
 
     @property
     def chunk_id(self) -> str | None:
-        """The chunk_id of the unit around the use (None: no stored chunk holds it)."""
-        return chunk_id(self.path, self.unit_start, self.unit_end, self.unit_hash) if self.unit_hash else None
+        """The chunk_id of the unit around the use (None: no chunk holds it)."""
+        return self.unit_id or None
 
 
 @dataclass(frozen=True)

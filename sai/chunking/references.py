@@ -19,7 +19,7 @@ from sai.chunking.macros import blank_macros
 from sai.chunking.parsers import parse
 from sai.chunking.sections import COMPONENTS, script_view
 from sai.chunking.treesitter import node_text, resolve
-from sai.models import Chunk, Reference
+from sai.models import Chunk, Reference, chunk_id
 
 REFS_VERSION = 1  # bump when extraction changes: indexes then read every file again (no re-embedding)
 MAX_QUALIFIER = 80  # characters of a receiver kept (`a.b(c).d` reads as written up to this)
@@ -217,15 +217,19 @@ def _bound(found: list[_Found], chunks: list[Chunk], receivers: list[tuple[int, 
     receiver is its own class, and the innermost chunk around it."""
     bindings = {name: module for name, kind, _, _, _, module in found if kind == "import" and module}
     owner = _owners(chunks)
+    ids = {id(c): chunk_id(c.path, c.start_line, c.end_line, c.content_hash) for c in chunks}
     out = []
     for name, kind, line, column, qualifier, module in found:
         chunk = owner[line] if line < len(owner) else None
         head = qualifier.split(".", 1)[0] if qualifier else ""
         if kind != "import":
             module = bindings.get(head if head else name, "")
-        unit = (chunk.symbol, chunk.start_line, chunk.end_line) if chunk else (None, 0, 0)
         target = _own_member(name, line, chunk, head, receivers)
-        out.append(Reference(name, kind, line, column, qualifier, module, target, unit[0], unit[1], unit[2]))
+        if chunk is None:
+            out.append(Reference(name, kind, line, column, qualifier, module, target))
+            continue
+        out.append(Reference(name, kind, line, column, qualifier, module, target, chunk.symbol, chunk.start_line,
+                             chunk.end_line, ids[id(chunk)], chunk.language))
     return out
 
 

@@ -314,9 +314,13 @@ def test_every_tools_real_output_validates_against_its_output_schema(
     chunk_id = explained[0]["chunk_id"]
     assert call(session, "sai_read_chunk", chunk_id=chunk_id, enclosing=True)["chunk"]["chunk_id"] == chunk_id
     assert call(session, "sai_find_symbol", name="create")["definitions"]
+    assert call(session, "sai_find_references", name="create")["name"] == "create"
+    call(session, "sai_find_callers", name="create", depth=2)
+    call(session, "sai_find_callees", name="create")
     call(session, "sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
     assert "not_found" in call(writer, "sai_refresh", paths=["src/auth.py", "src/no_such_file.py"])
     assert "note" in call(writer, "sai_sync", since="HEAD")  # the tree is as committed
+    assert call(writer, "sai_impact")["units"] == []  # ...so nothing changed
     assert set(seen) == TOOLS
     assert "execution_blocked" in seen["sai_prepare_mcp_setup"]
 
