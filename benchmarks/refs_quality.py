@@ -316,12 +316,19 @@ def cost(source: Path, work: Path) -> None:
         start = time.perf_counter()
         report = index(project)
         wall = time.perf_counter() - start
+        if references:
+            with open_references(project) as reader:
+                blocks = reader.conn.con.execute(  # type: ignore[attr-defined]
+                    "SELECT count(DISTINCT block_id), (SELECT count(*) FROM source_code__refs) "
+                    "FROM pragma_storage_info('source_code__refs') WHERE block_id >= 0").fetchone()
         project.close()
         figures[references] = (wall, du(root / ".index"), report.chunks)
     (off_s, off_b, chunks), (on_s, on_b, _) = figures[False], figures[True]
     print(f"cost on {source.name} ({chunks} chunks, hash embedder):")
     print(f"  index time: {off_s:.2f} s without references, {on_s:.2f} s with (+{100 * (on_s / off_s - 1):.1f}%)")
     print(f"  index size: {off_b / 1e6:.2f} MB without, {on_b / 1e6:.2f} MB with (+{100 * (on_b / off_b - 1):.1f}%)")
+    print(f"  the references table: {blocks[1]} rows in {blocks[0]} blocks of 256 KiB "
+          f"({blocks[0] * 262144 / 1e6:.2f} MB, {100 * blocks[0] * 262144 / on_b:.1f}% of the index directory)")
 
 
 def latency(source: Path, cache: Path, samples: int) -> None:
