@@ -121,6 +121,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("honor_noindex_marker", _BOOL, True, "drop chunks containing sai-noindexing"),
     Setting("honor_noduplicate_marker", _BOOL, True,
             "chunks containing sai-noduplicate never join duplicate clusters"),
+    Setting("index_references", _BOOL, True, "store the uses of names (sai refs, callers, impact)"),
     Setting("lock_timeout_s", _NUMBER, None, "default 30: seconds to wait for another process writing the index",
             example="30", bound="seconds"),
     Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root"),
@@ -200,6 +201,7 @@ class Config:
     strip_comments: bool
     honor_noindex_marker: bool
     honor_noduplicate_marker: bool
+    index_references: bool
     lock_timeout_s: float
     ollama_url: str
     ollama_timeout_s: float
@@ -406,6 +408,7 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         strip_comments=v["strip_comments"],
         honor_noindex_marker=v["honor_noindex_marker"],
         honor_noduplicate_marker=v["honor_noduplicate_marker"],
+        index_references=v["index_references"],
         lock_timeout_s=float(_or(v["lock_timeout_s"], _or(v["duckdb.lock_timeout_s"], LOCK_TIMEOUT_S))),
         ollama_url=v["ollama.url"] or "http://localhost:11434",
         ollama_timeout_s=float(v["ollama.timeout_s"]),

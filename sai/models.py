@@ -50,8 +50,8 @@ def chunk_id(key: str, start_line: int, end_line: int, content_hash: str) -> str
 
 
 # The index format. 3: chunks carry a token-shape signature (sai/text/shape.py);
-# 4: no HNSW index; 5: chunks carry a kind
-SCHEMA_VERSION = 5
+# 4: no HNSW index; 5: chunks carry a kind; 6: a table of references (uses of names)
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,33 @@ class NewChunk:
     lexemes: str  # sai.text.lexical: the code-aware terms BM25 indexes
     shape: bytes | None  # sai.text.shape: the token-shape signature (None: too small)
     kind: str | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One use of a name in a file (sai/chunking/references.py): its kind (REFERENCE_KINDS), where
+    it is, the qualifier written before it (`self`, `os.path`), the module an import bound it to,
+    the symbol it resolves to within its file (`Cart.total` for `self.total` in Cart), and the
+    unit around it (the lines and symbol of its innermost chunk)."""
+
+    name: str
+    kind: str
+    line: int
+    column: int
+    qualifier: str = ""
+    module: str = ""
+    target: str = ""
+    unit: str | None = None
+    unit_start: int = 0
+    unit_end: int = 0
+    unit_id: str = ""  # the chunk_id of that chunk ("": no chunk holds the line)
+    language: str | None = None
+    path: str = ""  # set when read back from an index
+
+    @property
+    def chunk_id(self) -> str | None:
+        """The chunk_id of the unit around the use (None: no chunk holds it)."""
+        return self.unit_id or None
 
 
 @dataclass(frozen=True)
@@ -268,6 +295,92 @@ class Definition:
     language: str | None
     chunk_id: str
     match: str
+
+
+@dataclass(frozen=True)
+class Use:
+    """A stored use of a name and what it was found to mean: `resolved` when a rule of
+    sai/query/resolution.py tied it to one definition (`target`), else only name-matched."""
+
+    reference: Reference
+    resolved: bool
+    target: Definition | None = None
+
+
+@dataclass(frozen=True)
+class Uses:
+    """The uses of a name (`sai refs`): the first `limit`, best first, of `total`."""
+
+    name: str
+    uses: tuple[Use, ...]
+    total: int
+    by_kind: dict[str, int]
+
+
+@dataclass(frozen=True)
+class CallNode:
+    """A unit in a call tree (`sai callers`, `sai callees`): where it is, the lines of the calls
+    that tie it to its parent, and its own callers or callees one level further down.
+    `cycle`: it is already on the way up to the root, so it is not expanded again."""
+
+    symbol: str | None
+    path: str
+    start_line: int
+    end_line: int
+    chunk_id: str | None
+    lines: tuple[int, ...]
+    resolved: bool
+    cycle: bool = False
+    children: tuple[CallNode, ...] = ()
+    more: int = 0
+
+
+@dataclass(frozen=True)
+class CallTree:
+    """Callers or callees of a name to `depth` levels."""
+
+    name: str
+    direction: str  # "callers" or "callees"
+    depth: int
+    roots: tuple[CallNode, ...]
+    more: int
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A unit outside a diff whose code is a near-duplicate of a unit the diff changed."""
+
+    symbol: str | None
+    path: str
+    start_line: int
+    end_line: int
+    chunk_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ChangedUnit:
+    """A stored unit a diff changes, who calls it, and the copies of it the diff left alone."""
+
+    symbol: str | None
+    kind: str | None
+    path: str
+    start_line: int
+    end_line: int
+    chunk_id: str
+    callers: tuple[CallNode, ...]
+    callers_more: int
+    copies: tuple[Copy, ...]
+
+
+@dataclass(frozen=True)
+class Impact:
+    """What a change touches (`sai impact`): the units it changes, most called first."""
+
+    since: str
+    changed_files: tuple[str, ...]
+    units: tuple[ChangedUnit, ...]
+    more: int
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from sai.chunking.base import CHUNKER_VERSION
+from sai.chunking.references import REFS_VERSION
 from sai.config import Config, read_config_file
 from sai.embedders import Embedder, make_embedder
 from sai.errors import ConfigError, IndexMismatchError, StoreError
@@ -55,7 +56,8 @@ class Project:
         c = self.config
         return (f"{c.chunker}/{CHUNKER_VERSION}/{c.max_chunk_chars}/strip={c.strip_comments}/"
                 f"noindex={c.honor_noindex_marker}/nodup={c.honor_noduplicate_marker}/"
-                f"lexemes={LEXEMES_VERSION}/shape={SHAPE_VERSION}")
+                f"lexemes={LEXEMES_VERSION}/shape={SHAPE_VERSION}"
+                f"/refs={REFS_VERSION if c.index_references else 0}")
 
     def check_meta(self, meta: dict[str, str], *, vector_dim: int | None = None) -> None:
         """Raise IndexMismatchError when the index was built differently from this config, and

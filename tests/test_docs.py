@@ -18,6 +18,7 @@ DOCS = REPO / "docs"
 TOOLS = (
     "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
     "sai_refresh", "sai_sync", "sai_prepare_mcp_setup", "sai_read_chunk", "sai_find_symbol",
+    "sai_find_references", "sai_find_callers", "sai_find_callees", "sai_impact",
 )
 GLOSSARY_TERMS = (
     "chunk", "chunk_id", "key", "symbol", "unit", "gap chunk", "collection", "embedding",

@@ -11,7 +11,7 @@ import importlib
 import warnings
 from functools import cache
 
-from tree_sitter import Language, Parser
+from tree_sitter import Language, Parser, Tree
 
 GRAMMAR_SET = "per-grammar wheels"
 
@@ -68,3 +68,18 @@ def language_for(language: str) -> Language:
 def parser_for(language: str) -> Parser:
     """One parser per language for the life of the process (building one loads a grammar)."""
     return Parser(language_for(language))
+
+
+_last: list[tuple[str, bytes, Tree]] = []  # the tree parse() made last, for the next reader of that source
+
+
+def parse(language: str, source: bytes) -> Tree:
+    """The tree of `source`; the same source parsed again right after (the chunker, then the
+    reference extractor, on one file) is answered from the tree made last (trees are not
+    changed by their readers)."""
+    last = _last[0] if _last else None  # read once: another thread may replace it
+    if last is not None and last[0] == language and last[1] == source:
+        return last[2]
+    tree = parser_for(language).parse(source)
+    _last[:] = [(language, source, tree)]
+    return tree

@@ -18,7 +18,7 @@ from sai.chunking.base import split_lines
 from sai.chunking.grammars import CLASS_LIKE, GRAMMARS, KINDS, Grammar, UnitRule
 from sai.chunking.lines import LineChunker, Numbered, window_chunks
 from sai.chunking.macros import blank_macros
-from sai.chunking.parsers import parser_for
+from sai.chunking.parsers import parse
 from sai.chunking.sections import COMPONENTS, DOCUMENTS, script_view, sections
 from sai.models import Chunk
 
@@ -68,7 +68,7 @@ class TreeSitterChunker:
         lines = split_lines(text)
         source, macro_lines = blank_macros(source) if grammar.unexpanded_macros else (source, frozenset())
         try:
-            tree = parser_for(grammar_name).parse(source.encode("utf-8"))
+            tree = parse(grammar_name, source.encode("utf-8"))
         except ValueError:  # a parser failure costs the file its units, not its chunks
             return self._lines.chunk(key, text, language)
         units = with_macro_lines(find_units(tree.root_node, grammar, last_line=len(lines)), macro_lines)

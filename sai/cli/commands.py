@@ -16,13 +16,15 @@ from sai.cli.parser import build_parser
 from sai.config import load_config
 from sai.duplicates.clusters import DuplicateParams, duplicate_report
 from sai.errors import SaiError, UsageError, keep_secret, redact
+from sai.impact import impact
 from sai.indexing import indexer
-from sai.output import payloads, render
+from sai.output import payloads, render, uses
 from sai.output.budget import DEFAULT_TOKENS, Budget, Cut, Spelling
 from sai.output.progress import ProgressReporter
 from sai.output.render import printable
 from sai.project import Project, built_with, file_asks
-from sai.query import lookup
+from sai.query import calls, lookup
+from sai.query.references import find_references
 from sai.query.search import check_query, search
 from sai.query.similar import Spelling as SimilarSpelling
 from sai.query.similar import check_threshold, find_similar, similar_request
@@ -403,3 +405,23 @@ _HANDLERS = {
     "refresh": _refresh, "flush": _flush, "mcp": _mcp, "watch": _watch,
 }
 _HANDLERS.update({"read": _read, "symbol": _symbol, "copy": _copy})
+
+
+def _refs(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    found = find_references(project, args.name, limit=args.limit, kinds=args.kinds, language=args.language,
+                            path_glob=args.path_glob)
+    return _emit(as_json, uses.uses_json(found), uses.uses_text(found))
+
+
+def _calls(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    follow = calls.callers if args.command == "callers" else calls.callees
+    tree = follow(project, args.name, depth=args.depth, limit=args.limit)
+    return _emit(as_json, uses.call_tree_json(tree), uses.call_tree_text(tree))
+
+
+def _impact(project: Project, args: argparse.Namespace, as_json: bool) -> int:
+    found = impact(project, since=args.since, limit=args.limit)
+    return _emit(as_json, uses.impact_json(found), uses.impact_text(found))
+
+
+_HANDLERS.update({"refs": _refs, "callers": _calls, "callees": _calls, "impact": _impact})

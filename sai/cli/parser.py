@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from sai.chunking.reference_tables import REFERENCE_KINDS
 from sai.cli.options import count
 from sai.duplicates.clusters import MAX_CLUSTERS
 from sai.models import BACKENDS, CHUNKERS, EMBEDDERS, METRICS, MODES
 from sai.output.budget import DEFAULT_TOKENS
+from sai.query.calls import MAX_DEPTH
 
 S = argparse.SUPPRESS
 
@@ -63,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.add_argument("--output", default="sai-cfg.yml", metavar="PATH")
     _add_lookups(sub, common)
+    _add_uses(sub, common)
     mcp = sub.add_parser("mcp", parents=[common], help="serve the MCP tools (stdio or --http)")
     mcp.add_argument("--allow-write", action="store_true", help="enable sai_refresh and sai_sync")
     mcp.add_argument("--allow-setup", action="store_true", help="let sai_prepare_mcp_setup run")
@@ -127,6 +130,25 @@ def _add_lookups(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     symbol.add_argument("--path-glob", metavar="G", help="only files whose key matches this glob")
     symbol.add_argument("--limit", type=count, default=20, metavar="N", help="definitions to show (20)")
     _add_budget(symbol, "symbol")
+
+
+def _add_uses(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """`sai refs`, `sai callers`, `sai callees`, `sai impact`: following the code (query/references.py)."""
+    refs = sub.add_parser("refs", parents=[common], help="where a name is used (calls, imports, types, ...)")
+    refs.add_argument("name", metavar="NAME", help="total, Cart.total or pkg.func")
+    refs.add_argument("--kind", action="append", choices=REFERENCE_KINDS, dest="kinds",
+                      help="only uses of this kind (repeatable)")
+    refs.add_argument("--language", metavar="L", help="only this language (name or extension)")
+    refs.add_argument("--path-glob", metavar="G", help="only files whose key matches this glob")
+    refs.add_argument("--limit", type=count, default=20, metavar="N", help="uses to show (20)")
+    for direction, what in (("callers", "the units calling a name"), ("callees", "what a name's definitions call")):
+        calls = sub.add_parser(direction, parents=[common], help=what)
+        calls.add_argument("name", metavar="NAME", help="total or Cart.total")
+        calls.add_argument("--depth", type=count, default=1, metavar="N", help=f"levels (1, at most {MAX_DEPTH})")
+        calls.add_argument("--limit", type=count, default=10, metavar="N", help="entries per level (10)")
+    impact = sub.add_parser("impact", parents=[common], help="units a git diff changes, their callers and copies")
+    impact.add_argument("--since", metavar="REV", help="diff against REV (default HEAD: the working tree's edits)")
+    impact.add_argument("--limit", type=count, default=10, metavar="N", help="changed units to show (10)")
 
 
 def _add_similar(p: argparse.ArgumentParser) -> None:

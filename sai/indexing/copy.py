@@ -3,7 +3,9 @@
 Reads through the store contract (store/base.py): the files' rows, every chunk with its vector
 and shape, the texts in batches; writes whole files per batch with `replace_files`, then
 `finish_run`. Lexemes are worked out again from each chunk's text (sai/text/lexical.py), as the index
-run made them. An index already at the target is replaced.
+run made them. An index already at the target is replaced. References are not copied (only the
+DuckDB backend holds them): a copy into DuckDB records that it holds none, so the next `sai`
+reads every file again for them (nothing embedded).
 """
 
 from __future__ import annotations
@@ -68,8 +70,16 @@ def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
             held = {row.path for row in rows}
             writer.touch_files([row for key, row in files.items() if key not in held])  # files without chunks
             writer.set_meta({k: v for k, v in meta.items() if k not in _NOT_COPIED})
+            if target.references and not source.references:  # the next run reads every file for them
+                writer.set_meta({"chunking": without_references(meta.get("chunking", ""))})
             writer.finish_run()
     return CopyReport(files=len(files), chunks=len(rows))
+
+
+def without_references(chunking: str) -> str:
+    """A chunking signature saying its index holds no references (sai/project.py writes `refs=N`)."""
+    head, _, _ = chunking.partition("/refs=")
+    return f"{head}/refs=0"
 
 
 def _meta_for(meta: dict[str, str], backend: str) -> IndexMeta:

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 from sai.chunking import make_chunker
 from sai.chunking.base import Chunker, drop_noindex, strip_c_comments
+from sai.chunking.references import references
 from sai.config import Config
-from sai.models import Chunk, NewChunk, SourceFile, sha256_hex
+from sai.models import Chunk, NewChunk, Reference, SourceFile, sha256_hex
 from sai.source import files
 from sai.source.languages import C_STYLE_COMMENTS, language_of
 from sai.text.lexical import lexemes
@@ -45,6 +46,7 @@ class Prepared:
     rows: list[NewChunk] = field(default_factory=list)
     hashes: list[str] = field(default_factory=list)  # content hash of each chunk
     times: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    refs: list[Reference] = field(default_factory=list)  # the uses of names (index_references)
 
 
 _chunkers: dict[tuple[str, int], Chunker] = {}
@@ -88,7 +90,11 @@ def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prep
             no_duplicate=nodup, lexemes=word, shape=signature(chunk.text, chunk.language, kind=chunk.kind),
             kind=chunk.kind,
         ))
-    out.times["shapes"] = time.perf_counter() - clock
+    now = time.perf_counter()
+    out.times["shapes"], clock = now - clock, now
+    if config.index_references:
+        out.refs = references(text, language_of(source.key, text), out.chunks)
+        out.times["references"] = time.perf_counter() - clock
     return out
 
 

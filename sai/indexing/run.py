@@ -210,6 +210,8 @@ class Run:
             file_rows.append(FileRow(source.key, source.size, source.mtime_ns, item.file_hash, len(item.chunks)))
         matrix = self._matrix(chunks, vectors)
         writer.replace_files(file_rows, chunks, matrix)
+        if self.project.store.references:
+            writer.replace_references({item.source.key: item.refs for item in batch})
         self.stored_pending = self.stored_pending or any(not len(row) or np.isnan(row[0]) for row in matrix)
 
     def _matrix(self, chunks: list[NewChunk], vectors: dict[str, np.ndarray]) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 class StageTimes:
     """Seconds a run spent in each stage (cheap perf_counter sums).
 
-    read_chunk, lexemes and shapes are summed over files, so with worker processes they add up
+    read_chunk, lexemes, shapes and references are summed over files, so with worker processes they add up
     the workers' time (more than the wall clock); embed_wait, write and finish are what the writing
     thread waited; walk, close and warm fall outside the writes. Logged at debug level at the end of
     index() with the record's `stage_times` attribute set, for benchmarks/index_throughput.py.
@@ -22,6 +22,7 @@ class StageTimes:
     read_chunk: float = 0.0  # reading files and cutting them into chunks
     lexemes: float = 0.0
     shapes: float = 0.0  # shape signatures and the rest of row building
+    references: float = 0.0  # the uses of names (index_references)
     embed_wait: float = 0.0  # waiting for the embedder
     write: float = 0.0  # database writes
     finish: float = 0.0  # the store's finish_run (the DuckDB postings, when behind the chunks: an older SAI's index)

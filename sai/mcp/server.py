@@ -75,6 +75,7 @@ from sai.mcp.schemas import (
 )
 from sai.mcp.setup import setup_plan, target_of
 from sai.mcp.stdio import checked_stdio
+from sai.mcp.uses import USE_TOOLS, UseTools
 from sai.models import clamped
 from sai.output.budget import DEFAULT_TOKENS
 from sai.output.payloads import fitted_duplicates_json, fitted_hits_json, refresh_json, server_status_json
@@ -86,13 +87,15 @@ from sai.query.status import status
 log = logging.getLogger("sai.mcp")
 
 READ_TOOLS = ("sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
-              "sai_read_chunk", "sai_find_symbol")
+              "sai_read_chunk", "sai_find_symbol", *USE_TOOLS)
 WRITE_TOOLS = ("sai_refresh", "sai_sync", "sai_prepare_mcp_setup")
 TOOL_NAMES = READ_TOOLS + WRITE_TOOLS
 SHORT_NAMES = {  # sai mcp --tools search,read,symbol
     "search": "sai_search_code", "similar": "sai_find_similar", "duplicates": "sai_find_duplicates",
     "status": "sai_index_status", "read": "sai_read_chunk", "symbol": "sai_find_symbol",
     "refresh": "sai_refresh", "sync": "sai_sync", "setup": "sai_prepare_mcp_setup",
+    "refs": "sai_find_references", "callers": "sai_find_callers", "callees": "sai_find_callees",
+    "impact": "sai_impact",
 }
 
 
@@ -115,7 +118,7 @@ def served_tools(names: str | None) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- the tools
-class SaiTools(LookupTools):
+class SaiTools(LookupTools, UseTools):
     """The tools over one shared Project; method names are the tool names and their
     docstrings the descriptions agents read (sai_read_chunk and sai_find_symbol: mcp_lookup.py)."""
 
@@ -230,6 +233,8 @@ _ROLES = {  # what instructions say of each served tool
     "sai_read_chunk": "a hit's full text by chunk_id", "sai_find_symbol": "where a name is defined",
     "sai_refresh": "re-index given files", "sai_sync": "re-index what git reports changed",
     "sai_prepare_mcp_setup": "set SAI up for a project",
+    "sai_find_references": "where a name is used", "sai_find_callers": "who calls a name",
+    "sai_find_callees": "what a name calls", "sai_impact": "what the uncommitted change touches",
 }
 
 

@@ -142,14 +142,14 @@ def find_symbol(
     if not name.strip():
         raise UsageError("the symbol name is empty; give a name such as computeTotal or Cart.computeTotal")
     wanted = canonical_language(language) if language else None
-    path_ok = _path_filter(path_glob) if path_glob else None
+    path_ok = path_filter(path_glob) if path_glob else None
     with project.store.read() as reader:
         project.indexed_meta(reader)
         table = reader.symbols()
     return table.lookup(name, limit=max(1, int(limit)), language=wanted, path_ok=path_ok)
 
 
-def _path_filter(path_glob: str) -> Callable[[str], bool]:
+def path_filter(path_glob: str) -> Callable[[str], bool]:
     """The glob as a predicate on keys, each key tested once; an invalid glob fails here."""
     matches = files.compile_glob(path_glob)
     matches("")

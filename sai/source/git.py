@@ -6,6 +6,7 @@ git failure is a SaiError. Messages are one line and never quote git's usage tex
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,6 +27,32 @@ def changed_files(root: Path, *, since: str | None = None, staged: bool = False)
         diff = _git(root, "diff", "--name-only", "--relative", rev, "--")
         diff += _git(root, "ls-files", "--others", "--exclude-standard")
     return sorted({line for line in diff if line})
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+WHOLE_FILE = (1, 2**31 - 1)  # the lines of a file git does not track yet: all of them
+
+
+def changed_lines(root: Path, *, since: str | None = None) -> dict[str, list[tuple[int, int]]]:
+    """Root-relative path -> the line ranges (first, last; of the working tree's text) that
+    differ from `since` (default HEAD), untracked files whole. A hunk that only deletes lines is
+    the line after which they were (its neighbours are what changed)."""
+    rev = since or "HEAD"
+    if rev.startswith("-"):
+        raise UsageError(f"revision {rev!r} must not start with '-'; give a commit, branch or tag")
+    _check_repository(root)
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    current = None
+    for line in _git(root, "diff", "-U0", "--no-color", "--no-ext-diff", "--relative", rev, "--"):
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else None  # /dev/null: a deleted file
+        elif current is not None and (hunk := _HUNK.match(line)):
+            first, count = int(hunk.group(1)), int(hunk.group(2) if hunk.group(2) is not None else 1)
+            ranges.setdefault(current, []).append((max(1, first), max(1, first + count - 1)))
+    for key in _git(root, "ls-files", "--others", "--exclude-standard"):
+        if key:
+            ranges[key] = [WHOLE_FILE]
+    return ranges
 
 
 def _check_repository(root: Path) -> None:

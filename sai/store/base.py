@@ -7,7 +7,7 @@ backend's own business: `finish_run` brings it up to date, and a run killed befo
 `run_finished()` false, so the next run repairs it.
 
 Capabilities: what a backend does beyond the verbs is declared on its Store (`transactional`,
-`pending_vectors`, `can_upgrade`, `keeps_old_on_recreate`), and callers and the contract test
+`pending_vectors`, `can_upgrade`, `keeps_old_on_recreate`, `references`), and callers and the contract test
 read those flags, never the backend's name.
 
 Ids: `ChunkRow.id` is an integer the backend chooses, stable while its index is unchanged; the
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sai.errors import StoreCorruptError
-from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
+from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, Reference
 from sai.store.symbols import SymbolTable
 
 
@@ -172,6 +172,15 @@ class IndexReader(ABC):
         """The text of each of these chunks found (what the embedder is given)."""
         return {}
 
+    # -- references (stores with `references`; the others hold none)
+    def references(self, names: list[str]) -> list[Reference]:
+        """Every stored use of one of these names, by path and position."""
+        return []
+
+    def references_in(self, key: str, start: int, end: int) -> list[Reference]:
+        """Every stored use in lines start..end of one file, by position."""
+        return []
+
 
 class IndexWriter(IndexReader):
     """A write session, committed when it ends cleanly: one transaction on a `transactional`
@@ -198,6 +207,10 @@ class IndexWriter(IndexReader):
         """Replace the chunks of these files by `chunks` (row-aligned with `vectors`; a row of NaN,
         or a matrix of no columns, for chunks without a vector yet: `pending_vectors` stores
         only) and record the files' state. A file with no chunks keeps its file row (it was read, it holds nothing)."""
+
+    def replace_references(self, by_key: dict[str, list[Reference]]) -> None:
+        """The uses of names in these files are these (stores with `references`; after
+        `replace_files` of the same files, in the same session). `remove_files` removes them."""
 
     @abstractmethod
     def touch_files(self, files: list[FileRow]) -> None:
@@ -244,6 +257,7 @@ class Store(ABC):
     transactional: bool = False  # a write session is one transaction (see IndexWriter)
     pending_vectors: bool = False  # may hold chunks without a vector yet (see the module's docstring)
     can_upgrade: bool = False  # upgrade() migrates an index of an older format in place
+    references: bool = False  # stores the uses of names (replace_references, references)
     keeps_old_on_recreate: bool = False  # rebuild() keeps the old index readable until the new one
     # replaces it, and recreate() moves a damaged index aside; without it both drop the index
 

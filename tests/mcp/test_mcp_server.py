@@ -41,6 +41,7 @@ REPO = Path(sai.__file__).resolve().parent.parent  # the checkout under test, fo
 TOOLS = {
     "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
     "sai_refresh", "sai_sync", "sai_prepare_mcp_setup", "sai_read_chunk", "sai_find_symbol",
+    "sai_find_references", "sai_find_callers", "sai_find_callees", "sai_impact",
 }
 HIT_TYPES = {"path": str, "start_line": int, "end_line": int, "score": float, "snippet": str}
 AUTH = '''"""Password hashing and user sessions."""
@@ -313,9 +314,13 @@ def test_every_tools_real_output_validates_against_its_output_schema(
     chunk_id = explained[0]["chunk_id"]
     assert call(session, "sai_read_chunk", chunk_id=chunk_id, enclosing=True)["chunk"]["chunk_id"] == chunk_id
     assert call(session, "sai_find_symbol", name="create")["definitions"]
+    assert call(session, "sai_find_references", name="create")["name"] == "create"
+    call(session, "sai_find_callers", name="create", depth=2)
+    call(session, "sai_find_callees", name="create")
     call(session, "sai_prepare_mcp_setup", target_directory=str(tmp_path), execute=True)
     assert "not_found" in call(writer, "sai_refresh", paths=["src/auth.py", "src/no_such_file.py"])
     assert "note" in call(writer, "sai_sync", since="HEAD")  # the tree is as committed
+    assert call(writer, "sai_impact")["units"] == []  # ...so nothing changed
     assert set(seen) == TOOLS
     assert "execution_blocked" in seen["sai_prepare_mcp_setup"]
 
@@ -460,7 +465,8 @@ def test_bad_or_missing_arguments_are_invalid_params(session: Session) -> None:
 # one argument every tool needs, or (find_similar) needs one of
 GIVEN = {"sai_search_code": {"query": "password"}, "sai_find_similar": {"code": PARSER},
          "sai_refresh": {"paths": ["src/auth.py"]}, "sai_read_chunk": {"path": "src/auth.py", "start_line": 5},
-         "sai_find_symbol": {"name": "create"}}
+         "sai_find_symbol": {"name": "create"}, "sai_find_references": {"name": "create"},
+         "sai_find_callers": {"name": "create"}, "sai_find_callees": {"name": "create"}}
 
 
 def test_null_for_any_optional_argument_means_its_default(session: Session, tmp_path: Path) -> None:
@@ -472,6 +478,9 @@ def test_null_for_any_optional_argument_means_its_default(session: Session, tmp_
         assert all(p.get("type") or p.get("anyOf") for p in tool.input_schema["properties"].values())
         if tool.name in ("sai_refresh", "sai_sync"):  # past validation: refused as read-only
             assert "read-only" in session.error(tool.name, **arguments).message
+            continue
+        if tool.name == "sai_impact":  # past validation: this project is no git repository
+            assert "not inside a git repository" in session.error(tool.name, **arguments).message
             continue
         assert session.call(tool.name, **arguments) == session.call(
             tool.name, **given.get(tool.name, {})), tool.name

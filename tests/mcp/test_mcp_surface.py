@@ -113,7 +113,7 @@ def test_an_unknown_tools_name_is_one_error_line_and_exit_2(surface_dir: Path, s
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: unknown tool 'lookup' in --tools; choose from search, similar, duplicates, status, read, "
-        "symbol, refresh, sync, setup"
+        "symbol, refresh, sync, setup, refs, callers, callees, impact"
     ]
 
 

@@ -70,6 +70,8 @@ def test_copy_to_qdrant_and_back_answers_the_same(project: Path, capsys: pytest.
     assert sai(capsys, "--silent", "--json").code == 0  # an index run after the copy embeds nothing
     status = json.loads(sai(capsys, "status", "--json").out)
     assert status["chunk_count"] == copied["chunks"]
+    refs = json.loads(sai(capsys, "refs", "open", "--json").out)  # ...and reads the files for references
+    assert [(r["path"], r["kind"]) for r in refs["references"]] == [("src/db.py", "call")]
 
 
 def test_copy_refuses_its_own_backend_and_a_missing_index(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,15 @@ def _add_kind(conn: Connection) -> None:
     conn.con.execute(f"ALTER TABLE {conn.collection} ADD COLUMN IF NOT EXISTS kind VARCHAR")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {3: _add_shape, 4: _drop_hnsw, 5: _add_kind}
+def _add_references(conn: Connection) -> None:
+    """6: a table of the uses of names (store/duckdb/references.py); filled as files are read again."""
+    conn.references.create()
+    conn.cache.pop(f"table:main.{conn.references.table}", None)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    3: _add_shape, 4: _drop_hnsw, 5: _add_kind, 6: _add_references,
+}
 OLDEST = min(MIGRATIONS) - 1  # the oldest format a file can be upgraded from
 
 

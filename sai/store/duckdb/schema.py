@@ -30,6 +30,7 @@ def create(conn: Connection, meta: IndexMeta) -> None:
         "file_hash VARCHAR, chunk_count INTEGER, indexed_at TIMESTAMP)"
     )
     conn.postings.create()
+    conn.references.create()
     conn.set_meta({k: str(v) for k, v in meta.__dict__.items()}
                   | {"created_at": now_iso(), "lexicon": postings.LEXICON_VERSION})
     conn.dirty = True  # a new collection: its readers build their copies anew (nothing logged)
@@ -44,6 +45,7 @@ def drop(conn: Connection) -> None:
     conn.con.execute(f"DROP TABLE IF EXISTS {conn.files_table}")
     conn.con.execute(f"DROP TABLE IF EXISTS {changelog.table_of(conn.collection)}")
     conn.postings.drop()
+    conn.references.drop()
     if conn.table_exists("sai_meta"):
         conn.con.execute("DELETE FROM sai_meta WHERE collection = ?", [conn.collection])
 
@@ -53,7 +55,7 @@ def take_over(conn: Connection, collection: str) -> None:
     transaction: the tables and meta rows of `collection` are dropped, this one's renamed."""
     check_collection(collection)
     drop(Connection(conn.con, collection, read_only=False))
-    for suffix in ("", "__files", "__terms", "__postings", changelog.table_of("")):
+    for suffix in ("", "__files", "__terms", "__postings", "__refs", changelog.table_of("")):
         if conn.table_exists(conn.collection + suffix):
             conn.con.execute(f"ALTER TABLE {conn.collection}{suffix} RENAME TO {collection}{suffix}")
     if conn.table_exists("sai_meta"):

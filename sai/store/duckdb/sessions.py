@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk
+from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, Reference
 from sai.store.base import IndexReader, IndexSummary, IndexWriter, Pending, Scope
 from sai.store.duckdb import schema
 from sai.store.duckdb.tables import Connection
@@ -119,6 +119,13 @@ class DuckDBReader(IndexReader):
         return self.conn.texts_by_id(ids) if ids and self.has_index() else {}
 
 
+    def references(self, names: list[str]) -> list[Reference]:
+        return self.conn.references.named(names) if names and self.conn.has_references() else []
+
+    def references_in(self, key: str, start: int, end: int) -> list[Reference]:
+        return self.conn.references.within(key, start, end) if self.conn.has_references() else []
+
+
 class DuckDBWriter(DuckDBReader, IndexWriter):
     """A write transaction on the file (store.py opens, commits or rolls it back)."""
 
@@ -140,6 +147,10 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         self.conn.delete_chunks(held)
         self.conn.insert_chunks(chunks, vectors)
         self.conn.touch_files(files)
+
+    def replace_references(self, by_key: dict[str, list[Reference]]) -> None:
+        if by_key and self.conn.has_references():
+            self.conn.references.replace(by_key)
 
     def set_vectors(self, hashes: list[str], vectors: np.ndarray, *, ids: tuple[int, int] | None = None) -> int:
         return self.conn.set_vectors(hashes, vectors, ids=ids) if hashes and self.has_index() else 0

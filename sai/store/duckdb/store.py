@@ -65,6 +65,7 @@ class DuckDBStore(base.Store):
     transactional = True
     pending_vectors = True
     can_upgrade = True
+    references = True
     keeps_old_on_recreate = True
 
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:

@@ -24,6 +24,7 @@ from sai.store.base import Pending
 from sai.store.cache import TokenCache
 from sai.store.duckdb import changelog, postings
 from sai.store.duckdb.derived import VECTORS_COMPLETE, DerivedTables
+from sai.store.duckdb.references import References
 from sai.store.duckdb.rows import (
     CHUNK_COLS,
     ChunkRow,
@@ -71,6 +72,7 @@ class Connection(DerivedTables):
         self.collection = collection
         self.files_table = f"{collection}__files"
         self.postings = postings.Postings(con, collection)
+        self.references = References(con, collection)
 
     @classmethod
     def open(
@@ -316,6 +318,10 @@ class Connection(DerivedTables):
             self.set_meta({"token": token})
         return token
 
+    def has_references(self) -> bool:
+        """Whether the collection has its references table (format 6 on)."""
+        return self.table_exists(self.references.table)
+
     def has_postings(self) -> bool:
         """Whether the collection has a lexical index (a postings table)."""
         return self.table_exists(self.postings.postings)
@@ -375,6 +381,8 @@ class Connection(DerivedTables):
             return 0
         if self.has_postings():
             self.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
+        if self.has_references():
+            self.references.delete(keys)
         return self._touching(
             f"DELETE FROM {self.collection} WHERE path IN (SELECT unnest(?::VARCHAR[])) RETURNING id", [keys]
         )

@@ -1,0 +1,61 @@
+"""The MCP tools that follow the code: sai_find_references, sai_find_callers, sai_find_callees
+and sai_impact, over query/references.py, query/calls.py and impact.py. Read-only; mixed into
+mcp/server.py's SaiTools. Their argument types are declared here, beside the tools that take them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from sai.chunking.reference_tables import REFERENCE_KINDS
+from sai.impact import impact
+from sai.mcp.calls import tool_result
+from sai.models import MAX_LIMIT, clamped
+from sai.output.uses import CallTreeOut, ImpactOut, UsesOut, call_tree_json, impact_json, uses_json
+from sai.project import Project
+from sai.query import calls
+from sai.query.references import find_references
+
+UseName = Annotated[str, Field(description="total, Cart.total or pkg.func")]
+Kinds = Annotated[list[str] | None, Field(description="only these kinds",
+                                          json_schema_extra={"items": {"enum": list(REFERENCE_KINDS)}})]
+UseLimit = Annotated[int, Field(description="most uses", json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT})]
+Depth = Annotated[int, Field(description="tree levels", json_schema_extra={"minimum": 1, "maximum": calls.MAX_DEPTH})]
+TreeLimit = Annotated[int, Field(description="most per level", json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT})]
+Since = Annotated[str | None, Field(description="git revision (default HEAD)")]
+
+
+USE_TOOLS = ("sai_find_references", "sai_find_callers", "sai_find_callees", "sai_impact")
+
+
+class UseTools:
+    """Method names are the tool names and their docstrings the descriptions agents read."""
+
+    project: Project
+
+    def sai_find_references(
+        self, name: UseName, kinds: Kinds = None, limit: UseLimit = 20,
+    ) -> Annotated[CallToolResult, UsesOut]:
+        """Where a name is used (call, import, inherit, type, other), each in its unit (chunk_id);
+        resolved when tied to one definition. Cart.total narrows to that class."""
+        found = find_references(self.project, name, limit=clamped(limit), kinds=kinds)
+        return tool_result(uses_json(found))
+
+    def sai_find_callers(self, name: UseName, depth: Depth = 1, limit: TreeLimit = 10,
+                         ) -> Annotated[CallToolResult, CallTreeOut]:
+        """Who calls a name: the calling units as a tree, depth levels deep."""
+        tree = calls.callers(self.project, name, depth=depth, limit=clamped(limit))
+        return tool_result(call_tree_json(tree))
+
+    def sai_find_callees(self, name: UseName, depth: Depth = 1, limit: TreeLimit = 10,
+                         ) -> Annotated[CallToolResult, CallTreeOut]:
+        """What a name's definitions call, as a tree, depth levels deep."""
+        tree = calls.callees(self.project, name, depth=depth, limit=clamped(limit))
+        return tool_result(call_tree_json(tree))
+
+    def sai_impact(self, since: Since = None, limit: TreeLimit = 10) -> Annotated[CallToolResult, ImpactOut]:
+        """What the diff against since (default HEAD) touches: changed units, their callers, and
+        copies the diff left behind."""
+        return tool_result(impact_json(impact(self.project, since=since, limit=clamped(limit))))

@@ -1,0 +1,141 @@
+"""Where a name is used: `sai refs` / sai_find_references, over the references the index stores
+(sai/chunking/references.py) and the rules of sai/query/resolution.py. No embedder is needed.
+
+A qualified name narrows the uses (docs/cli.md, "sai refs"): `Cart.total` keeps the uses of
+`total` resolved to a definition whose symbol ends in `Cart.total` (or that lives in a module
+file `Cart`, for `pkg.func`), and the unresolved ones written with that qualifier (`cart.total()`,
+`Cart::total`, any case); a bare name keeps every use of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sai.chunking.reference_tables import REFERENCE_KINDS
+from sai.errors import SaiError, UsageError
+from sai.models import Definition, Reference, Use, Uses
+from sai.project import Project
+from sai.query.lookup import path_filter
+from sai.query.resolution import FileKeys, Resolver
+from sai.source.languages import canonical_language
+from sai.store import IndexReader
+
+MAX_DEFINITIONS = 500  # definitions of one name weighed when resolving its uses
+_KIND_ORDER = {kind: index for index, kind in enumerate(REFERENCE_KINDS)}
+
+
+@dataclass(frozen=True)
+class UseFilter:
+    """Which uses a look-up keeps: kinds, language, path glob."""
+
+    kinds: frozenset[str] | None = None
+    language: str | None = None
+    path_ok: Callable[[str], bool] | None = None
+
+    def admits(self, ref: Reference) -> bool:
+        return ((self.kinds is None or ref.kind in self.kinds)
+                and (self.language is None or ref.language == self.language)
+                and (self.path_ok is None or self.path_ok(ref.path)))
+
+
+def use_filter(*, kinds: list[str] | None = None, language: str | None = None,
+               path_glob: str | None = None) -> UseFilter:
+    """The filter of these arguments, checked (an unknown kind is the caller's mistake)."""
+    unknown = sorted(set(kinds or ()) - set(REFERENCE_KINDS))
+    if unknown:
+        raise UsageError(f"unknown reference kind {unknown[0]!r}; use one of {', '.join(REFERENCE_KINDS)}")
+    return UseFilter(kinds=frozenset(kinds) if kinds else None,
+                     language=canonical_language(language) if language else None,
+                     path_ok=path_filter(path_glob) if path_glob else None)
+
+
+def find_references(project: Project, name: str, *, limit: int = 20, kinds: list[str] | None = None,
+                    language: str | None = None, path_glob: str | None = None) -> Uses:
+    """The uses of `name`: resolved first, then calls, imports, ... (REFERENCE_KINDS), by path and line."""
+    wanted = use_filter(kinds=kinds, language=language, path_glob=path_glob)
+    with open_references(project) as reader:
+        uses = uses_of(reader, name, wanted)
+    uses.sort(key=_rank)
+    counts = Counter(u.reference.kind for u in uses)
+    return Uses(name=name.strip(), uses=tuple(uses[: max(1, int(limit))]), total=len(uses),
+                by_kind={kind: counts[kind] for kind in REFERENCE_KINDS if counts[kind]})
+
+
+@contextlib.contextmanager
+def open_references(project: Project) -> Iterator[IndexReader]:
+    """A read session on an index that stores references; a clear error when the backend holds none."""
+    if not project.store.references:
+        raise SaiError(f"the {project.store.backend} backend does not support references yet; "
+                       "use backend: duckdb for sai refs, callers, callees and impact")
+    if not project.config.index_references:
+        raise SaiError("references are not indexed (index_references: false); set it to true and run `sai`")
+    with project.store.read() as reader:
+        project.indexed_meta(reader)
+        yield reader
+
+
+def uses_of(reader: IndexReader, name: str, wanted: UseFilter = UseFilter()) -> list[Use]:
+    """Every use of `name` that `wanted` admits, narrowed by its qualifier, each resolved or not."""
+    qualifier, last = split_name(name)
+    refs = [ref for ref in reader.references([last]) if wanted.admits(ref)]
+    resolver = resolver_for(reader, {last})
+    uses = [Use(ref, target is not None, target) for ref in refs for target in [resolver.resolve(ref)]]
+    return [u for u in uses if _narrowed(u, qualifier)] if qualifier else uses
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """(`Cart`, `total`) of `Cart.total` (`::`, `#` and `->` read as '.'), ('', name) of a bare name."""
+    cleaned = name.strip().replace("::", ".").replace("#", ".").replace("->", ".")
+    if not cleaned or not cleaned.strip("."):
+        raise UsageError("the name is empty; give a name such as computeTotal or Cart.computeTotal")
+    qualifier, _, last = cleaned.strip(".").rpartition(".")
+    return qualifier, last
+
+
+def resolver_for(reader: IndexReader, names: set[str]) -> Resolver:
+    """A resolver knowing the definitions of these (last-segment) names and every file key."""
+    table = reader.symbols()
+    definitions: dict[str, list[Definition]] = {}
+    for name in names:
+        found = table.lookup(name, limit=MAX_DEFINITIONS)
+        definitions[name] = [d for d in found if d.match in ("exact", "qualified")
+                             and d.symbol.rsplit(".", 1)[-1] == name]
+    return Resolver(_file_keys(reader), definitions)
+
+
+_FILE_KEYS: dict[str, FileKeys] = {}  # index token -> its keys' tables (the latest only)
+
+
+def _file_keys(reader: IndexReader) -> FileKeys:
+    """The file keys of the index state `reader` sees, built once per state (a token names one)."""
+    token = reader.meta().get("token", "")
+    found = _FILE_KEYS.get(token)
+    if found is None or not token:
+        found = FileKeys(reader.files())
+        _FILE_KEYS.clear()
+        _FILE_KEYS[token] = found
+    return found
+
+
+def _narrowed(use: Use, qualifier: str) -> bool:
+    if use.target is not None:
+        symbol = use.target.symbol
+        stem = use.target.path.rsplit(".", 1)[0].replace("/", ".")
+        full = f"{qualifier}.{use.reference.name}"
+        in_module = stem.endswith(qualifier) and symbol == use.reference.name  # `pkg.func`
+        return symbol == full or symbol.endswith("." + full) or in_module
+    written = use.reference.qualifier.replace("::", ".").replace("->", ".").rsplit(".", 1)[-1]
+    return _folded(written) == _folded(qualifier.rsplit(".", 1)[-1]) or (
+        bool(use.reference.module) and use.reference.module.replace("/", ".").endswith(qualifier))
+
+
+def _folded(text: str) -> str:
+    return text.replace("_", "").lower()
+
+
+def _rank(use: Use) -> tuple[bool, int, str, int, int]:
+    ref = use.reference
+    return (not use.resolved, _KIND_ORDER.get(ref.kind, len(_KIND_ORDER)), ref.path, ref.line, ref.column)

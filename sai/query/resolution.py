@@ -1,0 +1,137 @@
+"""Which definition a use means, by cheap rules only (docs/cli.md, "What is resolved"):
+
+1. a receiver that is the use's own class (`self.total()` in a method of `Cart`): `Cart.total`
+   defined in the same file (an inherited method is not followed);
+2. a name its file imported from a module of the repository (`from pkg.mod import f`, JS
+   `import {f} from "./mod"`, Go's `pkg.F` after importing `…/pkg`, Java `import a.b.C`, Rust
+   `use crate::a::f`): the definition of that name in the module's files;
+3. a bare name (no qualifier) defined once in the use's own file, at top level or inside the
+   use's own unit (a nested function), never a class member (Go: in its package's directory).
+
+Anything else is only name-matched: `resolved` false, never a guess among the candidates.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from functools import cached_property
+
+from sai.models import Definition, Reference
+
+_JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts", "/index.ts", "/index.tsx", "/index.js")
+_SEGMENT_SPLIT = re.compile(r"::|[./\\:]+")
+_ROOTS = frozenset({"crate", "self", "super", "", "*"})
+_SUFFIX_DEPTH = 4  # path segments a module is matched on from its end (`a/b/c/d.py` from `b.c.d`)
+
+
+class Resolver:
+    """Resolves uses against the definitions of their names and the repository's file keys."""
+
+    def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]]) -> None:
+        self._files = files
+        self._definitions = definitions  # last name segment -> its definitions
+        self._modules: dict[tuple[str, str], frozenset[str]] = {}
+
+    def definitions(self, name: str) -> list[Definition]:
+        """The definitions of a (last-segment) name this resolver knows."""
+        return list(self._definitions.get(name, ()))
+
+    def resolve(self, ref: Reference) -> Definition | None:
+        """The one definition `ref` means under the rules above, or None."""
+        candidates = self._definitions.get(ref.name, [])
+        if not candidates:
+            return None
+        if ref.target:
+            return _first(d for d in candidates if d.symbol == ref.target and d.path == ref.path)
+        if ref.module:
+            files = self.module_files(ref)
+            return _first(d for d in candidates if d.path in files) if files else None
+        if ref.qualifier:
+            return None
+        # a bare name reaches a top-level definition or one nested in its own unit, never a member
+        reachable = {ref.name, f"{ref.unit}.{ref.name}" if ref.unit else ref.name}
+        local = [d for d in candidates if d.path == ref.path and d.symbol in reachable]
+        if not local and ref.language == "go":
+            folder = posixpath.dirname(ref.path)
+            local = [d for d in candidates if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
+        return local[0] if len(local) == 1 else None
+
+    def module_files(self, ref: Reference) -> frozenset[str]:
+        """The repository files the module `ref` was imported from may be (empty: outside it)."""
+        head = ref.qualifier.split(".", 1)[0] if ref.qualifier else ""
+        key = (ref.module, posixpath.dirname(ref.path) + "\0" + head)
+        if key not in self._modules:
+            folders = ref.language == "go"  # a Go import names a package: a folder
+            found = self._files_of(ref.module, ref.path, folders=folders)
+            if head and head != ref.module.rsplit(".", 1)[-1]:  # `from pkg import mod; mod.f()`
+                found |= self._files_of(f"{ref.module}.{head}", ref.path, folders=folders)
+            self._modules[key] = frozenset(found)
+        return self._modules[key]
+
+    def _files_of(self, module: str, source: str, *, folders: bool) -> set[str]:
+        module = module.strip().strip("\"'<>")
+        if module.startswith("."):
+            return self._relative(module, source)
+        parts = [p for p in _SEGMENT_SPLIT.split(module.split("{", 1)[0]) if p not in _ROOTS]
+        for drop in (0, 1):  # `a.b.C` may name the file of a.b, or a.b.C's own file
+            wanted = parts[: len(parts) - drop] if drop else parts
+            table = self._files.by_folder if folders else self._files.by_suffix
+            for depth in range(min(_SUFFIX_DEPTH, len(wanted)), 0, -1):  # the longest tail the tree has
+                found = table.get("/".join(wanted[-depth:]))
+                if found:
+                    return set(found)
+        return set()
+
+    def _relative(self, module: str, source: str) -> set[str]:
+        folder = posixpath.dirname(source)
+        if "/" in module:  # JS/TS `./mod`, `../lib/x`
+            base = posixpath.normpath(posixpath.join(folder, module))
+            return {base + s for s in _JS_SUFFIXES if base + s in self._files.key_set}
+        dots = len(module) - len(module.lstrip("."))  # Python `from ..pkg import x`
+        for _ in range(dots - 1):
+            folder = posixpath.dirname(folder)
+        rest = module[dots:].replace(".", "/")
+        base = posixpath.join(folder, rest) if rest else folder
+        return {k for k in (f"{base}.py", f"{base}/__init__.py") if k in self._files.key_set}
+
+
+
+class FileKeys:
+    """The repository's file keys as module paths look them up: built once per index state
+    (query/references.py keeps one), its tables on first use."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        self.keys = list(keys)
+
+    @cached_property
+    def key_set(self) -> frozenset[str]:
+        return frozenset(self.keys)
+
+    @cached_property
+    def by_suffix(self) -> dict[str, list[str]]:
+        """The last 1-4 segments of each key without its extension (a package's `__init__.py`,
+        Rust's `mod.rs`, JS `index.ts` as their folder) -> the keys."""
+        return _suffixes(self.keys, folders=False)
+
+    @cached_property
+    def by_folder(self) -> dict[str, list[str]]:
+        """The last 1-4 segments of each key's folder -> the keys (Go packages)."""
+        return _suffixes(self.keys, folders=True)
+
+
+def _suffixes(keys: list[str], *, folders: bool) -> dict[str, list[str]]:
+    table: dict[str, list[str]] = {}
+    for key in keys:
+        stem = key.rsplit(".", 1)[0] if "." in key.rsplit("/", 1)[-1] else key
+        parts = stem.split("/")
+        if folders or parts[-1] in ("__init__", "mod", "index"):
+            parts = parts[:-1]
+        for depth in range(1, min(_SUFFIX_DEPTH, len(parts)) + 1):
+            table.setdefault("/".join(parts[-depth:]), []).append(key)
+    return table
+
+
+def _first(definitions: Iterable[Definition]) -> Definition | None:
+    return next(iter(definitions), None)

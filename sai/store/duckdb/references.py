@@ -1,0 +1,84 @@
+"""The references table, `<collection>__refs`: one row per use of a name (sai/chunking/references.py),
+replaced file by file with the file's chunks, in the same transaction.
+
+A row carries its unit's chunk_id and language, so a read touches this table alone; a name is
+looked up by `name_key`, a 64-bit hash of it (an integer column scans ~5x faster than the
+strings: 5M rows in ~10 ms), the name compared too. A file's rows are written together, so
+the zone maps of `path` skip the rest of the table when one file's rows are read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import duckdb
+import pyarrow as pa
+
+from sai.models import Reference
+
+_FIELDS = ("name", "kind", "line", "column", "qualifier", "module", "target", "unit", "unit_start", "unit_end",
+           "unit_id", "language")
+_TYPES = (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.string(),
+          pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string())
+_READ = "path, name, kind, line, col, qualifier, module, target, unit, unit_start, unit_end, unit_id, language"
+
+
+def name_key(name: str) -> int:
+    """The signed 64-bit key a name is looked up by."""
+    return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                          "little", signed=True)
+
+
+class References:
+    """The references of one collection, through one connection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, collection: str) -> None:
+        self.con = con
+        self.collection = collection
+        self.table = f"{collection}__refs"
+
+    def create(self) -> None:
+        self.con.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.table} (path VARCHAR, name_key BIGINT, name VARCHAR, kind VARCHAR, "
+            "line INTEGER, col INTEGER, qualifier VARCHAR, module VARCHAR, target VARCHAR, unit VARCHAR, "
+            "unit_start INTEGER, unit_end INTEGER, unit_id VARCHAR, language VARCHAR)"
+        )
+
+    def drop(self) -> None:
+        self.con.execute(f"DROP TABLE IF EXISTS {self.table}")
+
+    def delete(self, keys: list[str]) -> None:
+        if keys:
+            self.con.execute(f"DELETE FROM {self.table} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys])
+
+    def replace(self, by_key: dict[str, list[Reference]]) -> None:
+        """The references of these files are these (a file mapped to [] has none now)."""
+        self.delete(list(by_key))
+        rows = [(key, ref) for key in sorted(by_key) for ref in by_key[key]]
+        if not rows:
+            return
+        columns = {"path": pa.array([key for key, _ in rows], pa.string()),
+                   "name_key": pa.array([name_key(r.name) for _, r in rows], pa.int64())}
+        for field, kind in zip(_FIELDS, _TYPES, strict=True):
+            columns["col" if field == "column" else field] = pa.array([getattr(r, field) for _, r in rows], kind)
+        self.con.register("sai_refs", pa.table(columns))
+        try:
+            self.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM sai_refs")
+        finally:
+            self.con.unregister("sai_refs")
+
+    def named(self, names: list[str]) -> list[Reference]:
+        """Every use of one of these names, by path and position."""
+        return self._read("name_key IN (SELECT unnest(?::BIGINT[])) AND name IN (SELECT unnest(?::VARCHAR[]))",
+                          [[name_key(n) for n in names], names])
+
+    def within(self, key: str, start: int, end: int) -> list[Reference]:
+        """Every use in lines start..end of one file, by position."""
+        return self._read("path = ? AND line BETWEEN ? AND ?", [key, int(start), int(end)])
+
+    def _read(self, where: str, params: list[object]) -> list[Reference]:
+        rows = self.con.execute(
+            f"SELECT {_READ} FROM {self.table} WHERE {where} ORDER BY path, line, col", params).fetchall()
+        return [Reference(name=n, kind=k, line=line, column=col, qualifier=q or "", module=m or "", target=t or "",
+                          unit=u, unit_start=us or 0, unit_end=ue or 0, unit_id=i or "", language=lang, path=p)
+                for p, n, k, line, col, q, m, t, u, us, ue, i, lang in rows]

@@ -1,0 +1,77 @@
+"""Uses of names from real tree-sitter parses: every language of the grammar table yields some,
+and the kinds of the first thirteen come out as the tables say (sai/chunking/reference_tables.py)."""
+
+from __future__ import annotations
+
+import pytest
+from test_chunking_languages import UNITS
+
+from sai.chunking.grammars import GRAMMARS
+from sai.chunking.references import references
+from sai.chunking.treesitter import TreeSitterChunker
+
+FIRST = {
+    "python": "import os\n\nclass A(B):\n    def f(self) -> int:\n        return os.path.join(g())\n",
+    "javascript": "import { g } from './g';\nclass A extends B {\n  f() { return g(1); }\n}\n",
+    "typescript": "import { g } from './g';\nclass A extends B {\n  f(x: T): number { return g(x); }\n}\n",
+    "tsx": "import { g } from './g';\nexport function F(x: T) {\n  return <div>{g(x)}</div>;\n}\n",
+    "go": "package p\n\nimport \"fmt\"\n\nfunc F(x T) {\n\tfmt.Println(x)\n}\n",
+    "rust": "use crate::a::g;\n\nimpl Tr for S {\n    fn f(&self) -> T { g(1) }\n}\n",
+    "java": "import a.B;\n\nclass A extends B {\n    T f() { return g(1); }\n}\n",
+    "c": "#include \"g.h\"\n\nint f(T x) {\n    return g(x);\n}\n",
+    "cpp": "#include \"g.h\"\n\nclass A : public B {\n    int f() { return g(1); }\n};\n",
+    "c_sharp": "using System;\n\nclass A : B {\n    int F() { return G(1); }\n}\n",
+    "ruby": "require 'g'\n\nclass A < B\n  def f\n    g(1)\n  end\nend\n",
+    "php": "<?php\nuse A\\B;\n\nclass C extends B {\n    function f() { return g(1); }\n}\n",
+    "kotlin": "import a.B\n\nclass A : B() {\n    fun f(): T = g(1)\n}\n",
+}
+# The kinds each of the first thirteen must give on its sample (the calls and bases above).
+KINDS = {
+    "python": {"import", "inherit", "type", "call"}, "javascript": {"import", "inherit", "call"},
+    "typescript": {"import", "inherit", "type", "call"}, "tsx": {"import", "type", "call"},
+    "go": {"import", "type", "call"}, "rust": {"import", "inherit", "type", "call"},
+    "java": {"import", "inherit", "type", "call"}, "c": {"import", "type", "call"},
+    "cpp": {"import", "inherit", "call"}, "c_sharp": {"import", "inherit", "call"},
+    "ruby": {"inherit", "call"}, "php": {"import", "inherit", "call"}, "kotlin": {"import", "inherit", "call"},
+}
+SAMPLES = {**FIRST, **{language: UNITS[language][0] for language in GRAMMARS if language in UNITS}}
+
+
+def uses(language: str, text: str) -> list[tuple[str, str]]:
+    chunks = TreeSitterChunker().chunk(f"f.{language}", text, language)
+    return [(r.kind, r.name) for r in references(text, language, chunks)]
+
+
+def test_every_grammar_has_a_sample() -> None:
+    assert set(GRAMMARS) <= set(SAMPLES)
+
+
+@pytest.mark.parametrize("language", sorted(GRAMMARS))
+def test_every_language_yields_references(language: str) -> None:
+    assert uses(language, SAMPLES[language])
+
+
+@pytest.mark.parametrize("language", sorted(KINDS))
+def test_the_first_languages_give_calls_imports_bases_and_types(language: str) -> None:
+    found = {kind for kind, _ in uses(language, FIRST[language])}
+    assert KINDS[language] <= found, (language, uses(language, FIRST[language]))
+
+
+def test_a_call_is_its_callees_last_name_with_the_receiver_as_qualifier() -> None:
+    text = "def f():\n    os.path.join(a)\n    self.items.append(b)\n"
+    chunks = TreeSitterChunker().chunk("f.py", text, "python")
+    calls = {(r.name, r.qualifier) for r in references(text, "python", chunks) if r.kind == "call"}
+    assert calls == {("join", "os.path"), ("append", "self.items")}
+
+
+def test_definitions_and_parameters_are_not_uses() -> None:
+    text = "def total(items, rate):\n    subtotal = 0\n    return subtotal * rate\n"
+    chunks = TreeSitterChunker().chunk("f.py", text, "python")
+    assert [(r.name, r.line) for r in references(text, "python", chunks)] == [("subtotal", 3), ("rate", 3)]
+
+
+def test_an_import_binds_the_names_used_later_to_its_module() -> None:
+    text = "from shop.models import Cart\n\ndef f():\n    return Cart()\n"
+    chunks = TreeSitterChunker().chunk("f.py", text, "python")
+    call = next(r for r in references(text, "python", chunks) if r.kind == "call")
+    assert (call.name, call.module, call.unit, call.unit_start) == ("Cart", "shop.models", "f", 3)

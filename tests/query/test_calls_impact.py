@@ -1,0 +1,189 @@
+"""Callers and callees as trees (depth, cycles), `sai impact` on a planted change, a one-file
+refresh replacing only that file's references, the migration that adds them, the Qdrant
+refusal, and the four MCP tools over a real stdio session."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import BlockingPortal
+from fixtures_tree import run_cli
+from ollama_standin import OllamaStandIn
+from test_mcp_server import _env, mcp_session
+from test_references import open_project, write
+
+from sai.errors import SaiError
+from sai.indexing import indexer
+from sai.models import CallNode
+from sai.project import Project
+from sai.query.calls import callees, callers
+from sai.query.references import find_references
+
+PINGPONG = '''\
+def ping(n):
+    return pong(n - 1) if n else 0
+
+
+def pong(n):
+    return ping(n)
+
+
+def start():
+    return ping(3)
+'''
+TAX = '''\
+def net_price(amount, rate, discount):
+    """The price after tax and discount, rounded to cents."""
+    taxed = amount * (1 + rate)
+    if discount > 0:
+        taxed = taxed - taxed * discount
+    lines = [taxed, rate, discount]
+    return round(sum(lines[:1]), 2)
+'''
+LEGACY = TAX.replace("net_price", "price_after_tax").replace("taxed", "total").replace("amount", "value")
+EXPORT = TAX.replace("net_price", "gross").replace("taxed", "result").replace("discount", "rebate")
+CART = "from billing.tax import net_price\n\n\ndef checkout(items):\n    return net_price(sum(items), 0.2, 0)\n"
+CONFIG = "root: .\next: [py]\n"
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   cwd=root, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
+    tree = {"game/pingpong.py": PINGPONG, "billing/tax.py": TAX, "legacy/pricing.py": LEGACY,
+            "export/rates.py": EXPORT, "shop/cart.py": CART, "sai-cfg.yml": CONFIG, ".gitignore": ".index/\n"}
+    root = write(tmp_path_factory.mktemp("calls") / "project", tree)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "start")
+    project = open_project(root, standin)
+    indexer.index(project)
+    project.close()
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(root: Path, standin: OllamaStandIn) -> Iterator[Project]:
+    opened = open_project(root, standin)
+    yield opened
+    opened.close()
+
+
+def shape(nodes: tuple[CallNode, ...]) -> list[tuple[str | None, bool, list]]:  # type: ignore[type-arg]
+    return [(n.symbol, n.cycle, shape(n.children)) for n in nodes]
+
+
+def test_callers_to_depth_two_mark_the_cycle_and_stop_there(project: Project) -> None:
+    tree = callers(project, "ping", depth=2)
+    assert shape(tree.roots) == [("pong", False, [("ping", True, [])]), ("start", False, [])]
+    assert all(n.resolved for n in tree.roots) and tree.roots[0].lines == (6,)
+
+
+def test_callees_follow_resolved_definitions_until_the_cycle(project: Project) -> None:
+    tree = callees(project, "start", depth=3)
+    assert shape(tree.roots) == [("ping", False, [("pong", False, [("ping", True, [])])])]
+    assert tree.roots[0].path == "game/pingpong.py" and tree.roots[0].chunk_id
+
+
+def test_a_depth_beyond_the_limit_is_refused(project: Project) -> None:
+    with pytest.raises(SaiError, match="depth 9 is out of range"):
+        callers(project, "ping", depth=9)
+
+
+def test_impact_of_an_edited_function_names_both_renamed_copies_and_its_caller(
+    root: Path, standin: OllamaStandIn, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (root / "billing/tax.py").write_text(TAX.replace("round(", "int(").replace(", 2)", ")"), encoding="utf-8")
+    project = open_project(root, standin)
+    try:
+        indexer.refresh(project, ["billing/tax.py"])
+    finally:
+        project.close()
+    code, out, _ = run_cli(capsys, "--config", str(root / "sai-cfg.yml"), "impact", "--json")
+    assert code == 0
+    found = json.loads(out)
+    assert found["changed_files"] == ["billing/tax.py"]
+    (unit,) = found["units"]
+    assert unit["symbol"] == "net_price"
+    assert {c["symbol"] for c in unit["copies"]} == {"price_after_tax", "gross"}
+    assert [c["symbol"] for c in unit["callers"]] == ["checkout"]
+    code, text, _ = run_cli(capsys, "--config", str(root / "sai-cfg.yml"), "impact")
+    assert "copy left behind" in text and "legacy/pricing.py" in text and "called from shop/cart.py:5" in text
+
+
+def test_refreshing_one_file_replaces_its_references_only(tmp_path: Path, standin: OllamaStandIn) -> None:
+    root = write(tmp_path, {"a.py": "def f():\n    return g()\n", "b.py": "def h():\n    return g()\n",
+                            "sai-cfg.yml": CONFIG})
+    project = open_project(root, standin)
+    try:
+        indexer.index(project)
+        before = [u.reference for u in find_references(project, "g").uses if u.reference.path == "b.py"]
+        (root / "a.py").write_text("def f():\n    return k()\n", encoding="utf-8")
+        indexer.refresh(project, ["a.py"])
+        after = find_references(project, "g")
+        assert [u.reference for u in after.uses] == before  # b.py's rows untouched, a.py's gone
+        assert [u.reference.path for u in find_references(project, "k").uses] == ["a.py"]
+        (root / "a.py").unlink()
+        indexer.refresh(project, ["a.py"])
+        assert find_references(project, "k").total == 0
+    finally:
+        project.close()
+
+
+def test_an_index_of_format_5_gains_references_without_embedding(tmp_path: Path, standin: OllamaStandIn) -> None:
+    root = write(tmp_path, {"a.py": "def f():\n    return g()\n", "sai-cfg.yml": CONFIG})
+    project = open_project(root, standin)
+    try:
+        indexer.index(project)
+        with project.store.write() as writer:  # what SAI left before references: no table, no refs= part
+            writer.conn.con.execute("DROP TABLE source_code__refs")  # type: ignore[attr-defined]
+            chunking = writer.meta()["chunking"].rsplit("/refs=", 1)[0]
+            writer.set_meta({"schema_version": "5", "chunking": chunking})
+    finally:
+        project.close()
+    standin.reset_counts()
+    project = open_project(root, standin)
+    try:
+        indexer.index(project)
+        assert standin.inputs_embedded == 0
+        assert [u.reference.line for u in find_references(project, "g").uses] == [2]
+    finally:
+        project.close()
+
+
+def test_the_qdrant_backend_refuses_references_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, {"sai-cfg.yml": "root: .\nbackend: qdrant\nqdrant:\n  path: .index/qdrant\n"})
+    code, _, err = run_cli(capsys, "--config", str(tmp_path / "sai-cfg.yml"), "refs", "f")
+    assert code == 1 and err == "error: the qdrant backend does not support references yet; " \
+        "use backend: duckdb for sai refs, callers, callees and impact\n"
+
+
+def test_references_switched_off_are_refused_in_one_line(tmp_path: Path, standin: OllamaStandIn,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, {"a.py": "def f():\n    return g()\n", "sai-cfg.yml": CONFIG + "index_references: false\n"})
+    project = open_project(tmp_path, standin)
+    try:
+        indexer.index(project)
+    finally:
+        project.close()
+    code, _, err = run_cli(capsys, "--config", str(tmp_path / "sai-cfg.yml"), "callers", "g")
+    assert code == 1 and err.startswith("error: references are not indexed (index_references: false)")
+
+
+def test_the_mcp_tools_answer_in_their_declared_shapes(portal: BlockingPortal, root: Path,
+                                                       standin: OllamaStandIn) -> None:
+    with mcp_session(portal, root, _env(standin)) as session:
+        refs = session.call("sai_find_references", name="ping", kinds=["call"])
+        assert {(r["path"], r["line"], r["resolved"]) for r in refs["references"]} == {
+            ("game/pingpong.py", 6, True), ("game/pingpong.py", 10, True)}
+        tree = session.call("sai_find_callers", name="ping", depth=2)["tree"]
+        assert [n["symbol"] for n in tree] == ["pong", "start"] and tree[0]["children"][0]["cycle"]
+        assert session.call("sai_find_callees", name="start")["tree"][0]["symbol"] == "ping"
+        assert session.call("sai_impact")["since"] == "HEAD"

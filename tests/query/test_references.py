@@ -1,0 +1,239 @@
+"""References, callers and callees over a small multi-language tree, indexed for real (tree-sitter
+parses, a DuckDB file, the Ollama stand-in): what `sai refs` finds, resolves and narrows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ollama_standin import OllamaStandIn
+
+from sai.config import load_config
+from sai.indexing import indexer
+from sai.models import Use
+from sai.project import Project
+from sai.query.references import find_references
+
+PY_MODELS = '''\
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def total(self):
+        return sum(self.price(i) for i in self.items)
+
+    def price(self, item):
+        return item.cost
+
+
+def make_cart():
+    return Cart()
+'''
+PY_APP = '''\
+from shop.models import Cart, make_cart
+from shop import models
+
+
+class Basket(Cart):
+    def total(self):
+        return 0
+
+
+def checkout(cart: Cart) -> int:
+    basket = make_cart()
+    other = models.make_cart()
+    return cart.total() + basket.total() + other.total()
+'''
+TS_ITEM = ("export interface Item {\n  price: number;\n}\n\n"
+           "export function priceOf(item: Item): number {\n  return item.price;\n}\n")
+TS_CART = '''\
+import { Item, priceOf } from "./item";
+
+export class Cart implements Sized {
+  items: Item[] = [];
+
+  total(): number {
+    return this.items.reduce((sum, item) => sum + priceOf(item), 0);
+  }
+
+  size(): number {
+    return this.total() > 0 ? 1 : 0;
+  }
+}
+'''
+GO_UTIL = "package util\n\nfunc Clamp(x int) int {\n\tif x < 0 {\n\t\treturn 0\n\t}\n\treturn x\n}\n"
+GO_MAIN = '''\
+package main
+
+import (
+\t"fmt"
+\t"example.com/app/util"
+)
+
+type Server struct{ port int }
+
+func (s *Server) Start() {
+\tfmt.Println(util.Clamp(s.port))
+\ts.Stop()
+}
+
+func (s *Server) Stop() {}
+'''
+RUST_LIB = '''\
+mod shapes;
+use crate::shapes::area;
+
+pub struct Square { side: f64 }
+
+impl Shape for Square {
+    fn size(&self) -> f64 {
+        area(self.side) + self.scale()
+    }
+}
+
+impl Square {
+    fn scale(&self) -> f64 { 1.0 }
+}
+'''
+RUST_SHAPES = "pub fn area(side: f64) -> f64 {\n    side * side\n}\n"
+JAVA_BASE = "package com.shop;\n\npublic class Base {\n    public int weight() {\n        return 1;\n    }\n}\n"
+JAVA_BOX = '''\
+package com.shop;
+
+import com.shop.Base;
+
+public class Box extends Base implements Comparable<Box> {
+    public int heavier() {
+        return this.weight() + new Base().weight();
+    }
+}
+'''
+C_HEADER = "int add(int a, int b);\n"
+C_SOURCE = '''\
+#include "mathx.h"
+
+int add(int a, int b) {
+    return a + b;
+}
+
+int twice(int a) {
+    return add(a, a);
+}
+'''
+CPP_SOURCE = '''\
+#include "mathx.h"
+
+class Counter : public Base {
+public:
+    int next() {
+        return this->step() + add(1, 2);
+    }
+    int step() { return 1; }
+};
+'''
+TREE = {
+    "shop/__init__.py": "", "shop/models.py": PY_MODELS, "shop/app.py": PY_APP,
+    "web/item.ts": TS_ITEM, "web/cart.ts": TS_CART,
+    "go/util/util.go": GO_UTIL, "go/main.go": GO_MAIN,
+    "rs/lib.rs": RUST_LIB, "rs/shapes.rs": RUST_SHAPES,
+    "java/com/shop/Base.java": JAVA_BASE, "java/com/shop/Box.java": JAVA_BOX,
+    "c/mathx.h": C_HEADER, "c/mathx.c": C_SOURCE, "c/counter.cpp": CPP_SOURCE,
+}
+CONFIG = "root: .\next: [py, ts, go, rs, java, c, h, cpp]\n"
+
+
+def write(root: Path, tree: dict[str, str]) -> Path:
+    for key, text in tree.items():
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / key).write_text(text, encoding="utf-8")
+    return root
+
+
+def open_project(root: Path, standin: OllamaStandIn) -> Project:
+    return Project(load_config(config_file=str(root / "sai-cfg.yml"), env={"OLLAMA_HOST": standin.url}))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Iterator[Project]:
+    root = write(tmp_path_factory.mktemp("refs"), {**TREE, "sai-cfg.yml": CONFIG})
+    opened = open_project(root, standin)
+    indexer.index(opened)
+    yield opened
+    opened.close()
+
+
+def places(uses: tuple[Use, ...], kind: str | None = None) -> set[tuple[str, int]]:
+    return {(u.reference.path, u.reference.line) for u in uses if kind is None or u.reference.kind == kind}
+
+
+def test_python_calls_imports_and_inheritance_of_a_class_are_found(project: Project) -> None:
+    found = find_references(project, "Cart", limit=50)
+    kinds = {(u.reference.path, u.reference.line): u.reference.kind for u in found.uses}
+    assert kinds[("shop/app.py", 1)] == "import"
+    assert kinds[("shop/app.py", 5)] == "inherit"
+    assert kinds[("shop/app.py", 10)] == "type"
+    assert kinds[("shop/models.py", 13)] == "call"
+    assert found.by_kind["call"] >= 1 and found.total == len(found.uses)
+
+
+def test_an_imported_python_function_resolves_to_its_definition(project: Project) -> None:
+    found = find_references(project, "make_cart", kinds=["call"])
+    assert places(found.uses) == {("shop/app.py", 11), ("shop/app.py", 12)}
+    assert all(u.resolved and u.target is not None and u.target.path == "shop/models.py" for u in found.uses)
+
+
+def test_self_calls_resolve_to_the_own_class_and_a_qualified_name_narrows(project: Project) -> None:
+    price = find_references(project, "Cart.price", kinds=["call"])
+    assert places(price.uses) == {("shop/models.py", 6)}
+    assert price.uses[0].resolved and price.uses[0].target is not None
+    assert price.uses[0].reference.unit == "Cart.total" and price.uses[0].reference.chunk_id
+    assert places(find_references(project, "Invoice.total").uses) == set()  # no use says Invoice
+    written = find_references(project, "cart.total", kinds=["call"])
+    assert ("shop/app.py", 13) in places(written.uses)
+    assert not any(u.resolved for u in written.uses)  # a variable's type is not known: not resolved
+
+
+def test_typescript_imports_this_calls_and_implements(project: Project) -> None:
+    price_of = find_references(project, "priceOf")
+    assert {(u.reference.kind, u.reference.line, u.resolved) for u in price_of.uses
+            if u.reference.path == "web/cart.ts"} == {("import", 1, True), ("call", 7, True)}
+    assert ("web/cart.ts", 11) in places(find_references(project, "Cart.total").uses, "call")
+    assert ("web/cart.ts", 3) in places(find_references(project, "Sized").uses, "inherit")
+    assert ("web/item.ts", 5) in places(find_references(project, "Item").uses, "type")
+
+
+def test_go_package_calls_resolve_through_the_import_path(project: Project) -> None:
+    clamp = find_references(project, "Clamp", kinds=["call"])
+    assert places(clamp.uses) == {("go/main.go", 11)}
+    assert clamp.uses[0].resolved and clamp.uses[0].target is not None
+    assert clamp.uses[0].target.path == "go/util/util.go"
+    assert ("go/main.go", 12) in places(find_references(project, "Server.Stop").uses, "call")
+    assert ("go/main.go", 4) in places(find_references(project, "fmt").uses, "import")
+
+
+def test_rust_use_paths_trait_impls_and_self_calls(project: Project) -> None:
+    area = find_references(project, "area")
+    assert {(u.reference.kind, u.resolved) for u in area.uses if u.reference.path == "rs/lib.rs"} == {
+        ("import", True), ("call", True)}
+    assert ("rs/lib.rs", 6) in places(find_references(project, "Shape").uses, "inherit")
+    scale = find_references(project, "Square.scale", kinds=["call"])
+    assert places(scale.uses) == {("rs/lib.rs", 8)}
+
+
+def test_java_extends_implements_this_and_new(project: Project) -> None:
+    base = find_references(project, "Base")
+    assert ("java/com/shop/Box.java", 5) in places(base.uses, "inherit")
+    assert ("java/com/shop/Box.java", 7) in places(base.uses, "call")  # new Base()
+    assert ("java/com/shop/Box.java", 3) in places(base.uses, "import")
+    weight = find_references(project, "weight", kinds=["call"])
+    assert places(weight.uses) == {("java/com/shop/Box.java", 7)}
+
+
+def test_c_and_cpp_calls_includes_and_base_classes(project: Project) -> None:
+    add = find_references(project, "add", kinds=["call"])
+    assert places(add.uses) == {("c/mathx.c", 8), ("c/counter.cpp", 6)}
+    assert ("c/counter.cpp", 3) in places(find_references(project, "Base").uses, "inherit")
+    assert ("c/mathx.c", 1) in places(find_references(project, "mathx").uses, "import")
+    step = find_references(project, "Counter.step", kinds=["call"])
+    assert places(step.uses) == {("c/counter.cpp", 6)} and step.uses[0].resolved
