@@ -63,7 +63,9 @@ def test_a_minified_file_is_left_out_and_written_code_with_a_long_line_is_not(tm
 
 
 def test_search_ranks_vendored_code_down_unless_the_query_names_it(tmp_path, ollama_server, capsys):
-    tree = {"LICENSE": MIT.format(year="2020"), "decnum/COPYING": ICU, "decnum/rounding.py": ROUND,
+    vendored = ("def round_half_even(value, places):\n    factor = pow(10, places)\n"
+                "    rounded = round(value * factor)\n    return rounded / factor\n")  # not a copy: no fold
+    tree = {"LICENSE": MIT.format(year="2020"), "decnum/COPYING": ICU, "decnum/rounding.py": vendored,
             "app/rounding.py": ROUND.replace("round_half_even", "round_half_even_amount")}
     project = index_tree(tmp_path, ollama_server.url, tree)
     try:
