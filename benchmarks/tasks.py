@@ -264,6 +264,8 @@ def run_repo(cache: Path, repo: Repo, key: str, embedder: Any, args: argparse.Na
     if args.reindex:
         shutil.rmtree(base, ignore_errors=True)
     work, terms, out = base / "work", FileTerms(), RepoRun(repo)
+    missing = sum(not (base / "at" / t.parent[:12]).exists() for t in tasks)
+    print(f"{repo.name}: {len(tasks)} tasks, {missing} parents to index", file=sys.stderr, flush=True)
     for task in tasks:
         at = base / "at" / task.parent[:12]
         move_to(tree, task.parent)
