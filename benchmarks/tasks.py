@@ -31,10 +31,12 @@ Every set's figures are also split by whether the subject names a changed file (
 its stem of 3+ characters, as a whole word).
 
 Metrics, means over the set's tasks: hit@5 (a changed source file among the files of the first
-5 entries), MRR (1/rank of the first entry in a changed file, over the answer's entries: 10
-hits or 10 files), recall@10 (share of the changed source files among the files of the first
-10), and the answer's size: characters of the JSON the MCP tool sai_search_code returns (built by
-the server's own payload code) and tokens at 4 characters each. Methods:
+5 entries), MRR (1/rank of the first entry in a changed file, over the answer's entries), recall@10
+(share of the changed source files among the files of the first 10), and the answer's size:
+characters of the JSON the MCP tool sai_search_code returns, built by the server's own code with
+its default token budget, and tokens at 4 characters each. SAI's entries are the hits that answer
+holds (the budget may leave some out; a hit's folded copies in other files are not counted).
+Methods:
 - `sai`: `sai.search`, hybrid, 10 hits (the independent check's answer; the MCP tool's default is 8);
 - `sai-file`: the same grouped by file (group_by "file", 10 files);
 - `bm25`: Okapi BM25 (k1 1.2, b 0.75) over whole files, terms by SAI's own lexical tokens
@@ -204,12 +206,16 @@ class RepoRun:
     copy_bytes: int = 0
 
 
-def answer_chars(hits: list[Any]) -> int:
-    from sai.mcp.calls import tool_result
-    from sai.output.payloads import hits_json
+def answer(hits: list[Any]) -> tuple[list[str], int]:
+    """The MCP tool's answer to these hits, by the server's own code (its default token budget):
+    the paths of the hits it holds, best first, and its length in characters."""
+    from sai.mcp.calls import answer_budget, tool_result
+    from sai.output.budget import DEFAULT_TOKENS
+    from sai.output.payloads import fitted_hits_json
 
-    content = tool_result(hits_json(hits)).content[0]
-    return len(getattr(content, "text", ""))
+    payload = fitted_hits_json(hits, budget=answer_budget(DEFAULT_TOKENS["search"]))
+    text = getattr(tool_result(payload).content[0], "text", "")
+    return [h["path"] for h in json.loads(text)["hits"]], len(text)
 
 
 class FileTerms:
@@ -238,14 +244,13 @@ def ask(project: Any, tree: Path, task: Task, terms: FileTerms) -> Outcome | Non
     if not targets:
         return None
     query = query_of(task.subject)
-    hits = sai.search(project, query, limit=TOP, mode="hybrid")
-    grouped = sai.search(project, query, limit=TOP, mode="hybrid", group_by="file")
+    listed, chars = answer(sai.search(project, query, limit=TOP, mode="hybrid"))
+    grouped, grouped_chars = answer(sai.search(project, query, limit=TOP, mode="hybrid", group_by="file"))
     corpus = terms.corpus(tree, files)
     words = query_terms(query)
-    ranked = {"sai": [h.path for h in hits], "sai-file": [h.path for h in grouped],
-              "bm25": bm25_files(corpus, words), "grep": grep_files(corpus, words)}
+    ranked = {"sai": listed, "sai-file": grouped, "bm25": bm25_files(corpus, words), "grep": grep_files(corpus, words)}
     return Outcome(task, targets, {m: score(r, targets) for m, r in ranked.items()},
-                   {"sai": answer_chars(hits), "sai-file": answer_chars(grouped)}, ranked)
+                   {"sai": chars, "sai-file": grouped_chars}, ranked)
 
 
 # ---------------------------------------------------------------- one repository
