@@ -74,14 +74,18 @@ class Scores:
     recall10: float
 
 
-def score(ranked_paths: Sequence[str], targets: Iterable[str]) -> Scores:
+def score(ranked: Sequence[str | tuple[str, ...]], targets: Iterable[str]) -> Scores:
     """hit@5: a target among the files of the first 5 entries; rr: 1/rank of the first entry in a
     target (0 with none in the list); recall@10: share of targets among the files of the first 10.
-    Entries are hits (a file may repeat) or files."""
+    Entries are hits (a file may repeat; a hit with copies folded in names their files too) or files."""
     wanted = set(targets)
-    first = next((i for i, p in enumerate(ranked_paths, 1) if p in wanted), None)
-    return Scores(float(bool(wanted & set(ranked_paths[:TOP_FIVE]))), 1.0 / first if first else 0.0,
-                  len(wanted & set(ranked_paths[:TOP])) / len(wanted))
+    entries = [{e} if isinstance(e, str) else set(e) for e in ranked]
+    first = next((i for i, files in enumerate(entries, 1) if files & wanted), None)
+
+    def within(k: int) -> set[str]:
+        return set().union(*entries[:k])
+    return Scores(float(bool(wanted & within(TOP_FIVE))), 1.0 / first if first else 0.0,
+                  len(wanted & within(TOP)) / len(wanted))
 
 
 def self_test() -> int:
@@ -98,6 +102,7 @@ def self_test() -> int:
         ("recall@10: both targets in the first 10", s.recall10 == 1.0),
         ("recall@10 half", score(hits, ["a.py", "z.py"]).recall10 == 0.5),
         ("no target found", score(hits, ["z.py"]) == Scores(0.0, 0.0, 0.0)),
+        ("a hit's copies count at its rank", score([("x.py", "b.py"), "a.py"], ["b.py"]).rr == 1.0),
         ("bm25 order", bm == ["a.py", "b.py"]),
         ("grep: distinct terms, then occurrences", grep_files(corpus, ["parse", "config", "page"]) ==
          ["a.py", "b.py", "c.py"]),

@@ -35,7 +35,8 @@ Metrics, means over the set's tasks: hit@5 (a changed source file among the file
 (share of the changed source files among the files of the first 10), and the answer's size:
 characters of the JSON the MCP tool sai_search_code returns, built by the server's own code with
 its default token budget, and tokens at 4 characters each. SAI's entries are the hits that answer
-holds (the budget may leave some out; a hit's folded copies in other files are not counted).
+holds (the budget may leave some out; a hit's folded copies in other files count at its rank: the
+answer lists them with it).
 Methods:
 - `sai`: `sai.search`, hybrid, 10 hits (the independent check's answer; the MCP tool's default is 8);
 - `sai-file`: the same grouped by file (group_by "file", 10 files);
@@ -206,16 +207,17 @@ class RepoRun:
     copy_bytes: int = 0
 
 
-def answer(hits: list[Any]) -> tuple[list[str], int]:
+def answer(hits: list[Any]) -> tuple[list[tuple[str, ...]], int]:
     """The MCP tool's answer to these hits, by the server's own code (its default token budget):
-    the paths of the hits it holds, best first, and its length in characters."""
+    the files of the hits it holds, best first (a hit's own, then those of the copies folded into
+    it, which the answer lists with it), and its length in characters."""
     from sai.mcp.calls import answer_budget, tool_result
     from sai.output.budget import DEFAULT_TOKENS
     from sai.output.payloads import fitted_hits_json
 
     payload = fitted_hits_json(hits, budget=answer_budget(DEFAULT_TOKENS["search"]))
     text = getattr(tool_result(payload).content[0], "text", "")
-    return [h["path"] for h in json.loads(text)["hits"]], len(text)
+    return [(h["path"], *(c["path"] for c in h.get("copies", ()))) for h in json.loads(text)["hits"]], len(text)
 
 
 class FileTerms:
