@@ -153,12 +153,15 @@ def _place_or_copy(copies: set[tuple[int, int]]) -> Joins:
 
 
 def _with_members(hit: Hit, group: list[Candidate], *, by_file: bool) -> Hit:
-    """The hit with the chunks folded into it: of its file in `chunks` (grouped by file: the
-    file's best, always), of other files in `copies`."""
+    """The hit with the chunks folded into it: of its file in `chunks` (grouped by file, the
+    file's best with the hit's own first; else only those folded in, the hit's own lines being its
+    start and end), of other files in `copies`."""
     own = [c for c in group if c.row.path == hit.path]
     others = [c for c in group if c.row.path != hit.path]
-    if by_file or len(own) > 1:
+    if by_file:
         hit = replace(hit, chunks=tuple(_file_chunk(c) for c in own))
+    elif len(own) > 1:
+        hit = replace(hit, chunks=tuple(_file_chunk(c) for c in own[1:]))
     if others:
         hit = replace(hit, copies=tuple(ClusterMember(c.row.path, c.row.start_line, c.row.end_line, c.row.symbol,
                                                       c.row.chunk_id) for c in others))

@@ -78,10 +78,10 @@ def test_a_class_head_and_its_method_are_one_place_and_a_sibling_method_another(
     ours = [h for h in folded if h.path == "client/timeouts.py"]
     assert len(ours) == 2  # the class with the member folded into it, and the sibling method
     lead = ours[0]
-    assert lead.chunks is not None and len(lead.chunks) == 2
-    assert (lead.chunks[0].start_line, lead.chunks[0].end_line) == (lead.start_line, lead.end_line)
-    assert "TimeoutSettings" in {c.symbol for c in lead.chunks}
-    assert {lead.chunks[0].symbol, lead.chunks[1].symbol, ours[1].symbol} == {
+    assert lead.chunks is not None and len(lead.chunks) == 1  # the one folded in; the hit's own lines are its own
+    assert (lead.chunks[0].start_line, lead.chunks[0].end_line) != (lead.start_line, lead.end_line)
+    assert "TimeoutSettings" in {lead.symbol, lead.chunks[0].symbol}
+    assert {lead.symbol, lead.chunks[0].symbol, ours[1].symbol} == {
         "TimeoutSettings", "TimeoutSettings.read_timeout_setting", "TimeoutSettings.connect_timeout"}
 
 
