@@ -38,13 +38,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 REPO = Path(__file__).resolve().parent.parent
 ROUTING = Path(__file__).resolve().parent / "data" / "mcp_routing.json"
-sys.path.insert(0, str(REPO / "tests"))
-from ollama_standin import OllamaStandIn  # noqa: E402
+from mcp_load import build_index, standin, write_config  # noqa: E402  (mcp_load.py's stand-in, config, index)
 
-from sai.config import load_config  # noqa: E402
-from sai.indexing.indexer import index  # noqa: E402
 from sai.models import EMBEDDERS  # noqa: E402
-from sai.project import Project  # noqa: E402
 
 CHARS_PER_TOKEN = 4
 
@@ -74,33 +70,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=20, help="default searches measured")
     parser.add_argument("--embedder", choices=EMBEDDERS, default="ollama")
     return parser.parse_args()
-
-
-@contextlib.contextmanager
-def standin(embedder: str) -> Iterator[str | None]:
-    if embedder != "ollama":
-        yield None
-        return
-    with OllamaStandIn() as server:
-        yield server.url
-
-
-def write_config(tmp: Path, tree: Path, embedder: str) -> Path:
-    config = tmp / "sai-cfg.yml"
-    config.write_text(
-        f'root: "{tree}"\nembedder: {embedder}\nduckdb:\n  path: "{tmp / "index.duckdb"}"\n',
-        encoding="utf-8",
-    )
-    return config
-
-
-def build_index(config: Path, env: dict[str, str]) -> None:
-    project = Project(load_config(config_file=str(config), env=env))
-    try:
-        done = index(project)
-        print(f"index: {done.chunks} chunks from {done.files} files")
-    finally:
-        project.close()
 
 
 def corpus_queries(tree: Path, count: int) -> list[str]:
