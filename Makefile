@@ -37,15 +37,19 @@ demo: $(STAMP)
 # install, kills and Ctrl-C of child processes, long write series, stress (README.md, Tests).
 FAST := -m "not slow"
 DURATIONS := --durations=25
+# pytest-xdist: one worker per core (`make test JOBS=1` runs in one process). A test file stays on
+# one worker, so a module's indexed tree or MCP session is built once (README.md, Tests).
+JOBS ?= auto
+PARALLEL := -n $(JOBS) --dist loadfile
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(FAST) $(DURATIONS)
+	$(BIN)/python -m pytest $(FAST) $(PARALLEL) $(DURATIONS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest $(DURATIONS)
+	$(BIN)/python -m pytest $(PARALLEL) $(DURATIONS)
 
 test-py313: $(STAMP313)
-	$(VENV313)/bin/python -m pytest $(FAST) $(DURATIONS)
+	$(VENV313)/bin/python -m pytest $(FAST) $(PARALLEL) $(DURATIONS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check sai tests benchmarks

@@ -3,7 +3,11 @@ small tree indexed with it per module."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -23,12 +27,33 @@ def ollama_server() -> Iterator[OllamaStandIn]:
         yield server
 
 
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory of the run's temporary root that every pytest-xdist worker sees (alone, the
+    session's own): what one worker builds there under `built_once` the others reuse."""
+    base = tmp_path_factory.getbasetemp()
+    path = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@contextmanager
+def built_once(directory: Path) -> Iterator[None]:
+    """Hold the directory's lock: one worker builds, the others wait and then find it built."""
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def local_embedder(tmp_path_factory: pytest.TempPathFactory) -> LocalEmbedder:
-    """One all-MiniLM-L6-v2 embedder shared by the session: the model loads on first use only,
-    its ONNX file built into the session's temporary directory."""
+    """One all-MiniLM-L6-v2 embedder per session (per worker under pytest-xdist), its ONNX file
+    built once into a temporary directory all workers share (the build is atomic; the lock keeps
+    a second worker from building it again)."""
     pytest.importorskip("onnxruntime", reason="the 'local' extra is not installed")
-    return LocalEmbedder(cache_dir=tmp_path_factory.mktemp("model-cache"))
+    embedder = LocalEmbedder(cache_dir=shared_tmp(tmp_path_factory, "model-cache"))
+    with built_once(embedder.cache_dir):
+        embedder.load()
+    return embedder
 
 
 @pytest.fixture(scope="module")
