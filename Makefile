@@ -37,7 +37,7 @@ demo: $(STAMP)
 # install, kills and Ctrl-C of child processes, long write series, stress (README.md, Tests).
 FAST := -m "not slow"
 DURATIONS := --durations=25
-# pytest-xdist: one worker per core (`make test JOBS=1` runs in one process). A test file stays on
+# pytest-xdist: one worker per core (`make test JOBS=0` runs in this process, as before). A test file stays on
 # one worker, so a module's indexed tree or MCP session is built once (README.md, Tests).
 JOBS ?= auto
 PARALLEL := -n $(JOBS) --dist loadfile
