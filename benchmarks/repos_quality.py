@@ -136,7 +136,7 @@ def target_rank(hits: list[tuple[str, int, int]], target: Target,
 
 def span(hit) -> tuple[int, int]:
     """The lines a hit shows: its chunk's, or in hybrid mode those of the chunks folded into it (a
-    container and its member, a unit's next window: sai/query/search.py), which are contiguous."""
+    container and its member, a unit's next window: sai/query/places.py), which are contiguous."""
     parts = [(hit.start_line, hit.end_line), *((c.start_line, c.end_line) for c in hit.chunks or ())]
     return min(s for s, _ in parts), max(e for _, e in parts)
 

@@ -3,30 +3,27 @@ status: status.py; find_duplicates: sai/duplicates/clusters.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from sai.errors import StoreError, UsageError
-from sai.models import GROUPS, MODES, ChunkRow, ClusterMember, Explain, FileChunk, Hit
+from sai.models import GROUPS, MODES, ChunkRow, Explain, Hit
 from sai.project import Project
 from sai.query.definitions import CALLABLE, line_definition, preferred
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
+from sai.query.places import places, with_members
 from sai.query.ranking import Candidate, bare_name, fuse, merge
 from sai.source import vendored as vendored_code
 from sai.store import IndexReader, Scope
 from sai.text.lexical import query_lexemes
 
-FILE_CHUNKS = 5  # the chunks listed with a hit: its file's best (grouped by file), or those folded into it
 CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
 DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
 LINE_DEFINITIONS_READ = 1000  # the chunks holding a name no unit defines, read for a line defining it
-COPY_POOL = 3  # times limit: the best candidates among which near-identical copies are folded
-COPY_COSINE = 0.95  # the cosine of two chunks of different files that are copies of one another
-COPY_LINES = 0.8  # and the least ratio of their line counts
 
 
 def search(
@@ -72,15 +69,12 @@ def search(
         weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
         ordered = _order(mode, semantic, lexical, query, defined, defining=defining, semantic_weight=weight,
                          vendored=vendored_code.from_meta(meta))
-        joins: Joins = _same_file if by_file else _never
-        if mode == "hybrid" and not by_file:
-            joins = _place_or_copy(_copy_pairs(reader, ordered[:COPY_POOL * limit]))
-        groups = _grouped(ordered, limit, joins=joins)
+        groups = places(reader, ordered, limit, fold=mode == "hybrid", by_file=by_file)
         chosen, pending = _with_bodies(reader, [group[0] for group in groups], vector, mode=mode)
         stored = reader.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
-    hits = [_with_members(h, group, by_file=by_file) for h, group in zip(hits, groups, strict=True)]
+    hits = [with_members(h, group, by_file=by_file) for h, group in zip(hits, groups, strict=True)]
     if not explain:
         return hits
     return [replace(h, explain=_explain(c, mode, pending=c.row.id in pending))
@@ -103,109 +97,6 @@ def _has_vectors(project: Project, meta: dict[str, str], mode: str) -> bool:
                          "chunks first, then embeds them); search in hybrid or lexical mode meanwhile, "
                          "or run `sai` to finish the vectors")
     return False
-
-
-Joins = Callable[[list[Candidate], Candidate], bool]
-
-
-def _grouped(ordered: list[Candidate], limit: int, *, joins: Joins) -> list[list[Candidate]]:
-    """The first `limit` places in rank order, each a list led by its best candidate: a candidate
-    that `joins` a chosen place is listed with it (up to FILE_CHUNKS) and takes no slot."""
-    groups: list[list[Candidate]] = []
-    for c in ordered:
-        home = next((g for g in groups if joins(g, c)), None)
-        if home is None and len(groups) < limit:
-            groups.append([c])
-        elif home is not None and len(home) < FILE_CHUNKS:
-            home.append(c)
-    return groups
-
-
-def _never(group: list[Candidate], c: Candidate) -> bool:
-    return False
-
-
-def _copy_pairs(reader: IndexReader, candidates: list[Candidate]) -> set[tuple[int, int]]:
-    """Pairs of candidate ids in different files that are near-identical copies: cosine of their
-    stored vectors at least COPY_COSINE and line counts within COPY_LINES of each other."""
-    rows = [c.row for c in candidates]
-    vectors = reader.vectors([r.id for r in rows])
-    kept = [r for r in rows if r.id in vectors]
-    if len(kept) < 2:
-        return set()
-    matrix = np.stack([vectors[r.id] for r in kept])
-    close = np.argwhere(np.triu(matrix @ matrix.T, k=1) >= COPY_COSINE)
-    return {(kept[i].id, kept[j].id) for i, j in close
-            if kept[i].path != kept[j].path and _similar_length(kept[i], kept[j])}
-
-
-def _similar_length(a: ChunkRow, b: ChunkRow) -> bool:
-    la, lb = a.end_line - a.start_line + 1, b.end_line - b.start_line + 1
-    return min(la, lb) >= COPY_LINES * max(la, lb)
-
-
-def _place_or_copy(copies: set[tuple[int, int]]) -> Joins:
-    """The place a candidate joins: its own (`_same_place`), or that of a chunk it is a copy of."""
-    def joins(group: list[Candidate], c: Candidate) -> bool:
-        return _same_place(group, c) or any((m.row.id, c.row.id) in copies or (c.row.id, m.row.id) in copies
-                                            for m in group)
-    return joins
-
-
-def _with_members(hit: Hit, group: list[Candidate], *, by_file: bool) -> Hit:
-    """The hit with the chunks folded into it: of its file in `chunks` (grouped by file, the
-    file's best with the hit's own first; else only those folded in, the hit's own lines being its
-    start and end), of other files in `copies`."""
-    own = [c for c in group if c.row.path == hit.path]
-    others = [c for c in group if c.row.path != hit.path]
-    if by_file:
-        hit = replace(hit, chunks=tuple(_file_chunk(c) for c in own))
-    elif len(own) > 1:
-        hit = replace(hit, chunks=tuple(_file_chunk(c) for c in own[1:]))
-    if others:
-        hit = replace(hit, copies=tuple(ClusterMember(c.row.path, c.row.start_line, c.row.end_line, c.row.symbol,
-                                                      c.row.chunk_id) for c in others))
-    return hit
-
-
-def _same_file(group: list[Candidate], c: Candidate) -> bool:
-    return group[0].row.path == c.row.path
-
-
-def _same_place(group: list[Candidate], c: Candidate) -> bool:
-    """One place to read: chunks of a file whose lines overlap (a container and its member, a unit's
-    overlapping windows) or that continue one unit (its next window); and the place's lead with
-    one container head or member of it (`Settings` and `Settings.read`: its sibling methods are
-    places of their own)."""
-    if any(_overlapping_or_next(m.row, c.row) for m in group):
-        return True
-    lead = group[0].row
-    return not any(_nested_names(lead, m.row) for m in group[1:]) and _nested_names(lead, c.row)
-
-
-def _overlapping_or_next(x: ChunkRow, y: ChunkRow) -> bool:
-    if x.path != y.path:
-        return False
-    if x.start_line <= y.end_line and y.start_line <= x.end_line:
-        return True
-    touching = y.start_line == x.end_line + 1 or x.start_line == y.end_line + 1
-    return touching and x.symbol is not None and x.symbol == y.symbol
-
-
-def _nested_names(x: ChunkRow, y: ChunkRow) -> bool:
-    """Chunks of one file, one a container's and the other one of its direct members'."""
-    if x.path != y.path or not x.symbol or not y.symbol:
-        return False
-    return _member_of(x.symbol, y.symbol) or _member_of(y.symbol, x.symbol)
-
-
-def _member_of(member: str, container: str) -> bool:
-    return member.startswith(container) and member[len(container):len(container) + 1] == "." \
-        and "." not in member[len(container) + 1:]
-
-
-def _file_chunk(c: Candidate) -> FileChunk:
-    return FileChunk(c.row.start_line, c.row.end_line, c.row.symbol, c.row.chunk_id)
 
 
 def _explain(c: Candidate, mode: str, *, pending: bool) -> Explain:
