@@ -133,11 +133,9 @@ class MissingData(Exception):
 
 def checkout(cache: Path, repo: Repo) -> Path:
     tree = cache / "checkouts" / repo.name
-    mirror = f"/work/.mirror/{repo.slug.replace('/', '+')}/repo"
     if not (tree / ".git").exists():
         raise MissingData(f"no clone of {repo.name} at {tree}; get it with: git clone "
-                          f"https://github.com/{repo.slug} {tree}  (or from the `fetch` snapshot "
-                          f"github:{repo.slug}: git clone --no-checkout {mirror} {tree})")
+                          f"https://github.com/{repo.slug} {tree}")
     try:
         git(tree, "cat-file", "-e", repo.head + "^{commit}")
     except subprocess.CalledProcessError:
