@@ -38,7 +38,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 REPO = Path(__file__).resolve().parent.parent
 ROUTING = Path(__file__).resolve().parent / "data" / "mcp_routing.json"
-from mcp_load import build_index, standin, write_config  # noqa: E402  (mcp_load.py's stand-in, config, index)
+from mcp_load import build_index, corpus_queries, standin, write_config  # noqa: E402  (mcp_load.py's stand-in, config, index)
 
 from sai.models import EMBEDDERS  # noqa: E402
 
@@ -70,17 +70,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=20, help="default searches measured")
     parser.add_argument("--embedder", choices=EMBEDDERS, default="ollama")
     return parser.parse_args()
-
-
-def corpus_queries(tree: Path, count: int) -> list[str]:
-    """Function names of the tree as words ("load_config" -> "load config"), evenly spread."""
-    names: list[str] = []
-    for path in sorted(tree.rglob("*.py")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        names += [m.replace("_", " ").strip() for m in re.findall(r"def (\w+)", text)]
-    unique = [n for n in dict.fromkeys(names) if len(n.split()) >= 2]
-    step = max(1, len(unique) // count)
-    return unique[::step][:count]
 
 
 async def session(

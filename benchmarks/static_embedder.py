@@ -27,6 +27,7 @@ import numpy as np
 import repos_quality as rq
 from _common import stdlib_chunks
 from _repos_report import mean
+from embedders import neighbour_overlap
 
 from sai.embedders.static import Identifiers, StaticEmbedder
 from sai.embedders.static_table import Recipe
@@ -76,7 +77,7 @@ def speed(args: argparse.Namespace) -> int:
         print(f"  {name:<12} {rate:9.1f} chunks/s, {per_cpu[name]:9.1f} per CPU-second (best of {args.rounds})")
     print(f"  ratio {best['static'] / best['minilm-int8']:.0f}x")
     a, b = static.embed_documents(minilm_texts), minilm.embed_documents(minilm_texts)
-    print(f"  top-10 neighbours shared with MiniLM int8 over {len(minilm_texts)} chunks: {overlap(a, b):.3f}")
+    print(f"  top-10 neighbours shared with MiniLM int8 over {len(minilm_texts)} chunks: {neighbour_overlap(a, b):.3f}")
     started = time.perf_counter()
     for _ in range(100):
         static.embed_query("load the configuration file and reject unknown keys")
@@ -123,16 +124,6 @@ def index_tree(args: argparse.Namespace) -> int:
           f"{embedder.seconds:.1f} s inside the embedder ({embedder.seconds / wall:.0%}); "
           f"{report.chunks / wall:.0f} chunks/s end to end")
     return 0
-
-
-def overlap(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
-    def nearest(v: np.ndarray) -> np.ndarray:
-        sims = v @ v.T
-        np.fill_diagonal(sims, -np.inf)
-        return np.argsort(-sims, axis=1)[:, :k]
-
-    na, nb = nearest(a), nearest(b)
-    return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(na, nb, strict=True)]))
 
 
 def variants(args: argparse.Namespace) -> int:
