@@ -167,7 +167,7 @@ def variants(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command")
     s = sub.add_parser("speed")
     s.add_argument("--chunks", type=int, default=2000)
     s.add_argument("--minilm-chunks", type=int, default=200, help="MiniLM runs on the first N (it is ~100x slower)")
@@ -182,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--cache", type=Path, default=rq.DEFAULT_CACHE)
     v.add_argument("--model-cache", type=Path, default=Path.home() / ".cache" / "sai")
     args = p.parse_args(argv)
+    if args.command is None:  # `make bench` runs every benchmark bare: say what to give
+        print("give a command: speed (throughput beside MiniLM int8), index --tree DIR, or variants --repos SET")
+        return 0
     return {"speed": speed, "index": index_tree, "variants": variants}[args.command](args)
 
 
