@@ -125,8 +125,7 @@ def _nested_names(x: ChunkRow, y: ChunkRow) -> bool:
 
 
 def _member_of(member: str, container: str) -> bool:
-    return member.startswith(container) and member[len(container):len(container) + 1] == "." \
-        and "." not in member[len(container) + 1:]
+    return member.rpartition(".")[0] == container
 
 
 def _file_chunk(c: Candidate) -> FileChunk:

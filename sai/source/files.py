@@ -156,7 +156,7 @@ class _Walk:
                         if entry.name.lower() in VENDOR_DIR_NAMES:
                             self.vendor_named.append(key)
                 else:
-                    if _maybe_licence(entry.name) and is_licence(entry.name):
+                    if is_licence(entry.name):
                         self.licences.setdefault(dir_key, []).append(entry.name)
                     self._visit_file(key, entry.path, matcher)
 
@@ -180,12 +180,6 @@ class _Walk:
             self.included.append(outcome)
         elif outcome != "ext":
             self.excluded.append((key, outcome))
-
-
-def _maybe_licence(name: str) -> bool:
-    """A cheap first look for is_licence: the walk asks it of every file name."""
-    lower = name.lower()
-    return "licen" in lower or "copying" in lower
 
 
 def _is_real_dir(entry: os.DirEntry[str]) -> bool:

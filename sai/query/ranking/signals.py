@@ -44,6 +44,7 @@ REPEAT_DECAY = 0.5  # the factor for each further chunk of a file, so other file
 REPEAT_FREE = 1  # chunks of a file before the decay starts
 
 DECLARATION_KINDS = frozenset({"interface", "type", "struct", "enum", "union", "trait", "record", "protocol"})
+_ASKS_VENDORED = frozenset({"vendor", "vendored", "vendoring", "bundled", "third"})
 DECLARATION_FILES = (".d.ts", ".d.mts", ".d.cts", ".pyi", ".rbi", ".rbs")
 _TESTISH = re.compile(
     r"(^|/)(tests?|testing|spec|examples?|__tests__)(/|$)"
@@ -290,10 +291,9 @@ def _names_folder(folder: str, q: QueryFacts) -> bool:
     parts = folder.split("/")
     names = {n for part in parts for n in split_identifier(part) if len(n) > 2}
     squashed = {definitions.squashed(part) for part in parts}
-    if q.words & {"vendor", "vendored", "vendoring", "bundled", "third"}:
+    if q.words & _ASKS_VENDORED:
         return True
-    return bool(q.words & names or q.names & squashed or q.compounds & squashed
-                or {definitions.squashed(n) for n in q.names} & squashed)
+    return bool(q.words & names or q.compounds & squashed or {definitions.squashed(n) for n in q.names} & squashed)
 
 
 def _prefixed(a: str, b: str) -> bool:
