@@ -87,7 +87,7 @@ class Backfill:
     Texts are read by the id of their first chunk and vectors written to the stretch of ids a
     write covers, so that each step reads only its own rows (ids grow as chunks are stored) and
     the stage costs the same per text at any size; copies of a text outside that stretch get its
-    vector from `copy_vectors` at the end (docs/design.md, "How the cost grows")."""
+    vector from `copy_vectors` at the end (docs/design.md, "Incremental indexing")."""
 
     def __init__(self, store: Store, embedder: Embedder, *, check: Check,
                  progress: Callable[[IndexProgress], None] | None = None, resumed: bool = True) -> None:

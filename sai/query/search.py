@@ -117,7 +117,7 @@ def _candidates(
     """The semantic list (rows scored by cosine) and the lexical list (rows with BM25).
 
     Rows come without text: ranking needs only paths and symbols, and reading the text and
-    vector columns costs ~15x more than the ids (measured at 20k chunks, docs/design.md).
+    vector columns costs ~15x more than the ids (measured at 20k chunks; docs/design.md, "Vector search").
     """
     near = reader.nearest(vector, wanted, scope=scope) if vector is not None else []
     lex = reader.lexical(query_lexemes(query), wanted, scope=scope) if mode != "semantic" else []

@@ -39,8 +39,8 @@ _LAST = "\U0010ffff"  # sorts after every character: the end of a prefix's range
 class SymbolTable:
     """Where names are defined: a table built from every chunk's row, or one brought to a later
     token by `patched` (the files a write touched answered from their current rows, the rest
-    from the table built before), so a write does not rebuild it (docs/design.md, "How the cost
-    grows")."""
+    from the table built before), so a write does not rebuild it (docs/design.md, "Vector
+    search")."""
 
     def __init__(self, token: str, rows: Iterable[SymbolRow]) -> None:
         self.token = token

@@ -4,7 +4,7 @@ A write that changes chunk rows commits a new token (tables.Connection._next_tok
 transaction it records the token it replaced and the ids of every chunk it inserted, deleted or
 gave a vector. A reader whose vector sidecar is at an older token then patches it from the ids
 the log names since, instead of comparing every chunk's (id, stamp) pair with DuckDB's (a read
-of the whole chunk table: 0.5-0.8 s at a million chunks; docs/design.md, "How the cost grows").
+of the whole chunk table: 0.5-0.8 s at a million chunks; docs/notebook.md, "How the cost grows").
 
 Correct by construction, never by trust: the ids of one write are those its own statements
 returned, in its own transaction, so a kill never leaves a log row without its write or a write

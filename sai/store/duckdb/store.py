@@ -16,7 +16,7 @@ never leaves readers waiting.
 
 An index run (`Store.run()`) keeps its writer connection from its first write transaction to its
 end: closing a DuckDB file checkpoints it, and that costs seconds at 78k chunks, so a connection
-per transaction made the writer the slowest stage (docs/design.md, "Writing"). A reader of another
+per transaction made the writer the slowest stage (docs/design.md, "Locking"). A reader of another
 process that wants the file in the meantime asks for it by holding a shared lock on
 `<db>.readers` while it waits and connects; between two transactions the run looks for such a
 request (every WRITER_POLL_S, and before each transaction), closes and lets go of
@@ -438,7 +438,7 @@ class DuckDBStore(base.Store):
         copies marked against it where a reader would pay for them (shared_copies.worth_warming):
         each is patched when a file of it is near, else read whole and written, as a first search
         or look-up would (838k chunks: 18 s for a search's, 12 s for a look-up's, once;
-        docs/design.md, "How the cost grows")."""
+        docs/notebook.md, "How the cost grows")."""
         if not self.exists:
             return
         with self.read() as reader:

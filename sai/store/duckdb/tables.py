@@ -3,7 +3,8 @@ schema's create, drop, take-over and verify are schema.py's).
 
 User input reaches SQL only as bound parameters; the one identifier (the collection) is
 validated (check_collection) before use. Vectors are bound as VARCHAR and cast to FLOAT[d]:
-binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/design.md).
+binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/notebook.md,
+"Measured figures of earlier versions").
 """
 
 from __future__ import annotations
