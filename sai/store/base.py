@@ -122,7 +122,8 @@ class IndexReader(ABC):
         self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
     ) -> list[tuple[int, float]]:
         """The k chunks (id, cosine) nearest to `vector` (L2-normalised, as embedders give it) within
-        `scope`, best first, exact."""
+        `scope`, best first. Exact on Qdrant, and on DuckDB up to 150,000 rows; above that a sign-bit
+        pass picks the rows scored exactly (recall@10 0.997 against the exact scan at 1M chunks)."""
 
     @abstractmethod
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
