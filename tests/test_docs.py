@@ -23,7 +23,7 @@ TOOLS = (
 GLOSSARY_TERMS = (
     "chunk", "chunk_id", "key", "symbol", "unit", "gap chunk", "collection", "embedding",
     "cosine similarity", "HNSW", "BM25", "RRF", "stale", "seed", "cluster", "min_score", "top_k",
-    "prefix style",
+    "prefix style", "token", "sidecar", "generation", "shared copy", "change log", "lease", "compaction",
 )
 
 
@@ -152,6 +152,43 @@ DOC_FILES = ["README.md", *sorted(f"docs/{p.name}" for p in DOCS.glob("*.md"))]
 def test_links_resolve_to_existing_files(doc: str) -> None:
     broken = [str(target) for target in _local_links(REPO / doc) if not target.exists()]
     assert not broken, f"{doc} points at missing files: {broken}"
+
+
+def _headings(path: Path) -> list[str]:
+    prose = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+    return [h.strip() for h in re.findall(r"^#+ (.+)$", prose, flags=re.M)]
+
+
+def _anchor(heading: str) -> str:
+    """The id a renderer (GitHub's) gives a heading: lower case, punctuation dropped, spaces -."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", [*DOC_FILES, "benchmarks/DECISIONS.md"])
+def test_link_anchors_name_a_heading_of_their_file(doc: str) -> None:
+    path = REPO / doc
+    prose = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+#[^)\s]+)\)", prose):
+        name, anchor = target.split("#", 1)
+        linked = path.parent / name if name else path
+        if linked.suffix == ".md" and anchor not in {_anchor(h) for h in _headings(linked)}:
+            broken.append(target)
+    assert not broken, f"{doc} links to headings that do not exist: {broken}"
+
+
+def test_sections_quoted_from_design_and_notebook_exist() -> None:
+    """`docs/design.md, "Vector search"` in a comment or a doc names a heading of that file."""
+    sources = [*REPO.glob("sai/**/*.py"), *REPO.glob("benchmarks/*.py"), *(REPO / d for d in DOC_FILES)]
+    quoted = re.compile(r"docs/(design|notebook)\.md`?,?\s*\(?\"([^\"]+)\"")
+    missing = []
+    for source in sources:
+        for doc, name in quoted.findall(source.read_text(encoding="utf-8")):
+            name = re.sub(r"\s*\n\s*#?\s*", " ", name)
+            if name not in _headings(DOCS / f"{doc}.md"):
+                missing.append(f"{source.relative_to(REPO)}: {doc}.md {name!r}")
+    assert not missing, f"quoted sections that are no heading: {missing}"
+    assert len(quoted.findall((REPO / "sai/query/definitions.py").read_text(encoding="utf-8"))) == 1
 
 
 def test_link_check_sees_the_readme_links() -> None:
