@@ -101,7 +101,7 @@ def table_load(project: Project) -> None:
     with project.store.read() as reader:
         conn = reader.conn  # the DuckDB backend's own tables: what loading them costs
         start = time.perf_counter()
-        table = conn.vector_rows()
+        table = conn.reads.vector_rows()
         loaded = time.perf_counter() - start
         vectors = conn.vector_table()
     query = vectors.matrix[0]

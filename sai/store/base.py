@@ -305,7 +305,7 @@ class Store(ABC):
     def warm(self) -> None:
         """Build, after an index run or a refresh that wrote, what the first question would
         otherwise build or patch (DuckDB: the copies every searching process maps,
-        store/duckdb/shared_copies.py), so the first answer after a write is not the one that
+        store/duckdb/copies.py), so the first answer after a write is not the one that
         pays for it; nothing by default."""
         return
 

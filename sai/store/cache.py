@@ -56,9 +56,8 @@ class TokenCache:
 
     def __init__(self) -> None:
         _keep_query_temporaries()
-        self._lock = threading.RLock()  # a patch asks for the vector table while holding it
+        self._lock = threading.RLock()
         self._held: dict[str, tuple[str, object]] = {}
-        self.marks: dict[str, object] = {}  # token -> the vector sidecar's mark at it (store/duckdb/sidecar_source.py)
         self.loads = 0  # tables read or patched so far (a store frees what their reads left cached)
 
     def get(self, token: str, load: Callable[[], T], *, name: str = "vectors",

@@ -6,7 +6,7 @@ times that, paid once per machine since other processes map them), then a lookup
 (benchmarks/symbol_lookup.py); after a write (a new index token), the files it touched are
 answered from their rows read again, the rest from the table built before (`patched`). The
 table is flat arrays, so the one built whole can be a file every process maps
-(store/duckdb/shared_copies.py). No embedder is involved.
+(store/duckdb/copies.py). No embedder is involved.
 
 A *definition* is one symbol in one file: its chunks (a unit too big for one chunk is cut into
 overlapping windows that keep its symbol) merged while their ranges overlap or touch. Its lines
@@ -179,7 +179,7 @@ class _Built:
     exact, case-insensitive and prefix matches are all ranges of it, found by bisection.
 
     Held as flat arrays (ARRAYS), not Python objects, so a table read from a shared file
-    (store/duckdb/shared_copies.py) is the file's pages, held once by every process."""
+    (store/duckdb/copies.py) is the file's pages, held once by every process."""
 
     def __init__(self, arrays: dict[str, Any]) -> None:
         self.arrays = arrays

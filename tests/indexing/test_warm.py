@@ -19,7 +19,7 @@ from sai.config import load_config
 from sai.indexing.indexer import index, refresh
 from sai.project import Project
 from sai.query.lookup import find_symbol
-from sai.store.duckdb import shared_copies
+from sai.store.duckdb import copies
 from sai.store.duckdb.sidecar import Manifest, Sidecar
 
 
@@ -29,7 +29,7 @@ def _project(root: Path) -> Project:
 
 def _shared(root: Path) -> dict[str, int]:
     """The shared copies beside the index, by name, with their modification times."""
-    return {p.name: p.stat().st_mtime_ns for p in (root / ".index").glob("*.vectors/*/g*.*.arrow")}
+    return {p.name: p.stat().st_mtime_ns for p in (root / ".index").glob("*.vectors/*/copies/*.arrow")}
 
 
 def _index(root: Path) -> None:
@@ -52,7 +52,7 @@ def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
     tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _indexed_tree(tmp_path, ollama_server)
-    assert sorted(_shared(root)) == ["g1.lexicon.arrow", "g1.rows.arrow", "g1.symbols.arrow"]
+    assert sorted(_shared(root)) == ["lexicon.arrow", "rows.arrow", "symbols.arrow"]
 
     _no_whole_reads(monkeypatch)  # a whole read of the rows, postings or symbols now fails
     project = _project(root)
@@ -117,14 +117,14 @@ def test_a_refresh_rewrites_the_copies_only_of_a_collection_large_enough_to_pay_
         target.write_text("def gen_new(value):\n    return value * 7\n", encoding="utf-8")
         refresh(project, ["gen/mod_001.py"])
         assert _shared(root) == built  # 41 chunks: a reader reads them whole for less than the writes
-        monkeypatch.setattr(shared_copies, "WARM_MIN_CHUNKS", 40)
+        monkeypatch.setattr(copies, "WARM_MIN_CHUNKS", 40)
         target.write_text("def gen_newer(value):\n    return value * 8\n", encoding="utf-8")
         refresh(project, ["gen/mod_001.py"])
         rewritten = _shared(root)
         # 21 of 60 chunks changed: past the patch share, so the rows and postings are read whole
         # and written (the symbols, one row of the file now, are patched in memory, as before)
         assert sorted(rewritten) == sorted(built)
-        assert all(rewritten[n] != built[n] for n in ("g1.rows.arrow", "g1.lexicon.arrow"))
+        assert all(rewritten[n] != built[n] for n in ("rows.arrow", "lexicon.arrow"))
     finally:
         project.close()
     _no_whole_reads(monkeypatch)  # another process maps the rewritten copies as they are

@@ -1,19 +1,21 @@
 """The writers' change log (store/duckdb/changelog.py): a reader patches its vector sidecar from the
-chunk ids the log names instead of comparing every chunk with DuckDB, answers as the exact scan
-whichever way it patched, and falls back to the comparison wherever the log misses a write."""
+chunk ids the log names, answers as the exact scan whichever way it got there, and reads every
+vector again (a new generation) wherever the log misses a write."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 import pytest
 from test_sidecar_patches import _build, _chunks, _same_as_read_whole
 from test_vectors import COLLECTION, DIM, META, _check, _manifest
 
 from sai.store.duckdb import changelog
-from sai.store.duckdb.sidecar_source import ConnectionVectors
+from sai.store.duckdb.chunk_reads import ChunkReads
 
 
 @pytest.fixture
@@ -23,15 +25,16 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the patches that read every chunk's (id, stamp) pair."""
+    """Counts the sidecar's reads of every chunk's vector (a build, or a log that misses a write)."""
     calls: list[int] = []
-    whole = ConnectionVectors.vector_stamps
+    batches = ChunkReads.vector_batches
 
-    def counted(self: ConnectionVectors) -> tuple[np.ndarray, np.ndarray]:
-        calls.append(1)
-        return whole(self)
+    def counted(self: ChunkReads, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
+        if ids is None:
+            calls.append(1)
+        return batches(self, ids)
 
-    monkeypatch.setattr(ConnectionVectors, "vector_stamps", counted)
+    monkeypatch.setattr(ChunkReads, "vector_batches", counted)
     return calls
 
 
@@ -46,7 +49,7 @@ def _log_rows(db: Path) -> list[tuple[str, str, list[int]]]:
 def test_writes_patch_the_sidecar_from_the_log_and_answer_as_the_exact_scan(db: Path, compared: list[int]) -> None:
     store = _build(db)
     try:
-        _check(store, db)  # the first read builds the sidecar: nothing to compare
+        _check(store, db)  # the first read builds the sidecar: the one whole read
         for n in range(6):  # replace, add, remove, and chunks given their vectors later
             with store.write() as writer:
                 if n % 3 == 2:
@@ -62,7 +65,7 @@ def test_writes_patch_the_sidecar_from_the_log_and_answer_as_the_exact_scan(db: 
             writer.set_vectors([r.content_hash for r in rows], vectors)
         _check(store, db)
         _same_as_read_whole(store, db)
-        assert compared == []  # every patch came from the log
+        assert compared == [1]  # every patch came from the log
         logged = _log_rows(db)
         assert [ids for *_, ids in logged[-2:]] == [[logged[-2][2][0] + k for k in range(4)]] * 2
         assert all(previous == before for (_, previous, _), (before, _, _) in zip(logged[1:], logged, strict=False))
@@ -70,7 +73,7 @@ def test_writes_patch_the_sidecar_from_the_log_and_answer_as_the_exact_scan(db: 
         store.close()
 
 
-def test_a_write_the_log_did_not_see_makes_the_reader_compare_every_chunk(db: Path, compared: list[int]) -> None:
+def test_a_write_the_log_did_not_see_makes_the_reader_read_every_vector(db: Path, compared: list[int]) -> None:
     store = _build(db)
     try:
         _check(store, db)
@@ -80,17 +83,17 @@ def test_a_write_the_log_did_not_see_makes_the_reader_compare_every_chunk(db: Pa
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f7.py", 2, seed=77))
         _check(store, db)
-        assert compared == [1]
+        assert compared == [1, 1]
         with store.read() as reader:
             assert {3, 4}.isdisjoint(i for i, _ in reader.nearest(np.eye(DIM, dtype=np.float32)[0], 100))
     finally:
         store.close()
 
 
-def test_a_reader_further_behind_than_the_log_keeps_compares_and_the_log_stays_bounded(
+def test_a_reader_further_behind_than_the_log_keeps_reads_whole_and_the_log_stays_bounded(
     db: Path, compared: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(changelog, "KEPT", 8)  # the same bound as the real 64, in 18 writes rather than 74
+    monkeypatch.setattr(changelog, "KEPT", 8)  # the same bound as the real one, in 18 writes
     store = _build(db, files=5, per_file=2)
     try:
         _check(store, db)
@@ -101,7 +104,7 @@ def test_a_reader_further_behind_than_the_log_keeps_compares_and_the_log_stays_b
         assert len(_log_rows(db)) == changelog.KEPT
         assert _manifest(db).token == token  # no reader has patched the sidecar meanwhile
         _check(store, db)
-        assert compared == [1]
+        assert compared == [1, 1]
     finally:
         store.close()
 

@@ -1,4 +1,4 @@
-"""The row, BM25 and symbol tables shared through files beside the sidecar (store/duckdb/shared_copies.py):
+"""The row, BM25 and symbol tables shared through files beside the sidecar (store/duckdb/copies.py):
 another process maps them instead of reading DuckDB, a later token patches the mapped copy, and
 answers equal copies read whole after writes, deletions, damage, compactions and kills."""
 
@@ -14,15 +14,14 @@ import pytest
 from test_sidecar_patches import _answers, _build, _chunks, _same_as_read_whole
 from test_vectors import COLLECTION, HELPERS, _env, _manifest
 
-from sai.store.duckdb import DuckDBStore, sidecar_source
-from sai.store.duckdb.derived import DerivedTables
-from sai.store.duckdb.postings import Postings
+from sai.store.duckdb import DuckDBStore, copies
+from sai.store.duckdb.chunk_reads import ChunkReads
 from sai.store.duckdb.sidecar import Sidecar
 
 # A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols):
 # with the file written aside (`aside`), or as it is renamed into place (`rename`).
 KILLED_WRITE = HELPERS + """
-from sai.store.duckdb import shared_copies
+from sai.store.duckdb import copies
 where = sys.argv[2]
 real_replace = os.replace
 def replace(src, dst):
@@ -31,7 +30,7 @@ def replace(src, dst):
             real_replace(src, dst)
         os.kill(os.getpid(), signal.SIGKILL)
     real_replace(src, dst)
-shared_copies.os.replace = replace
+copies.os.replace = replace
 store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
 with store.read() as reader:
     reader.conn.vector_table()
@@ -40,26 +39,27 @@ with store.read() as reader:
 
 
 def _shared(db: Path) -> list[str]:
-    return sorted(p.name for p in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow*"))
+    return sorted(p.name for p in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow*"))
 
 
 def _no_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make a whole read of the rows, the postings or the symbols fail: what a process mapping the files never does."""
-    real_rows = DerivedTables.row_rows
+    real_rows, real_postings = ChunkReads.row_rows, ChunkReads.lexicon_rows
 
-    def rows(self: DerivedTables, ids: np.ndarray | None = None) -> object:
+    def rows(self: ChunkReads, ids: np.ndarray | None = None) -> object:
         assert ids is not None, "the row table was read whole"
         return real_rows(self, ids)
 
-    def postings(self: Postings) -> object:
-        raise AssertionError("the postings were read whole")
+    def postings(self: ChunkReads, ids: np.ndarray | None = None, *, after_termid: int = -1) -> object:
+        assert ids is not None, "the postings were read whole"
+        return real_postings(self, ids, after_termid=after_termid)
 
-    def symbols(self: DerivedTables) -> object:
+    def symbols(self: ChunkReads) -> object:
         raise AssertionError("the symbol rows were read whole")
 
-    monkeypatch.setattr(DerivedTables, "row_rows", rows)
-    monkeypatch.setattr(Postings, "rows", postings)
-    monkeypatch.setattr(DerivedTables, "_symbol_rows", symbols)
+    monkeypatch.setattr(ChunkReads, "row_rows", rows)
+    monkeypatch.setattr(ChunkReads, "lexicon_rows", postings)
+    monkeypatch.setattr(ChunkReads, "symbol_rows", symbols)
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
     store = _build(db)
     try:
         expected = _answers(store)
-        assert _shared(db) == ["g1.lexicon.arrow", "g1.rows.arrow", "g1.symbols.arrow"]
+        assert _shared(db) == ["lexicon.arrow", "rows.arrow", "symbols.arrow"]
         _no_whole_reads(monkeypatch)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
@@ -89,7 +89,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
 
 def test_a_process_at_a_later_token_patches_the_mapped_copies(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.5)
+    monkeypatch.setattr(copies, "PATCH_SHARE", 0.5)
     store = _build(db)
     _answers(store)
     store.close()
@@ -115,7 +115,7 @@ def test_a_process_at_a_later_token_patches_the_mapped_copies(
 
 def test_copies_follow_writes_compactions_and_deletions_as_copies_read_whole(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.25)
+    monkeypatch.setattr(copies, "PATCH_SHARE", 0.25)
     monkeypatch.setattr("sai.store.duckdb.sidecar.COMPACT_MIN_DEAD", 30)
     store = _build(db)
     rng = np.random.default_rng(8)
@@ -124,17 +124,15 @@ def test_copies_follow_writes_compactions_and_deletions_as_copies_read_whole(
             with store.write() as writer:
                 writer.replace_files(*_chunks(f"src/f{rng.integers(0, 20)}.py", int(rng.integers(1, 7)), 500 + n))
             if n % 4 == 3:  # deleted under a process that mapped them
-                for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
+                for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
                     shared.unlink()
             other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
             try:
                 assert _answers(other) == _answers(store)
             finally:
                 other.close()
-            generation = _manifest(db).generation
-            assert all(name.startswith(f"g{generation}.") for name in _shared(db))
             _same_as_read_whole(store, db)
-        assert _manifest(db).generation > 1  # compacted meanwhile: the old generation's copies went with it
+        assert _manifest(db).generation > 1  # the sidecar compacted meanwhile: the copies follow the log, not it
     finally:
         store.close()
 
@@ -143,17 +141,17 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
     store = _build(db)
     expected = _answers(store)
     store.close()  # no process maps the files: a file cut short under a mapping would fault it (as the sidecar's)
-    target = Sidecar.beside(db, COLLECTION).dir / "g1.lexicon.arrow"
+    target = Sidecar.beside(db, COLLECTION).dir / "copies" / "lexicon.arrow"
     with open(target, "r+b") as f:
         f.truncate(target.stat().st_size // 2)
-    (Sidecar.beside(db, COLLECTION).dir / "g1.rows.arrow").write_bytes(b"not arrow")
+    (Sidecar.beside(db, COLLECTION).dir / "copies" / "rows.arrow").write_bytes(b"not arrow")
     for _ in range(2):  # the first reads the index and writes the copies again, the second maps them
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
             assert _answers(other) == expected
         finally:
             other.close()
-    assert (Sidecar.beside(db, COLLECTION).dir / "g1.rows.arrow").stat().st_size > 100
+    assert (Sidecar.beside(db, COLLECTION).dir / "copies" / "rows.arrow").stat().st_size > 100
 
 
 @pytest.mark.parametrize("name", ["rows", "symbols"])
@@ -163,7 +161,7 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
     store = _build(db)
     try:
         _answers(store)
-        for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
+        for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
             shared.unlink()
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f4.py", 3, seed=44))
@@ -172,9 +170,9 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         names = _shared(db)
         if where == "aside":  # killed before the rename: no copy, a stray file written aside
-            assert len(names) == 1 and names[0].startswith(f"g1.{name}.arrow.") and names[0].endswith(".new")
+            assert len(names) == 1 and names[0].startswith(f"{name}.arrow.") and names[0].endswith(".new")
         else:
-            assert names == [f"g1.{name}.arrow"]
+            assert names == [f"{name}.arrow"]
         _same_as_read_whole(store, db)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
@@ -193,12 +191,12 @@ def test_postings_behind_the_chunks_are_never_shared(db: Path) -> None:
     try:
         with store.write() as writer:
             writer.set_meta({"lexicon_token": "an older write's"})  # what a write that skipped the postings leaves
-        for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
+        for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
             shared.unlink()
         with store.read() as reader:
             reader.conn.vector_table()  # type: ignore[attr-defined]
             assert reader.conn.lexical_table().delta is None  # type: ignore[attr-defined]  # its own copy, read whole
             reader.conn.row_table()  # type: ignore[attr-defined]
-        assert _shared(db) == ["g1.rows.arrow"]
+        assert _shared(db) == ["rows.arrow"]
     finally:
         store.close()

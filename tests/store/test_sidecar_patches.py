@@ -1,4 +1,4 @@
-"""What the vector sidecar's changes patch (store/duckdb/sidecar_source.py): chunks stored without a
+"""What the writers' change log patches (store/duckdb/copies.py): chunks stored without a
 vector and given one later by set_vectors, writers killed around set_vectors, and a process's
 row and lexical tables patched per write, which answer as tables read whole."""
 
@@ -15,7 +15,7 @@ import pytest
 from test_vectors import COLLECTION, DIM, HELPERS, META, _check, _env, _manifest
 
 from sai.models import FileRow, NewChunk, chunk_id
-from sai.store.duckdb import DuckDBStore, sidecar_source
+from sai.store.duckdb import DuckDBStore, copies
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar
 from sai.store.duckdb.vectors import VectorTable
@@ -65,8 +65,7 @@ def _build(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
 
 def _answers(store: DuckDBStore) -> tuple[list[object], ...]:
     """Every BM25 answer (whole and scoped), every chunk row and symbol look-ups, as this store's
-    copies give them (after the vector table, as a hybrid search reads them: its sidecar mark is
-    what patches)."""
+    copies give them (after the vector table, as a hybrid search reads them)."""
     with store.read() as reader:
         conn = reader.conn  # type: ignore[attr-defined]
         conn.vector_table()
@@ -85,7 +84,7 @@ def _same_as_read_whole(store: DuckDBStore, db: Path) -> None:
     """`store`'s copies (patched, or mapped from the shared files) answer as copies read whole
     from DuckDB by a new process (the shared files removed first, so it cannot map them)."""
     held = _answers(store)
-    for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
+    for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
         shared.unlink()
     fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
     try:
@@ -101,7 +100,7 @@ def db(tmp_path: Path) -> Path:
 
 def test_a_write_patches_the_row_and_lexical_copies_which_answer_as_read_whole(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.3)
+    monkeypatch.setattr(copies, "PATCH_SHARE", 0.3)
     store = _build(db)
     bases: list[np.ndarray] = []  # the full reads the store's lexical table was patched from
     try:

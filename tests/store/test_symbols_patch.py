@@ -1,5 +1,5 @@
 """A symbol table brought to a later token by patch (store/symbols.py `patched`,
-store/duckdb/sidecar_source.py `patch_symbols`) answers every look-up as a table built whole."""
+store/duckdb/copies.py `Symbols.patched`) answers every look-up as a table built whole."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_a_readers_symbol_table_follows_writes_by_patch(db: Path) -> None:
             assert _looked_up(mapped) == (patched, files)  # the file's table, patched by the same files
         finally:
             mapped.close()
-        for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.symbols.arrow"):
+        for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("symbols.arrow"):
             shared.unlink()
         fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:

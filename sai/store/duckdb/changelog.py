@@ -2,14 +2,15 @@
 
 A write that changes chunk rows commits a new token (tables.Connection._next_token); in the same
 transaction it records the token it replaced and the ids of every chunk it inserted, deleted or
-gave a vector. A reader whose vector sidecar is at an older token then patches it from the ids
-the log names since, instead of comparing every chunk's (id, stamp) pair with DuckDB's (a read
-of the whole chunk table: 0.5-0.8 s at a million chunks; docs/notebook.md, "How the cost grows").
+gave a vector. It is the one source of "what changed" for every derived copy (copies.py, and the
+vector sidecar): a copy of an older token is patched with the chunks the log names since, read
+by id, instead of read whole again (a full read costs seconds at a million chunks; docs/notebook.md,
+"How the cost grows").
 
 Correct by construction, never by trust: the ids of one write are those its own statements
 returned, in its own transaction, so a kill never leaves a log row without its write or a write
 without its row. A chain that misses a link (a write this log did not see: an older SAI, a
-schema migration, a row pruned) answers None, and the reader compares every pair as before.
+schema migration, a row pruned) answers None, and the copy is read whole.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 
 from sai.store.duckdb.rows import int_list
 
-KEPT = 64  # writes remembered: a reader further behind compares every pair (and the log stays small)
+KEPT = 256  # writes remembered: a copy further behind is read whole (and the log stays small)
 _SUFFIX = "__changes"
 
 

@@ -5,7 +5,7 @@ DuckDB for 60 ids scanned those columns of the whole table (~35-60 ms at 78-100k
 busy test machine). This copy costs one read per token (the value every write of chunk rows
 replaces, store/vectors.py) and ~15 MB at 100k chunks; a look-up is a binary search and an
 Arrow slice. The rows read whole are mapped from a file other processes map too
-(store/duckdb/shared_copies.py); a write's new token patches the copy with the rows it changed
+(store/duckdb/copies.py); a write's new token patches the copy with the rows it changed
 (`patched`), which leaves the rows read whole as they are.
 """
 
@@ -24,7 +24,7 @@ from sai.models import ChunkRow
 class RowTable:
     """The rows of CHUNK_COLS with an empty text, sorted by id; after patches, the rows `alive`
     keeps of them and the rows written since (`added`), so a table mapped from a shared file
-    (store/duckdb/shared_copies.py) is never copied by a patch."""
+    (store/duckdb/copies.py) is never copied by a patch."""
 
     token: str
     ids: np.ndarray  # int64, sorted

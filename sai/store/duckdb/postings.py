@@ -10,7 +10,7 @@ never behind them. A process reads the postings once into a CSR (termid -> chunk
 counts) and scores a query over the postings of its terms only. A write's new token patches
 that copy instead of reading it again: the chunks it removed are masked out (`alive`) and the
 ones it added read into a second, small CSR (`delta`) scored with the first; a delta grown past
-a share of the table is folded in by one full read (store/duckdb/sidecar_source.py).
+a share of the table is folded in by one full read (store/duckdb/copies.py).
 
 The terms are those of store/terms.py (the Qdrant backend's too, and the FTS index's, so
 rankings did not move): each chunk's `lexemes` split on spaces, English stop words dropped,
@@ -96,25 +96,6 @@ class Postings:
         for low in range(int(row[0]), int(row[1]) + 1, REBUILD_SLICE):
             self.add(self.chunks, f"WHERE id >= {low} AND id < {low + REBUILD_SLICE}")
 
-    def rows(self) -> tuple[pa.Table, pa.Table, pa.Table]:
-        """What LexicalTable.from_arrow reads: the chunk ids, every posting, every term."""
-        return (_arrow(self.con, f"SELECT id FROM {self.chunks} ORDER BY id"),
-                _arrow(self.con, f"SELECT id, termid, tf FROM {self.postings}"),
-                _arrow(self.con, f"SELECT hash(term) AS hash, termid FROM {self.terms}"))
-
-    def rows_of(self, ids: np.ndarray, *, after_termid: int) -> tuple[pa.Table, pa.Table, pa.Table]:
-        """The same for these chunk ids (sorted) only, with the terms numbered after `after_termid`."""
-        wanted = pa.table({"id": pa.array(ids, pa.int64())})
-        self.con.register("sai_wanted", wanted)
-        try:
-            postings = _arrow(self.con, f"SELECT id, termid, tf FROM {self.postings} "
-                                        "WHERE id IN (SELECT id FROM sai_wanted)")
-        finally:
-            self.con.unregister("sai_wanted")
-        terms = self.con.execute(f"SELECT hash(term) AS hash, termid FROM {self.terms} WHERE termid > ?",
-                                 [after_termid]).arrow()
-        return wanted, postings, terms.read_all() if hasattr(terms, "read_all") else terms
-
     def query_terms(self, query_lexemes: str) -> list[int]:
         """The hashes of a query's distinct stemmed words (stop words too: one stems as a term
         may), as the chunks' terms are hashed."""
@@ -125,11 +106,6 @@ class Postings:
         found = self.con.execute("SELECT DISTINCT hash(unnest(string_split(?::VARCHAR, ' ')))",
                                  [" ".join(stemmed)]).fetchall()
         return sorted(int(r[0]) for r in found)
-
-
-def _arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    result = con.execute(sql).arrow()
-    return result.read_all() if hasattr(result, "read_all") else result
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,14 @@ literals SQL values are bound as (VARCHAR casts: binding Python lists costs ~10-
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -51,6 +54,27 @@ def matrix_of(column: pa.ChunkedArray) -> np.ndarray:
         matrix[row:row + len(chunk)] = values.to_numpy(zero_copy_only=False).reshape(-1, dim)
         row += len(chunk)
     return matrix
+
+
+def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pa.Table:
+    """A query's result as one Arrow table (duckdb may hand back a batch reader)."""
+    result = con.execute(sql, params).arrow()
+    return result.read_all() if hasattr(result, "read_all") else result
+
+
+@contextlib.contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[str]:
+    """`table` visible to SQL as `name` for the block."""
+    con.register(name, table)
+    try:
+        yield name
+    finally:
+        con.unregister(name)
+
+
+def id_table(ids: object) -> pa.Table:
+    """Chunk ids as a one-column Arrow table to register (a join, where a bound list grows with each row)."""
+    return pa.table({"id": pa.array(ids, pa.int64())})
 
 
 def int_list(values: list[int]) -> str:

@@ -9,8 +9,7 @@ Layout, in `<db>.vectors/<collection>/` (`g<n>` is the generation, new at each c
 
     manifest.json  what the files hold: generation, token, dim, rows, dead, names_bytes
     g<n>.ids       int64 per row: the chunk id
-    g<n>.stamps    int64 per row: the chunk's indexed_at (µs) times 2, plus 1 when it has its vector:
-                   with the id, the identity of the chunk and of its vector's state
+    g<n>.stamps    int64 per row: the chunk's indexed_at (µs) times 2, plus 1 when it has its vector
     g<n>.paths     int32 per row: its file key, an index into g<n>.names
     g<n>.langs     int32 per row: its language, an index into g<n>.names (-1: none)
     g<n>.f32       float32 (rows, dim): the vectors, L2-normalised (zeros: a chunk without one yet)
@@ -28,15 +27,11 @@ manifest, whose counts describe complete data, and the next patch cuts the tail 
 reader uses the sidecar only when the manifest's token is the token of its own DuckDB snapshot;
 otherwise it patches it, under the lock: the sidecar's live rows of every chunk the writers'
 change log (changelog.py) names since the manifest's token are tombstoned, and those chunks'
-rows are read from DuckDB and appended; where the log misses a write, from the difference
-between the (id, stamp) pairs of DuckDB's chunks and those of the sidecar's live rows: rows
-whose pair left are tombstoned, pairs not held are read from DuckDB and appended. The pair, not the id alone,
-decides, because DuckDB may hand a deleted chunk's id to a new chunk; and the stamp's low bit
-says whether the chunk had its vector, because a chunk is stored first without one and
-`set_vectors` fills it later in place, keeping its id and indexed_at (the pending row is then
-tombstoned and the row with its vector appended). A vector once set never changes in place, so
-(id, indexed_at, has-vector) names one vector. So the vectors served are those DuckDB holds at
-the reader's snapshot, after any sequence of writes and kills.
+rows are read from DuckDB and appended; where the log misses a write, a new generation is read
+whole. The log names a chunk whenever its row changes, `set_vectors` included (a chunk is stored
+first without a vector and given it later in place, keeping its id: the pending row is then
+tombstoned and the row with its vector appended). So the vectors served are those DuckDB holds
+at the reader's snapshot, after any sequence of writes and kills.
 """
 
 from __future__ import annotations
@@ -66,11 +61,7 @@ _ROTATION_SEED = 20_260_101  # any fixed seed: the rotation is stored with the c
 
 
 class VectorSource(Protocol):
-    """What the sidecar reads from the index (tables.Connection): a snapshot of one lease."""
-
-    def vector_stamps(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, stamps) of every chunk, sorted by id (a stamp as in the layout above)."""
-        ...
+    """What the sidecar reads from the index (chunk_reads.ChunkReads): a snapshot of one lease."""
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
         """id, stamp, path, language, embedding (null: none yet) of these chunks (None: all)."""
@@ -112,21 +103,10 @@ class Manifest:
 
 
 @dataclass(frozen=True)
-class Mark:
-    """Where a state of the sidecar ends: a generation's rows and tombstones. Within a generation
-    both only grow, so two marks of it give the rows a write added and those it tombstoned."""
-
-    generation: int
-    rows: int
-    dead: int
-
-
-@dataclass(frozen=True)
 class View:
     """One consistent state of the sidecar, mapped read-only: rows [0, len) of a generation."""
 
     token: str
-    mark: Mark
     dead: np.ndarray  # int64: the tombstoned rows, in the order they were tombstoned
     ids: np.ndarray  # int64 per row (dead rows included)
     stamps: np.ndarray
@@ -198,8 +178,8 @@ class Sidecar:
             live = np.ones(m.rows, dtype=bool)
             live[dead] = False
         present = (np.asarray(cols["stamps"]) & 1).astype(bool)
-        return View(token=m.token, mark=Mark(m.generation, m.rows, m.dead),
-                    dead=dead if dead is not None else np.zeros(0, np.int64), ids=cols["ids"], stamps=cols["stamps"],
+        return View(token=m.token, dead=dead if dead is not None else np.zeros(0, np.int64), ids=cols["ids"],
+                    stamps=cols["stamps"],
                     path_of=cols["paths"], language_of=cols["langs"], matrix=matrix, bits=bits,
                     rotation=self._rotation(m), live=live, present=None if present.all() else present,
                     names=self._names(m))
@@ -224,14 +204,12 @@ class Sidecar:
     # -- patching (under the exclusive lock) --------------------------------------------------
 
     def _patch(self, source: VectorSource, held: Manifest | None, *, token: str, origin: str, dim: int) -> Manifest:
-        if held is None:
+        # the chunks the writers' log names since the held state; None (no state, or the log misses a write): read whole
+        wanted = None if held is None else source.touched_since(held.token)
+        if held is None or wanted is None:
             return self._rebuild(source, None, token=token, origin=origin, dim=dim)
         view = self._open(held)
-        touched = source.touched_since(held.token)
-        if touched is not None:  # the writers' log names every chunk that changed since
-            gone_rows, wanted = _rows_of(view, touched), touched
-        else:
-            gone_rows, wanted = _difference(view, *source.vector_stamps())
+        gone_rows = _rows_of(view, wanted)
         if held.dead + len(gone_rows) > max(COMPACT_MIN_DEAD, COMPACT_DEAD_SHARE * held.rows):
             live = np.ones(held.rows, bool) if view.live is None else view.live.copy()
             live[gone_rows] = False
@@ -376,39 +354,6 @@ class _Appender:
         done = Manifest(self.m.generation, token, self.m.origin, self.m.dim, self.rows, self.dead, self.names_bytes)
         done.write(self.sidecar.manifest_path)
         return done
-
-
-def changes(since: Mark, view: View) -> tuple[np.ndarray, np.ndarray] | None:
-    """(ids of the rows live at `since` that `view` tombstoned, ids of the rows added since and
-    still live), what turns a copy of the index at `since` into one at `view`: a chunk whose
-    vector was set in the meantime is in both. None when `view` is of another generation."""
-    if since.generation != view.mark.generation or since.rows > view.mark.rows or since.dead > view.mark.dead:
-        return None
-    tombstoned = view.dead[since.dead:]
-    removed = view.ids[tombstoned[tombstoned < since.rows]]
-    added = np.arange(since.rows, view.mark.rows)
-    if view.live is not None:
-        added = added[view.live[added]]
-    return np.asarray(removed, np.int64), np.asarray(view.ids[added], np.int64)
-
-
-def _difference(view: View, ids: np.ndarray, stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the view's live rows whose (id, stamp) DuckDB no longer has, DuckDB's ids it does not hold).
-
-    Chunk ids are unique and dense enough to index an array by (one scatter and one gather:
-    ~10x faster than bisecting a million ids)."""
-    top = int(max(ids.max(initial=0), view.ids.max(initial=0))) + 1
-    at = np.full(top, -1, np.int64)
-    at[ids] = np.arange(len(ids))
-    where = at[view.ids]
-    kept = where >= 0
-    kept[kept] = stamps[where[kept]] == view.stamps[kept]
-    if view.live is not None:
-        kept &= view.live
-    have = np.zeros(len(ids), dtype=bool)
-    have[where[kept]] = True
-    gone = ~kept if view.live is None else (~kept & view.live)
-    return np.flatnonzero(gone), ids[~have]
 
 
 def _rows_of(view: View, ids: np.ndarray) -> np.ndarray:

@@ -45,7 +45,7 @@ from sai.store import base
 from sai.store.base import IndexReader, IndexWriter
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
-from sai.store.duckdb import compaction, migrations, schema, shared_copies
+from sai.store.duckdb import compaction, migrations, schema
 from sai.store.duckdb.errors import describe, first_line, is_lock_conflict, translate
 from sai.store.duckdb.locks import lock_held, try_lock, wait_while
 from sai.store.duckdb.rows import quote
@@ -435,23 +435,15 @@ class DuckDBStore(base.Store):
 
     def warm(self) -> None:
         """Bring the vector sidecar to the committed token, and the shared row, BM25 and symbol
-        copies marked against it where a reader would pay for them (shared_copies.worth_warming):
-        each is patched when a file of it is near, else read whole and written, as a first search
-        or look-up would (838k chunks: 18 s for a search's, 12 s for a look-up's, once;
-        docs/notebook.md, "How the cost grows")."""
+        copies where a reader would pay for them (copies.Copies.warm): each is patched when a file
+        of it is near, else read whole and written, as a first search or look-up would (838k
+        chunks: 18 s for a search's, 12 s for a look-up's, once; docs/notebook.md, "How the cost grows")."""
         if not self.exists:
             return
         with self.read() as reader:
             conn = reader.conn  # type: ignore[attr-defined]
-            if not conn.has_index():
-                return
-            conn.vector_table()
-            if shared_copies.worth_warming(conn, "rows"):
-                conn.row_table()
-            if conn.has_postings() and shared_copies.worth_warming(conn, "lexicon"):
-                conn.lexical_table()
-            if shared_copies.worth_warming(conn, "symbols"):
-                conn.symbols()
+            if conn.has_index():
+                conn.copies.warm()
 
     def prepare(self) -> None:
         """Create the index directory, or fail with one line before any work is done."""

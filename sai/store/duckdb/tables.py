@@ -1,5 +1,8 @@
-"""Every SQL statement SAI runs on rows: metadata, file and chunk rows, BM25, vector reads (the
-schema's create, drop, take-over and verify are schema.py's).
+"""`Connection`: one DuckDB connection to one collection, and the SQL of its metadata, file and
+chunk rows (the schema's create, drop, take-over and verify are schema.py's). It composes the
+postings (postings.py), the references (references.py), the reads of chunk rows the derived copies
+are made of (chunk_reads.py) and the copies' owner (copies.py), which serves ranking, BM25, symbol
+look-ups and vector search from memory.
 
 User input reaches SQL only as bound parameters; the one identifier (the collection) is
 validated (check_collection) before use. Vectors are bound as VARCHAR and cast to FLOAT[d]:
@@ -9,9 +12,11 @@ binding a Python list costs ~35 ms per query, the whole cast query ~4 ms (docs/n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 from typing import TypeVar
@@ -24,33 +29,43 @@ from sai.models import NewChunk
 from sai.store.base import Pending
 from sai.store.cache import TokenCache
 from sai.store.duckdb import changelog, postings
-from sai.store.duckdb.derived import VECTORS_COMPLETE, DerivedTables
+from sai.store.duckdb.chunk_reads import ChunkReads
+from sai.store.duckdb.chunkrows import RowTable
+from sai.store.duckdb.copies import LEXICON, ROWS, SYMBOLS, Copies
+from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.references import References
 from sai.store.duckdb.rows import (
     CHUNK_COLS,
     ChunkRow,
     FileRow,
+    arrow,
     check_collection,
     chunk_cols,
     chunk_rows_of,
     extension_path,
+    id_table,
     int_list,
     matrix_of,
     quote,
+    registered,
     utc_now,
     vector_column,
 )
 from sai.store.duckdb.sidecar import Sidecar
+from sai.store.duckdb.vectors import VectorTable
+from sai.store.symbols import SymbolTable
 
 T = TypeVar("T")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
 _ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() and all_shapes() align on it
 _WITH_VECTORS = "WHERE embedding IS NOT NULL"  # duplicates compare chunks that have their vector
+FEW_IDS = 512  # ids bound as one list; more are joined (Connection._among)
+VECTORS_COMPLETE = "vectors_complete"  # meta key: "1" when no chunk waits for a vector (vectors_complete)
 
 __all__ = ["Connection", "extension_path"]
 
 
-class Connection(DerivedTables):
+class Connection:
     """One DuckDB connection to one collection of an index file."""
 
     def __init__(
@@ -74,6 +89,9 @@ class Connection(DerivedTables):
         self.files_table = f"{collection}__files"
         self.postings = postings.Postings(con, collection)
         self.references = References(con, collection)
+        self.reads = ChunkReads(con, self.postings, token=lambda: "" if self.dirty else self.token,
+                                meta=self.meta, has_vectors=self.has_vectors)
+        self.copies = Copies(self.reads, self.derived, sidecar)
 
     @classmethod
     def open(
@@ -171,6 +189,11 @@ class Connection(DerivedTables):
 
     def has_index(self) -> bool:
         return self.table_exists(self.collection)
+
+    @property
+    def token(self) -> str:
+        """Changes with every write of chunk rows: what a process's copies are keyed by."""
+        return self.meta().get("token", "")
 
     def meta(self) -> dict[str, str]:
         """This collection's metadata rows (empty when the collection does not exist)."""
@@ -442,7 +465,7 @@ class Connection(DerivedTables):
         if not ids:
             return {}
         with self._among(sorted(ids)) as (where, params):
-            table = self._arrow(f"SELECT content_hash, embedding FROM {self.collection} "
+            table = arrow(self.con, f"SELECT content_hash, embedding FROM {self.collection} "
                                 f"WHERE {where} AND embedding IS NOT NULL ORDER BY id", params)
         if table.num_rows == 0:
             return {}
@@ -499,7 +522,7 @@ class Connection(DerivedTables):
         """Every chunk of one file with its text, in (start_line, end_line) order; with `line`,
         those whose range holds it, innermost (shortest range) first."""
         if line is None:
-            return chunk_rows_of(self._arrow(
+            return chunk_rows_of(arrow(self.con,
                 f"SELECT {CHUNK_COLS} FROM {self.collection} WHERE path = ? ORDER BY start_line, end_line, id",
                 [path],
             ))
@@ -519,7 +542,7 @@ class Connection(DerivedTables):
         cols = chunk_cols(text=text)
         if not self.has_vectors():
             return [], np.zeros((0, 0), dtype=np.float32)
-        table = self._arrow(f"SELECT {cols}, embedding FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
+        table = arrow(self.con, f"SELECT {cols}, embedding FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
         rows = chunk_rows_of(table)
         if not rows:
             return [], np.zeros((0, 0), dtype=np.float32)
@@ -527,5 +550,90 @@ class Connection(DerivedTables):
 
     def all_shapes(self) -> list[bytes | None]:
         """Every chunk's shape signature, in the order of all_chunks() (~0.1 s at 100,000 chunks)."""
-        table = self._arrow(f"SELECT shape FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
+        table = arrow(self.con, f"SELECT shape FROM {self.collection} {_WITH_VECTORS} {_ALL_ORDER}")
         return table.column("shape").to_pylist()
+
+    # -- reads served from the derived copies (copies.py) -----------------------------------
+
+    def vector_table(self) -> VectorTable:
+        return self.copies.vectors()
+
+    def row_table(self) -> RowTable:
+        return self.copies.get(ROWS)
+
+    def lexical_table(self) -> LexicalTable:
+        return self.copies.get(LEXICON)
+
+    def symbols(self) -> SymbolTable:
+        return self.copies.get(SYMBOLS)
+
+    def vectors_complete(self) -> bool:
+        """Whether the meta records that no chunk waits for a vector: set by an index run whose
+        vectors are all written (mark_vectors_complete), unset with the first chunk stored without
+        one (insert_chunks), in the same transactions. Looking instead reads the whole vector
+        column (60 ms at 20k chunks, linear)."""
+        return self.meta().get(VECTORS_COMPLETE) == "1"
+
+    def pending_count(self) -> int:
+        """Chunks stored without a vector yet: none when the meta says so, else from the vector
+        copy when it costs nothing to have (a search's, or a current sidecar's), else one count
+        (which reads every vector)."""
+        if self.vectors_complete():
+            return 0
+        held = self.copies.current_vectors()
+        if held is not None:
+            return len(held) - held.vectors
+        if not self.has_vectors():
+            return self.chunk_count()
+        row = self.con.execute(f"SELECT count(*) FROM {self.collection} WHERE embedding IS NULL").fetchone()
+        return int(row[0]) if row else 0
+
+    def lexical(self, query_lexemes: str, limit: int, *, among: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score) of the best lexical matches, best first (ties by id).
+
+        Okapi BM25 (k1 1.2, b 0.75) over the postings of the query's terms only, in numpy
+        (store/duckdb/postings.py). `among` (chunk ids) restricts the search to those chunks, with the
+        statistics (document count, mean length, document frequencies) of that subset: the
+        answer an index holding only them would give.
+        """
+        if not query_lexemes.strip() or not self.has_postings() or (among is not None and not len(among)):
+            return []
+        terms = self.postings.query_terms(query_lexemes)
+        if not terms:
+            return []
+        table = self.lexical_table()
+        return table.search(terms, limit, mask=None if among is None else table.mask_of(among))
+
+    def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
+        """These chunks, in the order of `ids` (missing ids dropped).
+
+        Without `text` the rows carry an empty text: the text column is the costly one to read.
+        """
+        if not ids:
+            return []
+        if not text and not self.dirty:  # what ranking asks: from memory
+            return self.row_table().rows(ids, chunk_rows_of)
+        held = None if self.dirty else self.copies.held(ROWS)
+        if held is not None:  # a search's rows are in memory: only their texts to read
+            rows = held.rows(ids, chunk_rows_of)
+            with self._among([r.id for r in rows]) as (where, params):
+                found = self.con.execute(
+                    f"SELECT id, text FROM {self.collection} WHERE {where}", params).fetchall() if rows else []
+            texts = dict(found)
+            return [replace(r, text=texts.get(r.id, "")) for r in rows]
+        with self._among(ids) as (where, params):
+            table = arrow(self.con, f"SELECT {chunk_cols(text=text)} FROM {self.collection} WHERE {where}", params)
+        position = {row.id: row for row in chunk_rows_of(table)}
+        return [position[i] for i in ids if i in position]
+
+    @contextlib.contextmanager
+    def _among(self, ids: list[int]) -> Iterator[tuple[str, list[object]]]:
+        """A condition on `id` holding for these ids, and its parameters: a bound list for a
+        few (a search's hits), a join with a registered table for many (duplicates' texts of
+        every small unit: a list tested against each row grew with both, 60 s and more at 838k)."""
+        within = f"id BETWEEN {int(min(ids))} AND {int(max(ids))}" if ids else "false"  # zone maps skip the rest
+        if len(ids) <= FEW_IDS:
+            yield f"{within} AND list_contains(CAST(?::VARCHAR AS BIGINT[]), id)", [int_list(ids)]
+            return
+        with registered(self.con, "sai_among", id_table(ids)):
+            yield f"{within} AND id IN (SELECT id FROM sai_among)", []

@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.duckdb.rows import matrix_of
-from sai.store.duckdb.sidecar import Mark, View
+from sai.store.duckdb.sidecar import View
 
 FIRST_PASS_ROWS = 150_000  # rows above which the bit pass runs (below it the exact scan is as fast)
 RESCORE_MIN = 2_000  # rows the bit pass hands to the exact scoring, at least
@@ -99,10 +99,6 @@ class VectorTable:
         return cls(token=view.token, ids=view.ids, matrix=view.matrix, paths=view.names, path_of=view.path_of,
                    languages=view.names, language_of=view.language_of, present=view.present, live=view.live,
                    bits=view.bits, rotation=view.rotation, view=view)
-
-    @property
-    def mark(self) -> Mark | None:
-        return None if self.view is None else self.view.mark
 
     def __len__(self) -> int:
         return len(self.ids) if self.live is None else int(np.count_nonzero(self.live))

@@ -1,0 +1,116 @@
+"""The reads of chunk rows that the derived copies are made of: one connection's snapshot as the
+copies' CopySource (copies.py) and the vector sidecar's VectorSource (sidecar.py).
+
+Composed by tables.Connection, which hands it the three facts of its state it needs (the token,
+the meta, whether the vector column exists); it never calls back into the connection otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from sai.store.duckdb import changelog
+from sai.store.duckdb.postings import LEXICON_VERSION, Postings
+from sai.store.duckdb.rows import arrow, chunk_cols, id_table, int_list, registered
+from sai.store.symbols import SYMBOL_COLS, SymbolRow
+
+# A chunk row's write time in µs, times 2, plus 1 when it has its vector: the sidecar's stamps
+# (its low bit is what tells a pending row from one with its vector).
+_STAMP = "coalesce(epoch_us(indexed_at), 0) * 2"
+# Rows per Arrow batch a sidecar patch reads: a batch's vectors are copied a few times on their
+# way to the files (Arrow, the float matrix, its rotation for the bits), 3 MB a copy at 384-d.
+_BATCH_ROWS = 2_048
+
+
+class ChunkReads:
+    """SQL reads of one collection's chunk rows at one connection's snapshot."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, postings: Postings, *, token: Callable[[], str],
+                 meta: Callable[[], dict[str, str]], has_vectors: Callable[[], bool]) -> None:
+        self.con = con
+        self.postings = postings
+        self.table = postings.chunks
+        self._token, self._meta, self._has_vectors = token, meta, has_vectors
+
+    @property
+    def token(self) -> str:
+        """The token the copies are read at: '' while the snapshot holds uncommitted rows."""
+        return self._token()
+
+    def identity(self) -> tuple[str, int]:
+        """What a sidecar is built from besides the token: the collection's creation time, the dimension."""
+        meta = self._meta()
+        return meta.get("created_at", ""), int(meta.get("vector_dim") or 0)
+
+    def postings_current(self) -> bool:
+        """Whether the postings hold the chunks of this snapshot (else an index run rebuilds them,
+        renumbering their terms, without a new token: a shared file of them would outlive the rebuild)."""
+        meta = self._meta()
+        return meta.get("lexicon") == LEXICON_VERSION and meta.get("lexicon_token") == meta.get("token")
+
+    def touched_since(self, token: str) -> np.ndarray | None:
+        """The ids of every chunk written since `token` (None: the change log misses a write)."""
+        return changelog.touched(self.con, self.table, since=token, until=self._meta().get("token", ""))
+
+    def vector_rows(self) -> pa.Table:
+        """id, path, language and embedding of every chunk, unordered: DuckDB's sort of the vectors
+        cost ~40 MB more at 20k chunks (VectorTable.from_arrow orders them by id)."""
+        vectors = "embedding" if self._has_vectors() else "NULL::FLOAT[1] AS embedding"
+        return arrow(self.con, f"SELECT id, path, language, {vectors} FROM {self.table}")
+
+    def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
+        """id, stamp, path, language and embedding (null: none yet) of these chunks (None: every
+        chunk), in no particular order, streamed: a sidecar rebuild holds one batch of vectors at
+        a time (an ORDER BY would make DuckDB sort every vector before handing back the first)."""
+        if self._has_vectors():
+            columns = f"{_STAMP} + (embedding IS NOT NULL)::BIGINT AS stamp, path, language, embedding"
+        else:
+            columns = f"{_STAMP} AS stamp, path, language, NULL::FLOAT[1] AS embedding"
+        sql = f"SELECT id, {columns} FROM {self.table}"
+        if ids is None:
+            yield from self.con.execute(sql).to_arrow_reader(_BATCH_ROWS)
+            return
+        with registered(self.con, "sai_wanted", id_table(ids)):
+            yield from self.con.execute(sql + " WHERE id IN (SELECT id FROM sai_wanted)").to_arrow_reader(_BATCH_ROWS)
+
+    def row_rows(self, ids: np.ndarray | None = None) -> pa.Table:
+        """Every chunk's row without its text (of these chunk ids; None: all), by id."""
+        sql = f"SELECT {chunk_cols(text=False)} FROM {self.table}"
+        if ids is None:
+            return arrow(self.con, f"{sql} ORDER BY id")
+        with registered(self.con, "sai_wanted", id_table(ids)):
+            return arrow(self.con, f"{sql} WHERE id IN (SELECT id FROM sai_wanted) ORDER BY id")
+
+    def symbol_rows(self) -> pa.Table:
+        """The SYMBOL_COLS of every chunk, by id."""
+        return arrow(self.con, f"SELECT {SYMBOL_COLS} FROM {self.table} ORDER BY id")
+
+    def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]:
+        """The symbol rows of every chunk of these files, by id."""
+        return [tuple(r) for r in self.con.execute(
+            f"SELECT {SYMBOL_COLS} FROM {self.table} WHERE path IN (SELECT unnest(?::VARCHAR[])) ORDER BY id",
+            [sorted(files)]).fetchall()]
+
+    def files_of(self, ids: np.ndarray) -> set[str]:
+        """The files of these chunk ids."""
+        rows = self.con.execute(f"SELECT DISTINCT path FROM {self.table} WHERE id IN "
+                                "(SELECT unnest(CAST(?::VARCHAR AS BIGINT[])))", [int_list(ids.tolist())]).fetchall()
+        return {path for (path,) in rows}
+
+    def lexicon_rows(self, ids: np.ndarray | None = None, *, after_termid: int = -1
+                     ) -> tuple[pa.Table, pa.Table, pa.Table]:
+        """What LexicalTable.from_arrow reads: the chunk ids, their postings, the terms numbered
+        after `after_termid`; of every chunk, or of those of these ids still in the index."""
+        p = self.postings
+        terms = arrow(self.con, f"SELECT hash(term) AS hash, termid FROM {p.terms} WHERE termid > ?", [after_termid])
+        if ids is None:
+            return (arrow(self.con, f"SELECT id FROM {self.table} ORDER BY id"),
+                    arrow(self.con, f"SELECT id, termid, tf FROM {p.postings}"), terms)
+        with registered(self.con, "sai_wanted", id_table(ids)):
+            return (arrow(self.con, f"SELECT id FROM {self.table} WHERE id IN (SELECT id FROM sai_wanted) ORDER BY id"),
+                    arrow(self.con, f"SELECT id, termid, tf FROM {p.postings} WHERE id IN (SELECT id FROM sai_wanted)"),
+                    terms)

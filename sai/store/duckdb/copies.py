@@ -1,0 +1,309 @@
+"""The copies a process derives from a collection's chunk rows, and their one owner.
+
+Four copies answer the read path without SQL: the vectors (vectors.VectorTable, over the shared
+sidecar of sidecar.py), the rows without their text (chunkrows.RowTable), the BM25 CSR
+(postings.LexicalTable) and the symbols (store/symbols.SymbolTable). `Copies` holds each for the
+index token it was read at, shared by the process's threads (store/cache.TokenCache), and gets
+every copy by one rule:
+
+1. held at this token: the copy held;
+2. else a shared file at this token: mapped (the file's pages, held once by every process);
+3. else a copy of an older token (held, or a shared file's): patched with the chunks the
+   writers' change log (changelog.py) names since, read by id, while they stay under
+   PATCH_SHARE of it;
+4. else read whole from the index, and saved as the shared file for the next process.
+
+A broken log chain (a write it did not see) means "read whole". A snapshot holding its own
+uncommitted rows (a writer's) reads whole and keeps nothing. The vectors' shared file is the
+sidecar, which applies the same rule to its own files (append and tombstone, from the same log).
+
+Every other copy is a `Copy`: build (read whole), patched (from the touched ids), save (as one
+Arrow table) and load (from one). A shared file is `<db>.vectors/<collection>/copies/<name>.arrow`
+with the token and FORMAT in its schema's metadata; it is never changed in place: written aside,
+fsynced and renamed over the old one under `copies/lock`, so a process killed while writing
+leaves the previous file (or none) and a stray `.new` file the next writer removes; a process
+that mapped the old file keeps its pages; the files may be deleted at any time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from sai.store.cache import TokenCache
+from sai.store.dirs import fsync_path
+from sai.store.duckdb.chunkrows import RowTable
+from sai.store.duckdb.postings import LEXICON_VERSION, LexicalTable
+from sai.store.duckdb.sidecar import Sidecar, VectorSource
+from sai.store.duckdb.vectors import VectorTable
+from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
+
+FORMAT = f"2-{LEXICON_VERSION}"  # the layout above and the postings' terms: a file of another is written again
+PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
+# Below this many chunks a process reads a copy whole in about the time writing its shared file
+# takes (with its fsyncs): the end of a write leaves such a file behind for the next reader.
+WARM_MIN_CHUNKS = 1_000
+log = logging.getLogger(__name__)
+T = TypeVar("T", RowTable, LexicalTable, SymbolTable)
+
+
+class CopySource(VectorSource, Protocol):
+    """What the copies read from the index (chunk_reads.ChunkReads): one snapshot of it."""
+
+    @property
+    def token(self) -> str:
+        """The snapshot's token; '' when it holds uncommitted rows (nothing is kept)."""
+        ...
+
+    def identity(self) -> tuple[str, int]: ...
+    def postings_current(self) -> bool: ...
+    def vector_rows(self) -> pa.Table: ...
+    def row_rows(self, ids: np.ndarray | None = None) -> pa.Table: ...
+    def symbol_rows(self) -> pa.Table: ...
+    def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]: ...
+    def files_of(self, ids: np.ndarray) -> set[str]: ...
+    def lexicon_rows(self, ids: np.ndarray | None = None, *, after_termid: int = -1
+                     ) -> tuple[pa.Table, pa.Table, pa.Table]: ...
+
+
+class Copy(Protocol, Generic[T]):
+    """One kind of copy: how it is read whole, patched, saved to and loaded from a shared file."""
+
+    name: str
+
+    def shareable(self, source: CopySource) -> bool: ...
+    def build(self, source: CopySource, token: str) -> T: ...
+    def patched(self, source: CopySource, old: T, token: str, touched: np.ndarray) -> T | None: ...
+    def save(self, table: T) -> pa.Table: ...
+    def load(self, token: str, data: pa.Table) -> T: ...
+
+
+class Copies:
+    """The derived copies of one connection's snapshot, by the rule above."""
+
+    def __init__(self, source: CopySource, cache: TokenCache, sidecar: Sidecar | None) -> None:
+        self.source = source
+        self.cache = cache
+        self.sidecar = sidecar  # None: no shared files (a writer, or vectors held in memory)
+
+    def vectors(self) -> VectorTable:
+        """Every chunk's vector, over the shared sidecar when it can be used, else in memory."""
+        token = self.source.token
+        if not token:
+            return VectorTable.from_arrow("", self.source.vector_rows())
+        if self.sidecar is None:
+            return self.cache.get(token, lambda: VectorTable.from_arrow(token, self.source.vector_rows()))
+        return self.cache.get(token, lambda: self._mapped(token))
+
+    def current_vectors(self) -> VectorTable | None:
+        """The vector copy when it costs nothing to have (held, or a sidecar already at this token), else None."""
+        token = self.source.token
+        held = self.cache.peek(token) if token else None
+        if held is None and token and self.sidecar is not None:
+            origin, dim = self.source.identity()
+            held = self.vectors() if self.sidecar.is_current(token=token, origin=origin, dim=dim) else None
+        return held if isinstance(held, VectorTable) else None
+
+    def held(self, kind: Copy[T]) -> T | None:
+        """The copy `kind` when held at this token (nothing is read)."""
+        token = self.source.token
+        found = self.cache.peek(token, name=kind.name) if token else None
+        return found  # type: ignore[return-value]
+
+    def get(self, kind: Copy[T]) -> T:
+        """The copy `kind` at this snapshot, by the rule of the module."""
+        token = self.source.token
+        if not token:
+            return kind.build(self.source, "")
+        return self.cache.get(token, lambda: self._load(kind, token), name=kind.name,
+                              patch=lambda old: self._patched(kind, old, token))
+
+    def warm(self) -> None:
+        """Bring the vectors to this token, and each other copy where a reader would pay for it:
+        when no shared file holds it (a first question would read it whole), or the collection
+        is large enough that reading it whole costs more than writing it costs here."""
+        live = len(self.vectors())
+        for kind in KINDS:
+            path = self._file(kind)
+            if kind.shareable(self.source) and (path is None or not path.exists() or live >= WARM_MIN_CHUNKS):
+                self.get(kind)
+
+    def _mapped(self, token: str) -> VectorTable:
+        assert self.sidecar is not None
+        origin, dim = self.source.identity()
+        try:
+            return VectorTable.from_view(self.sidecar.view(self.source, token=token, origin=origin, dim=dim))
+        except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
+            log.debug("vector sidecar %s unusable (%s); reading the vectors into memory", self.sidecar.dir, exc)
+            return VectorTable.from_arrow(token, self.source.vector_rows())
+
+    def _patched(self, kind: Copy[T], old: T, token: str) -> T | None:
+        touched = self.source.touched_since(old.token)
+        return None if touched is None else kind.patched(self.source, old, token, touched)
+
+    def _file(self, kind: Copy[T]) -> Path | None:
+        return None if self.sidecar is None else self.sidecar.dir / "copies" / f"{kind.name}.arrow"
+
+    def _load(self, kind: Copy[T], token: str) -> T:
+        path = self._file(kind)
+        if path is None or not kind.shareable(self.source):
+            return kind.build(self.source, token)
+        found = _read(kind, path)
+        if found is not None:
+            if found.token == token:
+                return found
+            patched = self._patched(kind, found, token)
+            if patched is not None:
+                return patched
+        table = kind.build(self.source, token)
+        try:
+            _write(path, kind.save(table).replace_schema_metadata({"format": FORMAT, "token": token}))
+        except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
+            log.debug("shared copy %s not written (%s)", path, exc)
+            return table
+        again = _read(kind, path)
+        return again if again is not None and again.token == token else table
+
+
+def _read(kind: Copy[T], path: Path) -> T | None:
+    """The copy a shared file holds, mapped (no copy); None when missing, damaged or of another format."""
+    try:
+        with pa.memory_map(str(path)) as source:
+            data = pa.ipc.open_file(source).read_all()
+        meta = {k.decode(): v.decode() for k, v in (data.schema.metadata or {}).items()}
+        if meta.get("format") != FORMAT or "token" not in meta:
+            return None
+        return kind.load(meta["token"], data.replace_schema_metadata(None))
+    except (OSError, KeyError, IndexError, pa.ArrowException):
+        return None
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _write(path: Path, data: pa.Table) -> None:
+    """Write `data` as the shared file: aside, fsynced, renamed over the old one."""
+    with _locked(path.parent):
+        for stray in path.parent.glob(f"{path.name}.*.new"):  # left by a killed writer
+            with contextlib.suppress(OSError):
+                stray.unlink()
+        aside = path.with_name(f"{path.name}.{os.getpid()}.new")
+        with open(aside, "wb") as out:
+            with pa.ipc.new_file(out, data.schema) as writer:
+                writer.write_table(data, max_chunksize=max(data.num_rows, 1))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(aside, path)
+        fsync_path(path.parent)
+
+
+def _packed(arrays: dict[str, Any]) -> pa.Table:
+    """Flat arrays as one table of one row, each a list column (a shared file of them)."""
+    return pa.table({k: pa.ListArray.from_arrays(pa.array([0, len(v)], pa.int32()), pa.array(v))
+                     for k, v in arrays.items()})
+
+
+def _unpacked(data: pa.Table, names: tuple[str, ...]) -> dict[str, Any]:
+    """_packed's arrays back: numbers as numpy views of the file, strings as Arrow arrays."""
+    out = {}
+    for name in names:
+        values = data.column(name).chunk(0).values
+        out[name] = values if pa.types.is_string(values.type) else values.to_numpy()
+    return out
+
+
+def _too_many(changed: int, base: int) -> bool:
+    return changed > PATCH_SHARE * max(base, 1)
+
+
+class Rows:
+    name = "rows"
+
+    def shareable(self, source: CopySource) -> bool:
+        return True
+
+    def build(self, source: CopySource, token: str) -> RowTable:
+        return RowTable.from_arrow(token, source.row_rows())
+
+    def patched(self, source: CopySource, old: RowTable, token: str, touched: np.ndarray) -> RowTable | None:
+        """`old` without the touched chunks, with their rows read now."""
+        written = 0 if old.added is None else len(old.added)
+        dead = 0 if old.alive is None else len(old.ids) - int(np.count_nonzero(old.alive))
+        if _too_many(written + dead + len(touched), len(old.ids)):
+            return None
+        return old.patched(token, touched, source.row_rows(touched))
+
+    def save(self, table: RowTable) -> pa.Table:
+        return table.table.combine_chunks()
+
+    def load(self, token: str, data: pa.Table) -> RowTable:
+        return RowTable.from_arrow(token, data)
+
+
+_LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs")
+
+
+class Lexicon:
+    name = "lexicon"
+
+    def shareable(self, source: CopySource) -> bool:
+        return source.postings_current()
+
+    def build(self, source: CopySource, token: str) -> LexicalTable:
+        return LexicalTable.from_arrow(token, source.lexicon_rows())
+
+    def patched(self, source: CopySource, old: LexicalTable, token: str, touched: np.ndarray) -> LexicalTable | None:
+        """`old` with the touched chunks masked out, and a new delta of every chunk written since its full read."""
+        written = np.union1d(old.written, touched)
+        if _too_many(len(written), len(old.ids)):
+            return None
+        delta = LexicalTable.from_arrow(token, source.lexicon_rows(written, after_termid=old.last_termid))
+        return old.patched(token, touched, delta)
+
+    def save(self, table: LexicalTable) -> pa.Table:
+        return _packed({k: getattr(table, k) for k in _LEXICON_ARRAYS})
+
+    def load(self, token: str, data: pa.Table) -> LexicalTable:
+        return LexicalTable(token=token, **_unpacked(data, _LEXICON_ARRAYS))
+
+
+class Symbols:
+    name = "symbols"
+
+    def shareable(self, source: CopySource) -> bool:
+        return True
+
+    def build(self, source: CopySource, token: str) -> SymbolTable:
+        return SymbolTable.from_arrow(token, source.symbol_rows())
+
+    def patched(self, source: CopySource, old: SymbolTable, token: str, touched: np.ndarray) -> SymbolTable | None:
+        """`old` with every file written since it was built answered from its rows read now."""
+        files = frozenset(old.patched_files | old.files_of(touched) | source.files_of(touched))
+        rows = source.symbol_rows_of(files) if files else []
+        return None if _too_many(len(rows), old.built_rows) else old.patched(token, files, rows)
+
+    def save(self, table: SymbolTable) -> pa.Table:
+        return _packed(table.arrays)
+
+    def load(self, token: str, data: pa.Table) -> SymbolTable:
+        return SymbolTable.of_arrays(token, _unpacked(data, ARRAYS))
+
+
+ROWS, LEXICON, SYMBOLS = Rows(), Lexicon(), Symbols()
+KINDS: tuple[Copy[Any], ...] = (ROWS, LEXICON, SYMBOLS)
