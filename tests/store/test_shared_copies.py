@@ -145,6 +145,8 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
     with open(target, "r+b") as f:
         f.truncate(target.stat().st_size // 2)
     (Sidecar.beside(db, COLLECTION).dir / "copies" / "rows.arrow").write_bytes(b"not arrow")
+    older = Sidecar.beside(db, COLLECTION).dir / "g1.symbols.arrow"  # the layout before copies/: never read
+    older.write_bytes(b"an older layout's file")
     for _ in range(2):  # the first reads the index and writes the copies again, the second maps them
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
@@ -152,6 +154,7 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
         finally:
             other.close()
     assert (Sidecar.beside(db, COLLECTION).dir / "copies" / "rows.arrow").stat().st_size > 100
+    assert not older.exists()  # removed by the first write of a shared copy
 
 
 @pytest.mark.parametrize("name", ["rows", "symbols"])
@@ -198,5 +201,26 @@ def test_postings_behind_the_chunks_are_never_shared(db: Path) -> None:
             assert reader.conn.lexical_table().delta is None  # type: ignore[attr-defined]  # its own copy, read whole
             reader.conn.row_table()  # type: ignore[attr-defined]
         assert _shared(db) == ["rows.arrow"]
+    finally:
+        store.close()
+
+
+def test_a_symbol_look_up_after_a_write_leaves_the_vector_sidecar_alone(db: Path) -> None:
+    """The copies learn what changed from the change log, not from the sidecar: a look-up maps
+    and patches no vector."""
+    store = _build(db)
+    try:
+        _answers(store)
+        token = _manifest(db).token
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f2.py", 3, seed=21))
+        other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+        try:
+            with other.read() as reader:
+                assert reader.symbols().patched_files == {"src/f2.py"}  # the shared file, patched from the log
+                assert reader.conn.derived.peek(reader.conn.token) is None  # type: ignore[attr-defined]
+        finally:
+            other.close()
+        assert _manifest(db).token == token  # the sidecar still at the token before the write
     finally:
         store.close()

@@ -115,8 +115,7 @@ class Copies:
     def held(self, kind: Copy[T]) -> T | None:
         """The copy `kind` when held at this token (nothing is read)."""
         token = self.source.token
-        found = self.cache.peek(token, name=kind.name) if token else None
-        return found  # type: ignore[return-value]
+        return self.cache.peek(token, name=kind.name) if token else None  # type: ignore[return-value]
 
     def get(self, kind: Copy[T]) -> T:
         """The copy `kind` at this snapshot, by the rule of the module."""
@@ -200,7 +199,8 @@ def _locked(directory: Path) -> Iterator[None]:
 def _write(path: Path, data: pa.Table) -> None:
     """Write `data` as the shared file: aside, fsynced, renamed over the old one."""
     with _locked(path.parent):
-        for stray in path.parent.glob(f"{path.name}.*.new"):  # left by a killed writer
+        # left by a killed writer, and the files of the layout before (g<n>.<name>.arrow beside the sidecar's)
+        for stray in [*path.parent.glob(f"{path.name}.*.new"), *path.parent.parent.glob("g*.*.arrow")]:
             with contextlib.suppress(OSError):
                 stray.unlink()
         aside = path.with_name(f"{path.name}.{os.getpid()}.new")
@@ -232,11 +232,14 @@ def _too_many(changed: int, base: int) -> bool:
     return changed > PATCH_SHARE * max(base, 1)
 
 
-class Rows:
-    name = "rows"
-
+class _Kind:
     def shareable(self, source: CopySource) -> bool:
+        """Whether a shared file may hold this copy at the source's token."""
         return True
+
+
+class Rows(_Kind):
+    name = "rows"
 
     def build(self, source: CopySource, token: str) -> RowTable:
         return RowTable.from_arrow(token, source.row_rows())
@@ -259,7 +262,7 @@ class Rows:
 _LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs")
 
 
-class Lexicon:
+class Lexicon(_Kind):
     name = "lexicon"
 
     def shareable(self, source: CopySource) -> bool:
@@ -283,11 +286,8 @@ class Lexicon:
         return LexicalTable(token=token, **_unpacked(data, _LEXICON_ARRAYS))
 
 
-class Symbols:
+class Symbols(_Kind):
     name = "symbols"
-
-    def shareable(self, source: CopySource) -> bool:
-        return True
 
     def build(self, source: CopySource, token: str) -> SymbolTable:
         return SymbolTable.from_arrow(token, source.symbol_rows())

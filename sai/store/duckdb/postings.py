@@ -21,7 +21,6 @@ those chunks would.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, replace
 
 import duckdb
@@ -29,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store import terms
+from sai.store.duckdb.rows import registered
 
 K1, B = 1.2, 0.75
 LEXICON_VERSION = "1"  # bump when the terms change: indexes then rebuild their postings
@@ -64,21 +64,20 @@ class Postings:
             words = [w for (w,) in self.con.execute("SELECT DISTINCT w FROM sai_words WHERE w <> ''").fetchall()
                      if w not in terms.STOPWORDS]
             stemmed = terms.stems(words)
-            self.con.register("sai_stems", pa.table({
-                "w": pa.array(words, pa.string()), "term": pa.array([stemmed[w] for w in words], pa.string())}))
-            self.con.execute(
-                f"INSERT INTO {self.terms} SELECT term, (SELECT coalesce(max(termid), -1) FROM {self.terms}) "
-                f"+ row_number() OVER (ORDER BY term) FROM (SELECT DISTINCT term FROM sai_stems) AS new "
-                f"ANTI JOIN {self.terms} AS known USING (term)"
-            )
-            self.con.execute(
-                f"INSERT INTO {self.postings} SELECT id, termid, count(*)::INTEGER FROM sai_words "
-                f"JOIN sai_stems USING (w) JOIN {self.terms} USING (term) GROUP BY id, termid"
-            )
+            stems = pa.table({"w": pa.array(words, pa.string()),
+                              "term": pa.array([stemmed[w] for w in words], pa.string())})
+            with registered(self.con, "sai_stems", stems):
+                self.con.execute(
+                    f"INSERT INTO {self.terms} SELECT term, (SELECT coalesce(max(termid), -1) FROM {self.terms}) "
+                    f"+ row_number() OVER (ORDER BY term) FROM (SELECT DISTINCT term FROM sai_stems) AS new "
+                    f"ANTI JOIN {self.terms} AS known USING (term)"
+                )
+                self.con.execute(
+                    f"INSERT INTO {self.postings} SELECT id, termid, count(*)::INTEGER FROM sai_words "
+                    f"JOIN sai_stems USING (w) JOIN {self.terms} USING (term) GROUP BY id, termid"
+                )
         finally:
             self.con.execute("DROP TABLE IF EXISTS sai_words")
-            with contextlib.suppress(duckdb.Error):
-                self.con.unregister("sai_stems")
 
     def remove(self, keys_sql: str, params: list[object]) -> None:
         """Delete the postings of the chunks whose path is in `keys_sql` (a bound subquery)."""

@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from sai.models import Reference
+from sai.store.duckdb.rows import registered
 
 _FIELDS = ("name", "kind", "line", "column", "qualifier", "module", "target", "unit", "unit_start", "unit_end",
            "unit_id", "language")
@@ -61,11 +62,8 @@ class References:
                    "name_key": pa.array([name_key(r.name) for _, r in rows], pa.int64())}
         for field, kind in zip(_FIELDS, _TYPES, strict=True):
             columns["col" if field == "column" else field] = pa.array([getattr(r, field) for _, r in rows], kind)
-        self.con.register("sai_refs", pa.table(columns))
-        try:
+        with registered(self.con, "sai_refs", pa.table(columns)):
             self.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM sai_refs")
-        finally:
-            self.con.unregister("sai_refs")
 
     def named(self, names: list[str]) -> list[Reference]:
         """Every use of one of these names, by path and position."""

@@ -269,14 +269,11 @@ class Connection:
         t = self.collection
         within = f" AND {t}.id BETWEEN {int(ids[0])} AND {int(ids[1])}" if ids else ""
         batch = pa.table({"content_hash": pa.array(hashes, pa.string()), "embedding": vector_column(vectors)})
-        self.con.register("sai_vectors", batch)
-        try:
+        with registered(self.con, "sai_vectors", batch):
             return self._touching(
                 f"UPDATE {t} SET embedding = v.embedding FROM sai_vectors v "
                 f"WHERE {t}.content_hash = v.content_hash AND {t}.embedding IS NULL{within} RETURNING {t}.id"
             )
-        finally:
-            self.con.unregister("sai_vectors")
 
     def copy_vectors(self, hashes: list[str]) -> int:
         """Give each chunk of these content hashes without a vector the one its hash has in
@@ -285,16 +282,13 @@ class Connection:
         if not hashes or self.vectors_complete() or not self.has_vectors():
             return 0
         t = self.collection
-        self.con.register("sai_copying", pa.table({"content_hash": pa.array(hashes, pa.string())}))
-        try:
+        with registered(self.con, "sai_copying", pa.table({"content_hash": pa.array(hashes, pa.string())})):
             return self._touching(
                 f"UPDATE {t} SET embedding = s.embedding FROM (SELECT content_hash, any_value(embedding) AS embedding "
                 f"FROM {t} WHERE content_hash IN (SELECT content_hash FROM sai_copying) AND embedding IS NOT NULL "
                 f"GROUP BY content_hash) s "
                 f"WHERE {t}.content_hash = s.content_hash AND {t}.embedding IS NULL RETURNING {t}.id"
             )
-        finally:
-            self.con.unregister("sai_copying")
 
     def _touching(self, sql: str, params: list[object] | None = None) -> int:
         """Run an UPDATE or DELETE that returns the ids of the chunks it changed; note them for
@@ -387,12 +381,9 @@ class Connection:
             "chunk_count": pa.array([r.chunk_count for r in rows], pa.int32()),
             "indexed_at": pa.array([utc_now()] * len(rows), pa.timestamp("us")),
         })
-        self.con.register("sai_files", batch)
-        try:
+        with registered(self.con, "sai_files", batch):
             self.con.execute(f"DELETE FROM {self.files_table} WHERE path IN (SELECT path FROM sai_files)")
             self.con.execute(f"INSERT INTO {self.files_table} BY NAME SELECT * FROM sai_files")
-        finally:
-            self.con.unregister("sai_files")
 
     def delete_file_rows(self, keys: list[str]) -> None:
         self.con.execute(
@@ -509,14 +500,11 @@ class Connection:
             "shape": column("shape", pa.binary()),
             "kind": column("kind", pa.string()),
         })
-        self.con.register("sai_batch", batch)
-        try:
+        with registered(self.con, "sai_batch", batch):
             # by name: columns an upgrade added (shape, kind) sit in the order they were added
             self.con.execute(f"INSERT INTO {self.collection} BY NAME SELECT * FROM sai_batch")
             if self.has_postings():  # an index without postings gets them from finish_run
                 self.postings.add("sai_batch")
-        finally:
-            self.con.unregister("sai_batch")
 
     def chunks_of_file(self, path: str, *, line: int | None = None) -> list[ChunkRow]:
         """Every chunk of one file with its text, in (start_line, end_line) order; with `line`,
