@@ -8,7 +8,9 @@ Only a directory this creates gets the file: one the user chose and already had 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 IGNORE_ALL = "# made by sai: the index is rebuilt by `sai`, never committed\n*\n"
 
@@ -28,3 +30,16 @@ def fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def replace_synced(path: Path, write: Callable[[BinaryIO], object], *, aside: Path | None = None) -> None:
+    """Make `path` what `write` writes: written aside, fsynced, renamed over it, the directory
+    fsynced. A process killed anywhere leaves the old file or the new one whole, and at worst the
+    file aside."""
+    aside = aside or path.with_name(path.name + ".new")
+    with open(aside, "wb") as out:
+        write(out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(aside, path)
+    fsync_path(path.parent)

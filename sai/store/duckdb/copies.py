@@ -33,13 +33,13 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, BinaryIO, Generic, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from sai.store.cache import TokenCache
-from sai.store.dirs import fsync_path
+from sai.store.dirs import replace_synced
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LEXICON_VERSION, LexicalTable
 from sai.store.duckdb.sidecar import Sidecar, VectorSource
@@ -203,14 +203,12 @@ def _write(path: Path, data: pa.Table) -> None:
         for stray in [*path.parent.glob(f"{path.name}.*.new"), *path.parent.parent.glob("g*.*.arrow")]:
             with contextlib.suppress(OSError):
                 stray.unlink()
-        aside = path.with_name(f"{path.name}.{os.getpid()}.new")
-        with open(aside, "wb") as out:
-            with pa.ipc.new_file(out, data.schema) as writer:
-                writer.write_table(data, max_chunksize=max(data.num_rows, 1))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(aside, path)
-        fsync_path(path.parent)
+        replace_synced(path, lambda out: _save(out, data), aside=path.with_name(f"{path.name}.{os.getpid()}.new"))
+
+
+def _save(out: BinaryIO, data: pa.Table) -> None:
+    with pa.ipc.new_file(out, data.schema) as writer:
+        writer.write_table(data, max_chunksize=max(data.num_rows, 1))
 
 
 def _packed(arrays: dict[str, Any]) -> pa.Table:

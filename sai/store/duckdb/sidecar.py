@@ -48,7 +48,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from sai.store.dirs import fsync_path
+from sai.store.dirs import replace_synced
 from sai.store.duckdb.rows import matrix_of
 
 FORMAT = 2  # the layout above; a manifest of another format is rebuilt
@@ -93,13 +93,7 @@ class Manifest:
             return None  # missing or damaged: rebuilt from the index
 
     def write(self, path: Path) -> None:
-        aside = path.with_name(path.name + ".new")
-        with open(aside, "w", encoding="utf-8") as out:
-            json.dump({"format": FORMAT, **self.__dict__}, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(aside, path)
-        fsync_path(path.parent)
+        replace_synced(path, lambda out: out.write(json.dumps({"format": FORMAT, **self.__dict__}).encode()))
 
 
 @dataclass(frozen=True)
