@@ -272,8 +272,8 @@ class Lexicon(_Kind):
     def patched(self, source: CopySource, old: LexicalTable, token: str, touched: np.ndarray) -> LexicalTable | None:
         """`old` with the touched chunks masked out, and a new delta of every chunk written since its full read."""
         written = np.union1d(old.written, touched)
-        if _too_many(len(written), len(old.ids)):
-            return None
+        if not source.postings_current() or _too_many(len(written), len(old.ids)):
+            return None  # postings rebuilt since renumber their terms: read whole
         delta = LexicalTable.from_arrow(token, source.lexicon_rows(written, after_termid=old.last_termid))
         return old.patched(token, touched, delta)
 
