@@ -10,7 +10,7 @@ Each worker warms up (every query of scale.py in each mode, then one symbol look
 builds or maps the symbol table), then times `--queries` hybrid searches without a filter; the
 parent reads each worker's /proc/<pid>/smaps: RSS, PSS, anonymous PSS, file-backed PSS, and the
 PSS of the index's own files (sidecar, shared copies). The ratio is the four's PSS sum over the
-one's PSS (and over its RSS). The shared copies (the sidecar's `.arrow` files) are removed
+one's PSS (and over its RSS). The shared copies (the `.arrow` files beside the sidecar) are removed
 before each code tree's run, so its first process builds them. The four time their searches
 together once all are warm (on this machine's cores: their p50 is not the one's); with several
 code trees, a last round runs their workers side by side (alternating, four in all), so their
@@ -129,7 +129,8 @@ def main() -> int:
             f"embedder: ollama\nmodel: nomic-embed-text\next: py\nollama:\n  url: {url}\n", encoding="utf-8")
         results = {}
         for code in args.code:
-            for stale in (args.tree / ".index").glob("*.vectors/*/g*.*.arrow"):
+            index = args.tree / ".index"  # the shared copies of either layout (copies/ since 2026-12)
+            for stale in [*index.glob("*.vectors/*/g*.*.arrow"), *index.glob("*.vectors/*/copies/*.arrow")]:
                 stale.unlink()
             one = measure([code], args.tree, args.queries)
             four = measure([code] * 4, args.tree, args.queries)
