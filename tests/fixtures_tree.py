@@ -125,6 +125,26 @@ def open_project(root: Path) -> Project:
     return Project(load(root))
 
 
+Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every chunk the index of `root` stores (path, start, end, text) -> its vector's bytes."""
+    project = open_project(root)
+    try:
+        with project.store.read() as reader:
+            rows, matrix, _ = reader.all_chunks()
+            rows = reader.chunks([r.id for r in rows])
+    finally:
+        project.close()
+    return {(r.path, r.start_line, r.end_line, r.text): matrix[i].tobytes() for i, r in enumerate(rows)}
+
+
+def open_served(root: Path, standin: OllamaStandIn) -> Project:
+    """A Project for the sai-cfg.yml in `root`, its Ollama the stand-in (by OLLAMA_HOST)."""
+    return Project(load_config(config_file=str(root / "sai-cfg.yml"), env={"OLLAMA_HOST": standin.url}))
+
+
 def many_functions(count: int, *, per_file: int = 50, prefix: str = "gen") -> dict[str, str]:
     """`count` small, distinct Python functions spread over files of `per_file` each."""
     files: dict[str, str] = {}

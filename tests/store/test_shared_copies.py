@@ -11,12 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_sidecar_patches import _answers, _build, _chunks, _same_as_read_whole
-from test_vectors import COLLECTION, HELPERS, _env, _manifest
+from vector_stores import (
+    COLLECTION,
+    HELPERS,
+    answers_of,
+    assert_same_as_read_whole,
+    build_worded,
+    forbid_whole_reads,
+    manifest_of,
+    subprocess_env,
+    worded_chunks,
+)
 
 from sai.store.duckdb import DuckDBStore, sidecar_source
-from sai.store.duckdb.derived import DerivedTables
-from sai.store.duckdb.postings import Postings
 from sai.store.duckdb.sidecar import Sidecar
 
 # A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols):
@@ -43,24 +50,6 @@ def _shared(db: Path) -> list[str]:
     return sorted(p.name for p in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow*"))
 
 
-def _no_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make a whole read of the rows, the postings or the symbols fail: what a process mapping the files never does."""
-    real_rows = DerivedTables.row_rows
-
-    def rows(self: DerivedTables, ids: np.ndarray | None = None) -> object:
-        assert ids is not None, "the row table was read whole"
-        return real_rows(self, ids)
-
-    def postings(self: Postings) -> object:
-        raise AssertionError("the postings were read whole")
-
-    def symbols(self: DerivedTables) -> object:
-        raise AssertionError("the symbol rows were read whole")
-
-    monkeypatch.setattr(DerivedTables, "row_rows", rows)
-    monkeypatch.setattr(Postings, "rows", postings)
-    monkeypatch.setattr(DerivedTables, "_symbol_rows", symbols)
-
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
@@ -69,14 +58,14 @@ def db(tmp_path: Path) -> Path:
 
 def test_another_process_maps_the_shared_copies_instead_of_reading_them(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _build(db)
+    store = build_worded(db)
     try:
-        expected = _answers(store)
+        expected = answers_of(store)
         assert _shared(db) == ["g1.lexicon.arrow", "g1.rows.arrow", "g1.symbols.arrow"]
-        _no_whole_reads(monkeypatch)
+        forbid_whole_reads(monkeypatch)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
-            assert _answers(other) == expected
+            assert answers_of(other) == expected
             with other.read() as reader:
                 lexicon = reader.conn.lexical_table()  # type: ignore[attr-defined]
                 assert not lexicon.rows.flags.owndata and not lexicon.rows.flags.writeable  # the file's pages
@@ -90,16 +79,16 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
 def test_a_process_at_a_later_token_patches_the_mapped_copies(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.5)
-    store = _build(db)
-    _answers(store)
+    store = build_worded(db)
+    answers_of(store)
     store.close()
     for n in range(3):
         with DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30).write() as writer:
-            writer.replace_files(*_chunks(f"src/f{n * 3}.py", 4, seed=300 + n))
+            writer.replace_files(*worded_chunks(f"src/f{n * 3}.py", 4, seed=300 + n))
             if n == 1:
                 writer.remove_files(["src/f19.py"])  # the last ids: the next file gets them again
     with monkeypatch.context() as patching:
-        _no_whole_reads(patching)
+        forbid_whole_reads(patching)
         later = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         with later.read() as reader:
             conn = reader.conn  # type: ignore[attr-defined]
@@ -108,7 +97,7 @@ def test_a_process_at_a_later_token_patches_the_mapped_copies(
             assert rows.added is not None and lexicon.delta is not None  # the mapped copies, patched
             assert symbols.patched_files
     try:
-        _same_as_read_whole(later, db)
+        assert_same_as_read_whole(later, db)
     finally:
         later.close()
 
@@ -117,31 +106,31 @@ def test_copies_follow_writes_compactions_and_deletions_as_copies_read_whole(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sidecar_source, "PATCH_SHARE", 0.25)
     monkeypatch.setattr("sai.store.duckdb.sidecar.COMPACT_MIN_DEAD", 30)
-    store = _build(db)
+    store = build_worded(db)
     rng = np.random.default_rng(8)
     try:
         for n in range(12):
             with store.write() as writer:
-                writer.replace_files(*_chunks(f"src/f{rng.integers(0, 20)}.py", int(rng.integers(1, 7)), 500 + n))
+                writer.replace_files(*worded_chunks(f"src/f{rng.integers(0, 20)}.py", int(rng.integers(1, 7)), 500 + n))
             if n % 4 == 3:  # deleted under a process that mapped them
                 for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
                     shared.unlink()
             other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
             try:
-                assert _answers(other) == _answers(store)
+                assert answers_of(other) == answers_of(store)
             finally:
                 other.close()
-            generation = _manifest(db).generation
+            generation = manifest_of(db).generation
             assert all(name.startswith(f"g{generation}.") for name in _shared(db))
-            _same_as_read_whole(store, db)
-        assert _manifest(db).generation > 1  # compacted meanwhile: the old generation's copies went with it
+            assert_same_as_read_whole(store, db)
+        assert manifest_of(db).generation > 1  # compacted meanwhile: the old generation's copies went with it
     finally:
         store.close()
 
 
 def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
-    store = _build(db)
-    expected = _answers(store)
+    store = build_worded(db)
+    expected = answers_of(store)
     store.close()  # no process maps the files: a file cut short under a mapping would fault it (as the sidecar's)
     target = Sidecar.beside(db, COLLECTION).dir / "g1.lexicon.arrow"
     with open(target, "r+b") as f:
@@ -150,7 +139,7 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
     for _ in range(2):  # the first reads the index and writes the copies again, the second maps them
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
-            assert _answers(other) == expected
+            assert answers_of(other) == expected
         finally:
             other.close()
     assert (Sidecar.beside(db, COLLECTION).dir / "g1.rows.arrow").stat().st_size > 100
@@ -160,14 +149,14 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
 @pytest.mark.parametrize("where", ["aside", "rename"])
 @pytest.mark.slow
 def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, where: str, name: str) -> None:
-    store = _build(db)
+    store = build_worded(db)
     try:
-        _answers(store)
+        answers_of(store)
         for shared in Sidecar.beside(db, COLLECTION).dir.glob("g*.*.arrow"):
             shared.unlink()
         with store.write() as writer:
-            writer.replace_files(*_chunks("src/f4.py", 3, seed=44))
-        killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(db), where, name], env=_env(),
+            writer.replace_files(*worded_chunks("src/f4.py", 3, seed=44))
+        killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(db), where, name], env=subprocess_env(),
                                 capture_output=True, text=True, timeout=120)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         names = _shared(db)
@@ -175,10 +164,10 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
             assert len(names) == 1 and names[0].startswith(f"g1.{name}.arrow.") and names[0].endswith(".new")
         else:
             assert names == [f"g1.{name}.arrow"]
-        _same_as_read_whole(store, db)
+        assert_same_as_read_whole(store, db)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
-            assert _answers(other) == _answers(store)
+            assert answers_of(other) == answers_of(store)
             assert not any(name.endswith(".new") for name in _shared(db))  # the stray write was removed
         finally:
             other.close()
@@ -189,7 +178,7 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
 def test_postings_behind_the_chunks_are_never_shared(db: Path) -> None:
     """An index run rebuilds such postings (their terms renumbered) without a new token: a file
     of them would outlive the rebuild."""
-    store = _build(db)
+    store = build_worded(db)
     try:
         with store.write() as writer:
             writer.set_meta({"lexicon_token": "an older write's"})  # what a write that skipped the postings leaves
