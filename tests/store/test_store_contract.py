@@ -1,4 +1,5 @@
-"""The storage contract (sai/store/base.py): every verb, against a real store of each backend."""
+"""The storage contract (sai/store/base.py): every verb, against a real store of each backend and
+the tests' in-memory double (tests/memory_store.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from memory_store import MemoryStore
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, chunk_id
 from sai.store import Scope
@@ -18,7 +20,7 @@ from sai.store.base import Store
 from sai.store.duckdb import DuckDBStore
 from sai.store.qdrant import QdrantStore
 
-BACKENDS = ["duckdb", "qdrant-local"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
+BACKENDS = ["duckdb", "qdrant-local", "memory"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
 DIM = 8
 META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
                  vector_dim=DIM, chunker="ast", chunker_version=3, chunking="ast/3/test")
@@ -40,6 +42,8 @@ def _open(backend: str, where: Path) -> Store:
         return DuckDBStore(where / "index" / "code.duckdb", collection="code", lock_timeout_s=10)
     if backend == "qdrant-local":
         return QdrantStore("code", path=where / "qdrant", lock_timeout_s=10)
+    if backend == "memory":  # the tests' double (tests/memory_store.py): held to the same contract
+        return MemoryStore()
     if backend == "qdrant-server":
         return QdrantStore(f"code_{uuid.uuid4().hex[:8]}", url=os.environ["QDRANT_URL"],
                            api_key=os.environ.get("QDRANT_API_KEY"), lock_timeout_s=10)
