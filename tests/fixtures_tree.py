@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from memory_store import MemoryStore
 from ollama_standin import OllamaStandIn
 
 from sai.cli.commands import main
@@ -281,3 +283,40 @@ def index_tree(root: Path, url: str, files: dict[str, str] = CODE_TREE, **settin
     project = Project(load(root))
     indexer.index(project)
     return project
+
+
+# ---------------------------------------------------------------- indexes held in memory (tests/memory_store.py)
+@dataclass(frozen=True)
+class HeldTemplate:
+    """A tree on disk and its index in a MemoryStore, built once and copied by `held_copy`."""
+
+    root: Path
+    store: MemoryStore
+
+
+def index_held(root: Path, url: str, files: dict[str, str] = CODE_TREE, **settings: Any) -> Project:
+    """`files` written under `root` and indexed with the stand-in at `url` into a MemoryStore:
+    index_tree for a test whose subject is not the store."""
+    write_tree(root, files)
+    write_config(root, url, **settings)
+    project = Project(load(root), store=MemoryStore())
+    indexer.index(project)
+    return project
+
+
+def held_template(tmp_path_factory: Any, files: dict[str, str | bytes], **settings: Any) -> HeldTemplate:
+    """`files` indexed once into a MemoryStore, with a stand-in of its own (index_template in memory)."""
+    root = write_tree(tmp_path_factory.mktemp("template"), files)
+    store = MemoryStore()
+    with OllamaStandIn() as server:
+        write_config(root, server.url, **settings)
+        indexer.index(Project(load(root), store=store))
+    return HeldTemplate(root, store)
+
+
+def held_copy(template: HeldTemplate, root: Path, url: str, **settings: Any) -> Project:
+    """A project over a copy of the template's tree at `root` (mtimes kept, so nothing reads as
+    stale) and a copy of its index, configured for the stand-in at `url` (indexed_copy in memory)."""
+    shutil.copytree(template.root, root, dirs_exist_ok=True)
+    write_config(root, url, **settings)
+    return Project(load(root), store=template.store.copy())

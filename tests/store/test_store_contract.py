@@ -150,6 +150,9 @@ def test_replace_files_replaces_only_the_named_files_chunks(filled) -> None:
         assert reader.chunks_of_file("notes/todo.txt") == []  # read, and it holds nothing now
         assert reader.files(["notes/todo.txt"])["notes/todo.txt"].chunk_count == 0
         assert reader.chunk_count() == 4 and len(reader.chunks_of_file("web/view.js")) == 2
+        # the lexical index follows: the new chunk's words are found, the replaced chunks' gone
+        assert [i for i, _ in reader.lexical("rewritten", 5)] == [r.id for r in reader.chunks_of_file("src/cart.py")]
+        assert reader.lexical("quantity", 5) == [] and reader.lexical("todo review", 5) == []
 
 
 def test_touch_files_changes_file_state_only(filled) -> None:
@@ -168,7 +171,7 @@ def test_remove_files_forgets_files_and_counts_their_chunks(filled) -> None:
         assert writer.remove_files([]) == 0
     with store.read() as reader:
         assert "web/view.js" not in reader.files() and reader.chunk_count() == len(CHUNKS) - 2
-        assert reader.chunks_of_file("web/view.js") == []
+        assert reader.chunks_of_file("web/view.js") == [] and reader.lexical("render views", 5) == []
 
 
 def test_chunk_hashes_and_vectors_by_hash(filled) -> None:
