@@ -15,6 +15,7 @@ from sai.cli.commands import main
 from sai.config import Config, load_config
 from sai.indexing import indexer
 from sai.project import Project
+from sai.store.base import Store
 
 STANDIN_MODEL = "nomic-embed-text"  # a model the Ollama stand-in serves
 
@@ -142,9 +143,11 @@ def snapshot(root: Path) -> Snapshot:
     return {(r.path, r.start_line, r.end_line, r.text): matrix[i].tobytes() for i, r in enumerate(rows)}
 
 
-def open_served(root: Path, standin: OllamaStandIn) -> Project:
-    """A Project for the sai-cfg.yml in `root`, its Ollama the stand-in (by OLLAMA_HOST)."""
-    return Project(load_config(config_file=str(root / "sai-cfg.yml"), env={"OLLAMA_HOST": standin.url}))
+def open_served(root: Path, standin: OllamaStandIn, *, store: Store | None = None) -> Project:
+    """A Project for the sai-cfg.yml in `root`, its Ollama the stand-in (by OLLAMA_HOST); its
+    index the config's, or `store` (a MemoryStore)."""
+    return Project(load_config(config_file=str(root / "sai-cfg.yml"), env={"OLLAMA_HOST": standin.url}),
+                   store=store)
 
 
 def many_functions(count: int, *, per_file: int = 50, prefix: str = "gen") -> dict[str, str]:

@@ -13,6 +13,7 @@ import pytest
 from anyio.from_thread import BlockingPortal
 from fixtures_tree import open_served, run_cli, write_tree
 from mcp_sessions import mcp_session, standin_env
+from memory_store import MemoryStore
 from ollama_standin import OllamaStandIn
 
 from sai.errors import SaiError
@@ -120,7 +121,7 @@ def test_impact_of_an_edited_function_names_both_renamed_copies_and_its_caller(
 def test_refreshing_one_file_replaces_its_references_only(tmp_path: Path, standin: OllamaStandIn) -> None:
     root = write_tree(tmp_path, {"a.py": "def f():\n    return g()\n", "b.py": "def h():\n    return g()\n",
                             "sai-cfg.yml": CONFIG})
-    project = open_served(root, standin)
+    project = open_served(root, standin, store=MemoryStore())
     try:
         indexer.index(project)
         before = [u.reference for u in find_references(project, "g").uses if u.reference.path == "b.py"]

@@ -1,5 +1,6 @@
 """References, callers and callees over a small multi-language tree, indexed for real (tree-sitter
-parses, a DuckDB file, the Ollama stand-in): what `sai refs` finds, resolves and narrows."""
+parses, the Ollama stand-in) into the tests' MemoryStore (the store's references verbs are the
+contract's, tests/store/test_store_contract.py): what `sai refs` finds, resolves and narrows."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from fixtures_tree import open_served, write_tree
+from memory_store import MemoryStore
 from ollama_standin import OllamaStandIn
 
 from sai.indexing import indexer
@@ -145,7 +147,7 @@ CONFIG = "root: .\next: [py, ts, go, rs, java, c, h, cpp]\n"
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Iterator[Project]:
     root = write_tree(tmp_path_factory.mktemp("refs"), {**TREE, "sai-cfg.yml": CONFIG})
-    opened = open_served(root, standin)
+    opened = open_served(root, standin, store=MemoryStore())
     indexer.index(opened)
     yield opened
     opened.close()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from memory_store import MemoryStore
 
-from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, chunk_id
+from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, Reference, chunk_id
 from sai.store import Scope
 from sai.store.base import Store
 from sai.store.duckdb import DuckDBStore
@@ -334,6 +334,30 @@ def test_symbols_find_definitions_and_chunk_ids(filled) -> None:
     assert (found.symbol, found.kind, found.path, found.start_line) == ("Cart.add", "method", "src/cart.py", 3)
     assert table.row_id(chunk_id("src/dates.py", 1, 5, chunks[3].content_hash)) == ids[("src/dates.py", 1, 5)]
     assert table.row_id("0" * 16) is None
+
+
+# ---------------------------------------------------------------- references
+def test_references_are_found_by_name_and_by_lines_and_go_with_their_file(filled) -> None:
+    store, chunks, _ = filled
+    if not store.references:
+        pytest.skip("the backend stores no references")
+    unit = chunk_id("src/cart.py", 3, 8, chunks[1].content_hash)
+    cart = [Reference("parse_date", "call", 5, 8, qualifier="dates", module="src.dates", unit="Cart.add",
+                      unit_start=3, unit_end=8, unit_id=unit, language="python"),
+            Reference("dates", "import", 1, 0, language="python"), Reference("Cart", "type", 12, 4, language="python")]
+    with store.write() as writer:
+        writer.replace_references({"src/cart.py": cart, "web/view.js": [Reference("render", "call", 7, 2)]})
+    with store.read() as reader:
+        assert reader.references(["parse_date", "render", "absent"]) == [
+            dataclasses.replace(cart[0], path="src/cart.py"), Reference("render", "call", 7, 2, path="web/view.js")]
+        within = reader.references_in("src/cart.py", 1, 6)
+        assert [(r.name, r.line) for r in within] == [("dates", 1), ("parse_date", 5)]
+        assert reader.references(["parse_date"])[0].chunk_id == unit
+    with store.write() as writer:
+        writer.replace_references({"src/cart.py": []})  # the file holds none now
+        writer.remove_files(["web/view.js"])  # its references go with it
+    with store.read() as reader:
+        assert reader.references(["parse_date", "render", "Cart"]) == []
 
 
 # ---------------------------------------------------------------- runs, drop, transactions
