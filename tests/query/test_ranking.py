@@ -282,3 +282,10 @@ def test_ci_scripts_and_regression_tests_rank_as_tests_do_unless_asked_for():
     lists = ([ci, regress, code], [(ci, 3.0), (regress, 2.0), (code, 1.0)])
     assert fuse(merge(*lists), "do not invoke clear check on respawn")[0].row.path == "spawn.c"
     assert fuse(merge(*lists), "build on the github ci with asan")[0].row.path == ".github/travis/build.sh"
+
+
+def test_a_name_defined_only_in_a_test_is_found_first_by_that_name():
+    helper = row(1, "tests/helpers.py", symbol="build_sample_tree")
+    callers = [row(i, f"src/m{i}.py", symbol=f"use{i}") for i in range(2, 6)]
+    lexical = [(c, 9.0 - c.id) for c in callers] + [(helper, 1.0)]
+    assert fuse(merge([*callers, helper], lexical), "build_sample_tree")[0].row.id == 1

@@ -140,6 +140,10 @@ def scope_match(row: ChunkRow, pool: Pool) -> float:
 
 
 def test_penalty(row: ChunkRow, pool: Pool) -> float:
+    """TEST_PENALTY for a test, example or CI file the query does not ask for, unless the chunk
+    defines the one name the query is (a helper defined only in a test is still found by its name)."""
+    if pool.facts.bare and definition(row, pool) > 0.0:
+        return 1.0
     if not pool.facts.wants_tests and _TESTISH.search(row.path):
         return TEST_PENALTY
     return TEST_PENALTY if not pool.facts.wants_ci and _CI.search(row.path) else 1.0
