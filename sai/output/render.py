@@ -102,7 +102,7 @@ def explanation(explain: Explain) -> str:
     if explain.semantic_rank is not None:
         parts.append(f"semantic #{explain.semantic_rank}")
     if explain.cosine is not None:
-        parts.append(f"cosine {explain.cosine:.4f}")
+        parts.append(f"cosine {explain.cosine:.4f}" + (f" ({explain.model})" if explain.model else ""))
     if explain.lexical_rank is not None:
         parts.append(f"lexical #{explain.lexical_rank}")
     if explain.bm25 is not None:

@@ -347,3 +347,14 @@ def test_a_name_qualified_beyond_the_indexed_symbols_reaches_its_defined_tail(ht
         assert (hits[0].symbol, hits[0].path) == ("_split", "src/http_util.py"), query
         assert hits[0].explain.signals.definition == ranking.NAME_QUERY_BOOST
     assert search.search(http_project, "httpkit.nowhere", limit=3) == []
+
+
+def test_explain_names_the_model_whose_vectors_the_cosine_compares(http_project):
+    with http_project.store.read() as reader:
+        model = reader.meta()["model"]
+    assert model
+    for mode in ("hybrid", "semantic"):
+        assert {h.explain.model for h in search.search(http_project, "header parsing", limit=3, mode=mode,
+                                                       explain=True)} == {model}
+    assert {h.explain.model for h in search.search(http_project, "header parsing", limit=3, mode="lexical",
+                                                   explain=True)} == {None}
