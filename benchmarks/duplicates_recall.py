@@ -438,7 +438,7 @@ def run_repos(args: argparse.Namespace) -> None:
           "recall: planted (original, copy) pairs of that flavour in one cluster / copies planted\n"
           "purity: among clusters holding a copy of that flavour, the fraction whose members are all "
           "one function's original and copies\n"
-          "score: the duplicate score (cosine and shape similarity, sai/duplicates/edges.py) of each copy "
+          "score: the duplicate score (cosine and shape similarity, sai/duplicates/score.py) of each copy "
           "with its original, and of each original with its best match among the repository's other units\n"
           "margin: the 5th percentile of the renamed copies' scores (the six renamings) minus the 95th "
           "percentile of the best unrelated scores")

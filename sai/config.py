@@ -49,7 +49,7 @@ DEFAULT_MODELS: dict[EmbedderName, str] = {"ollama": "nomic-embed-text", "local"
 
 # Similarity scales differ by model, so the defaults are per model family (model_family());
 # unknown models get the generic row. find_similar_min_score is a cosine; duplicate_min_score is
-# a duplicate score, a weighted mean of cosine and token-shape similarity (sai/duplicates/edges.py).
+# a duplicate score, a weighted mean of cosine and token-shape similarity (sai/duplicates/score.py).
 # The MiniLM row comes from benchmarks/duplicates_recall.py (docs/configuration.md): 2,417 chunks
 # of the stdlib with 120 functions planted as renamed copies. duplicate_min_score 0.75 finds
 # 99% of renamed copies (98% with meaningless names) at cluster precision 0.99; cosine alone
