@@ -28,6 +28,7 @@ from sai.models import (
     EmbedderName,
     PrefixStyle,
 )
+from sai.source.files import WalkFilters
 from sai.source.globs import check_glob
 from sai.source.languages import DEFAULT_EXTS, normalize_exts
 from sai.source.paths import project_root, resolve_path
@@ -222,6 +223,7 @@ class Config:
     qdrant_prefer_grpc: bool
     # the embedder and model the file names where the index's answer (`sai --recreate` builds with them)
     config_asks: tuple[str, str] | None
+    walk: WalkFilters  # what the walk consults per file (source/files.py)
 
     @property
     def index_location(self) -> str:
@@ -434,6 +436,16 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
         qdrant_timeout_s=float(v["qdrant.timeout_s"]),
         qdrant_prefer_grpc=v["qdrant.prefer_grpc"],
         config_asks=None,  # the front end that opens the index sets it (project.file_asks)
+        walk=_walk_filters(v, root=root, ext=ext, config_path=config_path),
+    )
+
+
+def _walk_filters(v: dict[str, Any], *, root: Path, ext: tuple[str, ...], config_path: Path | None) -> WalkFilters:
+    own = config_path.relative_to(root).as_posix() if config_path and config_path.is_relative_to(root) else None
+    return WalkFilters(
+        root, frozenset(ext), frozenset(ALWAYS_PRUNED) | {str(d) for d in v["exclude_dirs"]},
+        tuple(str(g) for g in v["include"]), tuple(str(g) for g in v["exclude"]), v["max_file_bytes"],
+        v["skip_generated_marker"], v["respect_gitignore"], own,
     )
 
 

@@ -111,9 +111,14 @@ def test_missing_explicit_config_file_is_an_error_naming_it(tmp_path: Path) -> N
 def test_empty_config_file_means_defaults(tmp_path: Path) -> None:
     path = write_cfg(tmp_path, "# nothing set\n")
     config = load(tmp_path)
-    assert config.config_path == path.resolve()
+    assert config.config_path == path.resolve() and config.walk.own_config == "sai-cfg.yml"
     path.unlink()
-    assert dataclasses.replace(config, config_path=None) == load(tmp_path)
+    assert _without_file(config) == load(tmp_path)
+
+
+def _without_file(config: Config) -> Config:
+    """The config as it would be had no file been found: no path, no own file the walk skips."""
+    return dataclasses.replace(config, config_path=None, walk=dataclasses.replace(config.walk, own_config=None))
 
 
 # --- precedence --------------------------------------------------------------------------------
@@ -505,7 +510,7 @@ def test_template_values_are_the_defaults(tmp_path: Path) -> None:
     write_cfg(tmp_path, TEMPLATE)
     from_template = load(tmp_path)
     (tmp_path / "sai-cfg.yml").unlink()
-    assert dataclasses.replace(from_template, config_path=None) == load(tmp_path)
+    assert _without_file(from_template) == load(tmp_path)
 
 
 def test_template_with_every_key_uncommented_sets_every_key(tmp_path: Path) -> None:

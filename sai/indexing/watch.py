@@ -181,7 +181,7 @@ class Watcher:
         if len(keys) > self.bulk_paths:
             return self._full_run(len(paths), stored)
         config = self.project.config
-        wanted = sorted(k for k in keys if k in stored or isinstance(files.check_file(config, k), SourceFile))
+        wanted = sorted(k for k in keys if k in stored or isinstance(files.check_file(config.walk, k), SourceFile))
         if not wanted:
             return None
         self._retry.update(wanted)
