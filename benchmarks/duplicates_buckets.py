@@ -58,7 +58,7 @@ def paired_edges(root: Path, min_score: float, top_k: int, *, bucketed: bool) ->
     try:
         with project.store.read() as reader:
             rows, matrix, signatures = reader.all_chunks()
-        cosine_score = project.config.duplicate_cosine_min_score
+        cosine_score = project.config.similarity.duplicate_cosine_min_score
     finally:
         project.close()
     shapes = Shapes.of(signatures)

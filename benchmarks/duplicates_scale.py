@@ -124,7 +124,7 @@ def child(root: Path, top_k: int, min_score: float | None) -> None:
     from sai.duplicates.clusters import find_duplicates
 
     project = project_at(root)
-    threshold = project.config.duplicate_min_score if min_score is None else min_score
+    threshold = project.config.similarity.duplicate_min_score if min_score is None else min_score
     baseline = current_rss_mb()
     started = time.perf_counter()
     clusters = find_duplicates(project, top_k=top_k, min_score=threshold, max_clusters=10**9)

@@ -72,12 +72,15 @@ SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, statu
 
 @dataclass(frozen=True)
 class Setting:
-    """One row of the settings table: a key of sai-cfg.yml (dotted inside a section).
+    """One row of the settings table: a key of sai-cfg.yml (dotted inside a section), declared once.
 
     From the table come the allowed keys, their types, defaults and choices (validation), the
-    template `sai init` writes (sai/cfg_template.py) and the docs check (tests/test_docs.py).
-    `example` is what the template shows, commented out, for a key whose default is resolved
-    later (None); `bound` names a range rule in `_BOUNDS`.
+    template `sai init` writes (sai/cfg_template.py), the docs check (tests/test_docs.py) and
+    the Config load_config builds: the row's value, through `convert`, fills the field `to`
+    names (default: the key itself, so `ollama.url` fills `Config.ollama.url`; None: no field of
+    its own, another row or load_config reads it). `example` is what the template shows,
+    commented out, for a key whose default is resolved later (None); `bound` names a range rule
+    in `_BOUNDS`.
     """
 
     key: str
@@ -87,6 +90,43 @@ class Setting:
     choices: tuple[str, ...] = ()
     example: str | None = None
     bound: str | None = None
+    to: str | None = ""
+    convert: Callable[[Any, Resolved], Any] = lambda value, _: value
+
+    @property
+    def field(self) -> str | None:
+        """The dotted Config attribute this setting fills, or None."""
+        return self.key if self.to == "" else self.to
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a setting's conversion may read besides its own value: every resolved value by key,
+    the project root, the directory relative paths start from, the model, its extensions."""
+
+    values: Mapping[str, Any]
+    root: Path
+    base: Path
+    model: str
+    ext: tuple[str, ...]
+
+    @property
+    def similarity(self) -> Mapping[str, float]:
+        """The model family's similarity defaults (SIMILARITY_DEFAULTS)."""
+        return SIMILARITY_DEFAULTS.get(model_family(self.model), SIMILARITY_DEFAULTS["*"])
+
+
+def _by_model(name: str) -> Callable[[Any, Resolved], float]:
+    """A similarity threshold: the value set, else the model family's default `name`."""
+    return lambda value, r: float(_or(value, r.similarity[name]))
+
+
+def _strings(values: Any, _: Resolved) -> tuple[str, ...]:
+    return tuple(str(item) for item in values)
+
+
+def _number(value: Any, _: Resolved) -> float:
+    return float(value)
 
 
 _STR, _INT, _BOOL, _NUMBER, _LIST = (str,), (int,), (bool,), (int, float), (list,)
@@ -98,62 +138,72 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embedder", _STR, "ollama", "ollama (an Ollama server) or local (bundled all-MiniLM-L6-v2, offline)",
             choices=EMBEDDERS),
     Setting("model", _STR, None, "default: nomic-embed-text (ollama), all-MiniLM-L6-v2-int8 (local; or minilm-static)",
-            example="nomic-embed-text"),
+            example="nomic-embed-text", to=None),
     Setting("vector_dim", _INT, None, "default: detected from the first embedding; if set, must match",
             example="768", bound="positive"),
-    Setting("collection", _STR, "source_code", "table name: ^[A-Za-z_][A-Za-z0-9_]*$"),
-    Setting("root", _STR, ".", "directory to index, relative to this file"),
+    Setting("collection", _STR, "source_code", f"table name: {COLLECTION_RE.pattern}"),
+    Setting("root", _STR, ".", "directory to index, relative to this file", to=None),
     Setting("ext", (list, str), None,
             "default: every language SAI knows (py js jsx ts tsx go rs java c h cpp cs rb php kt ...)",
-            example="[py, js, ts]"),
+            example="[py, js, ts]", to="walk.exts", convert=lambda _, r: r.ext),
     Setting("chunker", _STR, "ast", "ast (tree-sitter units, line fallback) or lines (60-line windows)",
             choices=CHUNKERS),
     Setting("max_chunk_chars", _INT, 2000, "byte budget of one chunk", bound="positive"),
     Setting("prefix_style", _STR, "auto", "auto, nomic, e5, qwen or none (query/passage prefixes)",
-            choices=("auto", *PREFIX_STYLES)),
-    Setting("exclude_dirs", _LIST, (), f"added to the always-pruned {PRUNED_NOTE}"),
-    Setting("include", _LIST, (), "globs on the root-relative path; non-empty = allow-list"),
-    Setting("exclude", _LIST, (), "globs on the root-relative path; exclude wins over include"),
-    Setting("respect_gitignore", _BOOL, True, "honour .gitignore files (nested) and .git/info/exclude"),
-    Setting("max_file_bytes", _INT, 1048576, "larger files are skipped (too-large)", bound="positive"),
+            choices=("auto", *PREFIX_STYLES), convert=lambda style, r: resolve_prefix_style(style, r.model)),
+    Setting("exclude_dirs", _LIST, (), f"added to the always-pruned {PRUNED_NOTE}",
+            to="walk.pruned", convert=lambda dirs, _: frozenset(ALWAYS_PRUNED) | {str(d) for d in dirs}),
+    Setting("include", _LIST, (), "globs on the root-relative path; non-empty = allow-list",
+            to="walk.include", convert=_strings),
+    Setting("exclude", _LIST, (), "globs on the root-relative path; exclude wins over include",
+            to="walk.exclude", convert=_strings),
+    Setting("respect_gitignore", _BOOL, True, "honour .gitignore files (nested) and .git/info/exclude",
+            to="walk.respect_gitignore"),
+    Setting("max_file_bytes", _INT, 1048576, "larger files are skipped (too-large)", bound="positive",
+            to="walk.max_bytes"),
     Setting("skip_generated_marker", _BOOL, True,
-            'skip files whose first 600 bytes say "do not edit", "@generated", ..., and minified files'),
+            'skip files whose first 600 bytes say "do not edit", "@generated", ..., and minified files',
+            to="walk.skip_generated"),
     Setting("strip_comments", _BOOL, False, "blank C-style comments before chunking (line numbers kept)"),
     Setting("honor_noindex_marker", _BOOL, True, "drop chunks containing sai-noindexing"),
     Setting("honor_noduplicate_marker", _BOOL, True,
             "chunks containing sai-noduplicate never join duplicate clusters"),
     Setting("index_references", _BOOL, True, "store the uses of names (sai refs, callers, impact)"),
     Setting("lock_timeout_s", _NUMBER, None, "default 30: seconds to wait for another process writing the index",
-            example="30", bound="seconds"),
-    Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root"),
+            example="30", bound="seconds",
+            convert=lambda t, r: float(_or(t, _or(r.values["duckdb.lock_timeout_s"], LOCK_TIMEOUT_S)))),
+    Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root",
+            to="db_path", convert=lambda path, r: (r.root / path).resolve()),
     Setting("duckdb.lock_timeout_s", _NUMBER, None, "the old name of lock_timeout_s, still read",
-            example="30", bound="seconds"),
+            example="30", bound="seconds", to=None),
     Setting("qdrant.url", _STR, None, "a Qdrant server or cluster; default: $QDRANT_URL",
-            example="http://localhost:6333"),
-    Setting("qdrant.api_key", _STR, None, "default: $QDRANT_API_KEY; never printed", example="team-read-key"),
+            example="http://localhost:6333", convert=lambda url, _: url or None),
+    Setting("qdrant.api_key", _STR, None, "default: $QDRANT_API_KEY; never printed", example="team-read-key",
+            convert=lambda key, _: key or None),
     Setting("qdrant.path", _STR, None, "local mode: no server, one process; wins over url",
-            example=".index/qdrant"),
-    Setting("qdrant.timeout_s", _NUMBER, 10.0, "per request to the server", bound="positive"),
+            example=".index/qdrant", convert=lambda path, r: (r.root / path).resolve() if path else None),
+    Setting("qdrant.timeout_s", _NUMBER, 10.0, "per request to the server", bound="positive", convert=_number),
     Setting("qdrant.prefer_grpc", _BOOL, False, "talk gRPC (port 6334) instead of HTTP"),
     Setting("ollama.url", _STR, None, "default: $OLLAMA_HOST or http://localhost:11434",
-            example="http://localhost:11434"),
+            example="http://localhost:11434", convert=lambda url, _: url or "http://localhost:11434"),
     Setting("ollama.model", _STR, None, "accepted for compatibility; must not contradict `model`",
-            example="nomic-embed-text"),
+            example="nomic-embed-text", to=None),
     Setting("ollama.timeout_s", _NUMBER, 60.0, "per request; transient failures are retried with backoff",
-            bound="positive"),
+            bound="positive", convert=_number),
     Setting("ollama.backoff_s", _NUMBER, 0.5, "wait before the first retry; each next retry waits twice as long",
-            bound="seconds"),
+            bound="seconds", convert=_number),
     Setting("ollama.batch_size", _INT, 32, bound="positive"),
     Setting("ollama.parallel", _INT, 4, "requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)",
             bound="positive"),
     Setting("local.cache_dir", _STR, None,
             "the ONNX model the local embedder builds; default: $XDG_CACHE_HOME/sai",
-            example="~/.cache/sai"),
+            example="~/.cache/sai", convert=lambda path, r: (r.base / Path(path).expanduser()).resolve()),
     Setting("similarity.find_similar_min_score", _NUMBER, None,
-            "default depends on the model (0.70 for all-MiniLM-L6-v2)", example="0.85", bound="similarity"),
+            "default depends on the model (0.70 for all-MiniLM-L6-v2)", example="0.85", bound="similarity",
+            convert=_by_model("find_similar_min_score")),
     Setting("similarity.duplicate_min_score", _NUMBER, None,
             "cosine and token shape; depends on the model (0.75 for all-MiniLM-L6-v2)", example="0.80",
-            bound="similarity"),
+            bound="similarity", convert=_by_model("duplicate_min_score")),
     Setting("similarity.duplicate_min_cluster_size", _INT, 2, bound="at_least_1"),
     Setting("similarity.duplicate_metric", _STR, "duplicate",
             "duplicate (cosine and token shape) or cosine (the original's plain cosine)", choices=METRICS),
@@ -178,8 +228,57 @@ ENV_KEYS = {
 
 
 @dataclass(frozen=True)
+class OllamaSettings:
+    """`ollama:`, the server the ollama embedder talks to (sai/embedders/ollama.py)."""
+
+    url: str
+    timeout_s: float
+    backoff_s: float
+    batch_size: int
+    parallel: int
+
+
+@dataclass(frozen=True)
+class QdrantSettings:
+    """`qdrant:`, the team backend's server or local directory (sai/store/qdrant)."""
+
+    url: str | None
+    api_key: str | None = field(repr=False)
+    path: Path | None
+    timeout_s: float
+    prefer_grpc: bool
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """`local:`, where the local embedder keeps the model it builds."""
+
+    cache_dir: Path
+
+
+@dataclass(frozen=True)
+class SimilaritySettings:
+    """`similarity:`, the thresholds of similar and duplicates, with the model's defaults applied;
+    duplicate_cosine_min_score is duplicate_min_score's reading for `duplicate_metric: cosine`."""
+
+    find_similar_min_score: float
+    duplicate_min_score: float
+    duplicate_cosine_min_score: float
+    duplicate_min_cluster_size: int
+    duplicate_metric: DuplicateMetric
+    top_k: int
+
+
+# Config's records, each filled by the settings whose field starts with its name (Setting.to)
+SECTIONS: dict[str, type] = {
+    "walk": WalkFilters, "ollama": OllamaSettings, "qdrant": QdrantSettings, "local": LocalSettings,
+    "similarity": SimilaritySettings,
+}
+
+
+@dataclass(frozen=True)
 class Config:
-    """Every setting SAI uses, resolved and validated (the defaults are in SETTINGS)."""
+    """Every setting SAI uses, resolved and validated (declared, with defaults, in SETTINGS)."""
 
     root: Path
     db_path: Path
@@ -189,52 +288,28 @@ class Config:
     model: str
     vector_dim: int | None
     collection: str
-    ext: tuple[str, ...]
     chunker: ChunkerName
     max_chunk_chars: int
     prefix_style: PrefixStyle
-    exclude_dirs: tuple[str, ...]
-    include: tuple[str, ...]
-    exclude: tuple[str, ...]
-    respect_gitignore: bool
-    max_file_bytes: int
-    skip_generated_marker: bool
     strip_comments: bool
     honor_noindex_marker: bool
     honor_noduplicate_marker: bool
     index_references: bool
     lock_timeout_s: float
-    ollama_url: str
-    ollama_timeout_s: float
-    ollama_backoff_s: float
-    ollama_batch_size: int
-    ollama_parallel: int
-    local_cache_dir: Path
-    find_similar_min_score: float
-    duplicate_min_score: float
-    duplicate_metric: DuplicateMetric
-    duplicate_cosine_min_score: float
-    duplicate_min_cluster_size: int
-    top_k: int
-    qdrant_url: str | None
-    qdrant_api_key: str | None = field(repr=False)
-    qdrant_path: Path | None
-    qdrant_timeout_s: float
-    qdrant_prefer_grpc: bool
+    walk: WalkFilters  # what the walk consults per file (source/files.py)
+    ollama: OllamaSettings
+    qdrant: QdrantSettings
+    local: LocalSettings
+    similarity: SimilaritySettings
     # the embedder and model the file names where the index's answer (`sai --recreate` builds with them)
     config_asks: tuple[str, str] | None
-    walk: WalkFilters  # what the walk consults per file (source/files.py)
 
     @property
     def index_location(self) -> str:
         """Where the index lives, for messages: the DuckDB file, the local Qdrant directory or its URL."""
         if self.backend == "qdrant":
-            return str(self.qdrant_path) if self.qdrant_path is not None else str(self.qdrant_url)
+            return str(self.qdrant.path) if self.qdrant.path is not None else str(self.qdrant.url)
         return str(self.db_path)
-
-    @property
-    def pruned_dirs(self) -> tuple[str, ...]:
-        return tuple(sorted(set(ALWAYS_PRUNED) | set(self.exclude_dirs)))
 
 
 def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path, *, root: str | None = None,
@@ -359,101 +434,60 @@ def _index_layer(index: Mapping[str, str] | None, flags: Mapping[str, Any], env:
 
 
 def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config_path: Path | None) -> Config:
-    """Validate resolved values; `where(key)` names the source of a key's value in errors."""
+    """Validate resolved values and convert each into its Config field (Setting.to, .convert);
+    `where(key)` names the source of a key's value in errors."""
     for setting in SETTINGS:
         if setting.choices:
             _choice(v, setting.key, setting.choices, where(setting.key))
-    model = v["model"] or v["ollama.model"] or DEFAULT_MODELS[v["embedder"]]
-    if v["ollama.model"] and v["model"] and v["ollama.model"] != v["model"]:
-        raise ConfigError(
-            f"{where('model')}: ollama.model '{v['ollama.model']}' contradicts model '{v['model']}'; "
-            "keep one of them"
-        )
+    model = _model(v, where)
     if not COLLECTION_RE.match(v["collection"]):
-        raise ConfigError(
-            f"{where('collection')}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
-        )
-    _check_qdrant(v, where)
+        raise ConfigError(f"{where('collection')}: collection '{v['collection']}' must match {COLLECTION_RE.pattern}")
+    if v["backend"] == "qdrant":
+        require_qdrant_target(v["qdrant.url"], v["qdrant.path"], where=where("backend"))
     _check_bounds(v, where)
     root = project_root(base, v["root"], where("root"))
     ext = v["ext"] if v["ext"] is not None else list(DEFAULT_EXTS)
     ext = normalize_exts(ext.split(",") if isinstance(ext, str) else [str(e) for e in ext])
     if not ext:
         raise ConfigError(f"{where('ext')}: key 'ext' lists no extension")
+    _check_globs(v, where)
+    resolved = Resolved(v, root=root, base=base, model=model, ext=ext)
+    fields: dict[str, dict[str, Any]] = {name: {} for name in ("", *SECTIONS)}
+    for setting in SETTINGS:
+        if setting.field is not None:
+            record, _, name = setting.field.rpartition(".")
+            fields[record][name] = setting.convert(v[setting.key], resolved)
+    own = config_path.relative_to(root).as_posix() if config_path and config_path.is_relative_to(root) else None
+    fields["walk"].update(root=root, own_config=own)
+    fields["similarity"]["duplicate_cosine_min_score"] = float(
+        _or(v["similarity.duplicate_min_score"], resolved.similarity["duplicate_cosine_min_score"]))
+    records = {name: record(**fields[name]) for name, record in SECTIONS.items()}
+    # config_asks: the front end that opens the index sets it (project.file_asks)
+    return Config(**fields[""], **records, root=root, config_path=config_path, model=model, config_asks=None)
+
+
+def _model(v: dict[str, Any], where: Callable[[str], str]) -> str:
+    """The model asked for (or the embedder's default), in the one spelling the index records."""
+    model = v["model"] or v["ollama.model"] or DEFAULT_MODELS[v["embedder"]]
+    if v["ollama.model"] and v["model"] and v["ollama.model"] != v["model"]:
+        raise ConfigError(
+            f"{where('model')}: ollama.model '{v['ollama.model']}' contradicts model '{v['model']}'; "
+            "keep one of them"
+        )
     if v["embedder"] == "local" and model_family(model) == "all-minilm-l6-v2":
         # one spelling, so the index records one name; the int8 variant is a model of its own
-        int8 = model.lower().endswith("-int8")
-        model = MINILM + ("-int8" if int8 else "")
-    elif v["embedder"] == "local" and model.lower() == MINILM_STATIC:
-        model = MINILM_STATIC
-    sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
-    _check_globs(v, where)
-    return Config(
-        root=root,
-        db_path=(root / v["duckdb.path"]).resolve(),
-        config_path=config_path,
-        backend=v["backend"],
-        embedder=v["embedder"],
-        model=model,
-        vector_dim=v["vector_dim"],
-        collection=v["collection"],
-        ext=ext,
-        chunker=v["chunker"],
-        max_chunk_chars=v["max_chunk_chars"],
-        prefix_style=resolve_prefix_style(v["prefix_style"], model),
-        exclude_dirs=tuple(str(d) for d in v["exclude_dirs"]),
-        include=tuple(str(g) for g in v["include"]),
-        exclude=tuple(str(g) for g in v["exclude"]),
-        respect_gitignore=v["respect_gitignore"],
-        max_file_bytes=v["max_file_bytes"],
-        skip_generated_marker=v["skip_generated_marker"],
-        strip_comments=v["strip_comments"],
-        honor_noindex_marker=v["honor_noindex_marker"],
-        honor_noduplicate_marker=v["honor_noduplicate_marker"],
-        index_references=v["index_references"],
-        lock_timeout_s=float(_or(v["lock_timeout_s"], _or(v["duckdb.lock_timeout_s"], LOCK_TIMEOUT_S))),
-        ollama_url=v["ollama.url"] or "http://localhost:11434",
-        ollama_timeout_s=float(v["ollama.timeout_s"]),
-        ollama_backoff_s=float(v["ollama.backoff_s"]),
-        ollama_batch_size=v["ollama.batch_size"],
-        ollama_parallel=v["ollama.parallel"],
-        local_cache_dir=(base / Path(v["local.cache_dir"]).expanduser()).resolve(),
-        find_similar_min_score=float(
-            _or(v["similarity.find_similar_min_score"], sims["find_similar_min_score"])
-        ),
-        duplicate_min_score=float(
-            _or(v["similarity.duplicate_min_score"], sims["duplicate_min_score"])
-        ),
-        duplicate_metric=v["similarity.duplicate_metric"],
-        duplicate_cosine_min_score=float(
-            _or(v["similarity.duplicate_min_score"], sims["duplicate_cosine_min_score"])
-        ),
-        duplicate_min_cluster_size=v["similarity.duplicate_min_cluster_size"],
-        top_k=v["similarity.top_k"],
-        qdrant_url=v["qdrant.url"] or None,
-        qdrant_api_key=v["qdrant.api_key"] or None,
-        qdrant_path=(root / v["qdrant.path"]).resolve() if v["qdrant.path"] else None,
-        qdrant_timeout_s=float(v["qdrant.timeout_s"]),
-        qdrant_prefer_grpc=v["qdrant.prefer_grpc"],
-        config_asks=None,  # the front end that opens the index sets it (project.file_asks)
-        walk=_walk_filters(v, root=root, ext=ext, config_path=config_path),
-    )
+        return MINILM + ("-int8" if model.lower().endswith("-int8") else "")
+    if v["embedder"] == "local" and model.lower() == MINILM_STATIC:
+        return MINILM_STATIC
+    return model
 
 
-def _walk_filters(v: dict[str, Any], *, root: Path, ext: tuple[str, ...], config_path: Path | None) -> WalkFilters:
-    own = config_path.relative_to(root).as_posix() if config_path and config_path.is_relative_to(root) else None
-    return WalkFilters(
-        root, frozenset(ext), frozenset(ALWAYS_PRUNED) | {str(d) for d in v["exclude_dirs"]},
-        tuple(str(g) for g in v["include"]), tuple(str(g) for g in v["exclude"]), v["max_file_bytes"],
-        v["skip_generated_marker"], v["respect_gitignore"], own,
-    )
-
-
-def _check_qdrant(v: dict[str, Any], where: Callable[[str], str]) -> None:
-    """`backend: qdrant` needs a server (qdrant.url, QDRANT_URL) or a local directory (qdrant.path)."""
-    if v["backend"] == "qdrant" and not v["qdrant.url"] and not v["qdrant.path"]:
-        raise ConfigError(f"{where('backend')}: backend 'qdrant' needs qdrant.url (or QDRANT_URL) for a "
-                          "server, or qdrant.path for local mode; set one of them")
+def require_qdrant_target(url: str | None, path: str | Path | None, *, where: str = "") -> None:
+    """`backend: qdrant` needs a server (qdrant.url, QDRANT_URL) or a local directory (qdrant.path);
+    `where` names the source of the backend setting in the message."""
+    if not url and not path:
+        raise ConfigError(f"{where + ': ' if where else ''}backend 'qdrant' needs qdrant.url (or QDRANT_URL) "
+                          "for a server, or qdrant.path for local mode; set one of them")
 
 
 def _check_bounds(v: dict[str, Any], where: Callable[[str], str]) -> None:

@@ -99,7 +99,7 @@ def _load(args: argparse.Namespace) -> Project:
         "backend": getattr(args, "backend", None),
     }
     config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ, cwd=Path.cwd())
-    keep_secret(config.qdrant_api_key)
+    keep_secret(config.qdrant.api_key)
     if config.config_path is None and not getattr(args, "silent", False):
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)

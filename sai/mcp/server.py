@@ -360,7 +360,7 @@ def serve(
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO)
-    keep_secret(project.config.qdrant_api_key)  # a library caller may serve without the CLI
+    keep_secret(project.config.qdrant.api_key)  # a library caller may serve without the CLI
     watching = BackgroundWatch(project) if watch else None
     building = BackgroundBuild(project) if allow_write and not watch and not _has_index(project) else None
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,

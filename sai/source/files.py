@@ -27,6 +27,7 @@ import os
 import stat
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from sai.errors import OutsideRootError, SaiError, UsageError, shown
@@ -94,7 +95,7 @@ class WalkFilters:
     """The settings the walk consults per file (sai/config.py builds them as `Config.walk`)."""
 
     root: Path
-    exts: frozenset[str]
+    exts: tuple[str, ...]  # the extensions indexed, in the order the setting gives them
     pruned: frozenset[str]
     include: tuple[str, ...]
     exclude: tuple[str, ...]
@@ -106,6 +107,11 @@ class WalkFilters:
     @property
     def pruned_dirs(self) -> tuple[str, ...]:
         return tuple(sorted(self.pruned))
+
+    @cached_property
+    def wanted(self) -> frozenset[str]:
+        """`exts` as a set: the walk asks it of every file."""
+        return frozenset(self.exts)
 
 
 def walk(filters: WalkFilters, *, known: Mapping[str, tuple[int, int]] | None = None) -> WalkResult:
@@ -227,7 +233,7 @@ def _dir_reason(filters: WalkFilters, matcher: IgnoreMatcher, key: str, name: st
 
 def _name_reason(filters: WalkFilters, matcher: IgnoreMatcher, key: str) -> str | None:
     ext = ext_of(key)
-    if ext not in filters.exts:
+    if ext not in filters.wanted:
         # named only when nothing else would keep it out: a gitignored `.json` stays silent, and
         # so does SAI's own config file
         if key == filters.own_config or _pattern_reason(filters, matcher, key) is not None:
