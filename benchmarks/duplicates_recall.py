@@ -69,11 +69,12 @@ import _repos
 import numpy as np
 from _common import CACHE_DIR, STDLIB, log
 
-from sai.config import DEFAULT_MODELS, load_config
+from sai.config import load_config
 from sai.duplicates.clusters import find_duplicates
 from sai.duplicates.edges import Shapes
 from sai.indexing import indexer
 from sai.project import Project
+from sai.settings import DEFAULT_MODELS
 from sai.text import shape
 
 SLICE = ("email", "http", "urllib", "logging", "json", "concurrent")

@@ -11,8 +11,9 @@ import pytest
 
 from sai.cfg_template import TEMPLATE
 from sai.cli.commands import main
-from sai.config import ALWAYS_PRUNED, SCHEMA, SIMILARITY_DEFAULTS, Config, load_config, read_config_file
+from sai.config import Config, load_config, read_config_file
 from sai.errors import ConfigError
+from sai.settings import ALWAYS_PRUNED, SCHEMA, SIMILARITY_DEFAULTS
 from sai.source.languages import DEFAULT_EXTS
 
 REPO = Path(__file__).resolve().parent.parent

@@ -31,7 +31,7 @@ def _ollama(config: Config) -> Embedder:
 
 
 def _local(config: Config) -> Embedder:
-    from sai.config import MINILM_STATIC
+    from sai.settings import MINILM_STATIC
 
     if config.model == MINILM_STATIC:
         from sai.embedders.static import StaticEmbedder

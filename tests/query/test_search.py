@@ -27,12 +27,12 @@ from fixtures_tree import (
     run_cli,
 )
 
-from sai.config import SIMILARITY_DEFAULTS
 from sai.errors import EmbedderError, NotFoundError, UsageError
 from sai.indexing import indexer
 from sai.project import Project
 from sai.query import ranking, search
 from sai.query.similar import find_similar
+from sai.settings import SIMILARITY_DEFAULTS
 
 SIMILAR_ROW_RE = re.compile(r"^  (\d\.\d{4})  (\S+):(\d+)-(\d+)  (\S*)$")
 HTTP = '''"""Small HTTP helpers."""

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-from sai.config import COLLECTION_RE
 from sai.errors import StoreError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta  # noqa: F401 (the store's row types)
+from sai.settings import COLLECTION_RE
 
 
 def extension_path(name: str) -> str:
