@@ -99,7 +99,7 @@ def _load(args: argparse.Namespace) -> Project:
         "backend": getattr(args, "backend", None),
     }
     config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ, cwd=Path.cwd())
-    keep_secret(config.qdrant_api_key)
+    keep_secret(config.qdrant.api_key)
     if config.config_path is None and not getattr(args, "silent", False):
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)
@@ -154,7 +154,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.dry_run:
         from sai.source.files import walk
 
-        walked, config = walk(project.config), project.config
+        walked, config = walk(project.config.walk), project.config
         plan = payloads.dry_run_json(walked, root=str(config.root), collection=config.collection)
         return _emit(as_json, plan, render.dry_run(walked, config))
     if not args.query_only:
@@ -223,7 +223,7 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
                             min_score=args.min_score, spelling=FLAGS)
     path = None
     if asked.path is not None:
-        path = key_for(project.config, asked.path, root_relative=True, indexed=_IndexedKeys(project))
+        path = key_for(project.config.root, asked.path, root_relative=True, indexed=_IndexedKeys(project))
     hits = find_similar(project, code=asked.code, path=path, line=asked.line,
                         limit=args.limit, min_score=asked.min_score)
     budget = _budget(args, "similar")
@@ -253,7 +253,7 @@ def _file_keys(project: Project, paths: list[str]) -> list[str]:
     indexed = _IndexedKeys(project)
     keys = []
     for path in paths:
-        key = key_for(project.config, path, root_relative=True, indexed=indexed)
+        key = key_for(project.config.root, path, root_relative=True, indexed=indexed)
         if (project.config.root / key).is_dir():
             raise UsageError(f"path {path} is a directory; give files")
         keys.append(key)
@@ -280,7 +280,7 @@ class _IndexedKeys:
 def _read(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     path = args.path
     if path is not None:
-        path = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
+        path = key_for(project.config.root, path, root_relative=True, indexed=_IndexedKeys(project))
     context = lookup.read_chunk(
         project, chunk_id=args.chunk_id, path=path, start_line=args.start_line, end_line=args.end_line,
         neighbours=args.neighbours, enclosing=args.enclosing,

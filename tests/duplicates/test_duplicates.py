@@ -34,9 +34,10 @@ from fixtures_tree import (
 )
 
 from sai.config import load_config
-from sai.duplicates import edges as duplicates
-from sai.duplicates import units
+from sai.duplicates import edges, exact, units
+from sai.duplicates import score as duplicates
 from sai.duplicates.clusters import find_duplicates
+from sai.duplicates.edges import Nesting, Shapes
 from sai.indexing import indexer
 from sai.project import Project
 from sai.query.similar import find_similar
@@ -275,9 +276,9 @@ def test_seeding_with_since_uses_the_files_git_reports(project, capsys, tmp_path
 )
 def test_neighbour_edges_match_brute_force(monkeypatch, settings):
     # Tiles of 7 over 50 rows visit diagonal, off-diagonal and ragged tiles, and seeded blocks.
-    monkeypatch.setattr(duplicates, "TILE", 7)
+    monkeypatch.setattr(exact, "TILE", 7)
     for name, value in settings.items():
-        monkeypatch.setattr(duplicates, name, value)
+        monkeypatch.setattr(edges if name == "COMPACT_AT" else exact, name, value)
     rng = np.random.default_rng(3)
     base = rng.standard_normal((10, 24))
     matrix = np.repeat(base, 5, axis=0) + 0.35 * rng.standard_normal((50, 24))
@@ -287,7 +288,7 @@ def test_neighbour_edges_match_brute_force(monkeypatch, settings):
     files[1], files[13], files[14] = 0, 12, 12
     starts, ends = [1] * 50, [9] * 50
     starts[1], ends[1], starts[13], ends[13], starts[14], ends[14] = 2, 5, 3, 4, 10, 12
-    nesting = duplicates.Nesting.of([f"f{f}.py" for f in files], starts, ends)
+    nesting = Nesting.of([f"f{f}.py" for f in files], starts, ends)
     banned = {(0, 1), (1, 0), (12, 13), (13, 12)}
 
     sims = matrix.astype(np.float64) @ matrix.T.astype(np.float64)
@@ -438,7 +439,7 @@ def test_unit_members_join_overlapping_windows_of_one_symbol_and_nothing_else():
 def test_whole_units_join_vectors_and_shapes_of_windows():
     matrix = np.eye(3, dtype=np.float32)
     sigs = np.array([[5, 1], [2, 7], [9, 9]], dtype=np.uint32)
-    shapes = duplicates.Shapes(sigs, np.array([30, 40, 12], dtype=np.uint32), np.ones(3, dtype=bool))
+    shapes = Shapes(sigs, np.array([30, 40, 12], dtype=np.uint32), np.ones(3, dtype=bool))
     joined = units.whole_units([[0, 1], [2]], matrix, shapes)
     assert joined.shapes.sigs.tolist() == [[2, 1], [9, 9]]  # MinHash of the union: the minimum
     assert joined.shapes.sizes.tolist() == [70, 12]

@@ -27,12 +27,12 @@ from fixtures_tree import (
     run_cli,
 )
 
-from sai.config import SIMILARITY_DEFAULTS
 from sai.errors import EmbedderError, NotFoundError, UsageError
 from sai.indexing import indexer
 from sai.project import Project
 from sai.query import ranking, search
 from sai.query.similar import find_similar
+from sai.settings import SIMILARITY_DEFAULTS
 
 SIMILAR_ROW_RE = re.compile(r"^  (\d\.\d{4})  (\S+):(\d+)-(\d+)  (\S*)$")
 HTTP = '''"""Small HTTP helpers."""
@@ -265,7 +265,7 @@ def test_min_score_filters_similar_hits(held_project):
 
 
 def test_similar_default_min_score_comes_from_the_config(held_project):
-    assert held_project.config.find_similar_min_score == 0.85
+    assert held_project.config.similarity.find_similar_min_score == 0.85
     hits = find_similar(held_project, path="src/session.py", line=6)
     assert [h.path for h in hits] == ["src/session.py"] and hits[0].symbol == "create_session"
 
@@ -296,8 +296,8 @@ def test_similar_rejects_bad_targets(held_project, kwargs, message):
 def test_local_model_has_its_own_calibrated_defaults(local_project):
     config = local_project.config
     row = SIMILARITY_DEFAULTS["all-minilm-l6-v2"]
-    assert config.duplicate_min_score == row["duplicate_min_score"] < 0.93
-    assert config.find_similar_min_score == row["find_similar_min_score"] < 0.85
+    assert config.similarity.duplicate_min_score == row["duplicate_min_score"] < 0.93
+    assert config.similarity.find_similar_min_score == row["find_similar_min_score"] < 0.85
 
 
 def test_renamed_copy_is_the_nearest_similar_chunk(local_project, monkeypatch):
