@@ -34,7 +34,7 @@ from sai.store import open_store
 
 __all__ = ["build_parser", "main"]
 FLAGS = SimilarSpelling(code="--code", location="--path with --line", min_score="--min-score")  # sai similar's
-BUDGET = Spelling(budget="--max-tokens", read="`sai read CHUNK_ID`")
+BUDGET = Spelling(budget="--max-tokens", read="`sai read CHUNK_ID`", follow="`sai {direction} SYMBOL`")
 
 
 def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None = None) -> int:
@@ -410,18 +410,24 @@ _HANDLERS.update({"read": _read, "symbol": _symbol, "copy": _copy})
 def _refs(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     found = find_references(project, args.name, limit=args.limit, kinds=args.kinds, language=args.language,
                             path_glob=args.path_glob)
-    return _emit(as_json, uses.uses_json(found), uses.uses_text(found))
+    budget = _budget(args, "refs")
+    return _emit_fitted(as_json, lambda: uses.fitted_uses_json(found, budget=budget),
+                        lambda: uses.fitted_uses_text(found, budget=budget))
 
 
 def _calls(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     follow = calls.callers if args.command == "callers" else calls.callees
     tree = follow(project, args.name, depth=args.depth, limit=args.limit)
-    return _emit(as_json, uses.call_tree_json(tree), uses.call_tree_text(tree))
+    budget = _budget(args, "calls")
+    return _emit_fitted(as_json, lambda: uses.fitted_call_tree_json(tree, budget=budget),
+                        lambda: uses.fitted_call_tree_text(tree, budget=budget))
 
 
 def _impact(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     found = impact(project, since=args.since, limit=args.limit)
-    return _emit(as_json, uses.impact_json(found), uses.impact_text(found))
+    budget = _budget(args, "impact")
+    return _emit_fitted(as_json, lambda: uses.fitted_impact_json(found, budget=budget),
+                        lambda: uses.fitted_impact_text(found, budget=budget))
 
 
 _HANDLERS.update({"refs": _refs, "callers": _calls, "callees": _calls, "impact": _impact})

@@ -11,9 +11,11 @@ from pydantic import Field
 
 from sai.chunking.reference_tables import REFERENCE_KINDS
 from sai.impact import impact
-from sai.mcp.calls import tool_result
+from sai.mcp.calls import answer_budget, tool_result
+from sai.mcp.schemas import MaxTokens
 from sai.models import MAX_LIMIT, clamped
-from sai.output.uses import CallTreeOut, ImpactOut, UsesOut, call_tree_json, impact_json, uses_json
+from sai.output.budget import DEFAULT_TOKENS
+from sai.output.uses import CallTreeOut, ImpactOut, UsesOut, fitted_call_tree_json, fitted_impact_json, fitted_uses_json
 from sai.project import Project
 from sai.query import calls
 from sai.query.references import find_references
@@ -37,25 +39,32 @@ class UseTools:
 
     def sai_find_references(
         self, name: UseName, kinds: Kinds = None, limit: UseLimit = 20,
+        max_tokens: MaxTokens = DEFAULT_TOKENS["refs"],
     ) -> Annotated[CallToolResult, UsesOut]:
         """Where a name is used (call, import, inherit, type, other), each in its unit (chunk_id);
         resolved when tied to one definition. Cart.total narrows to that class."""
+        budget = answer_budget(max_tokens)
         found = find_references(self.project, name, limit=clamped(limit), kinds=kinds)
-        return tool_result(uses_json(found))
+        return tool_result(fitted_uses_json(found, budget=budget))
 
     def sai_find_callers(self, name: UseName, depth: Depth = 1, limit: TreeLimit = 10,
-                         ) -> Annotated[CallToolResult, CallTreeOut]:
+                         max_tokens: MaxTokens = DEFAULT_TOKENS["calls"]) -> Annotated[CallToolResult, CallTreeOut]:
         """Who calls a name: the calling units as a tree, depth levels deep."""
+        budget = answer_budget(max_tokens)
         tree = calls.callers(self.project, name, depth=depth, limit=clamped(limit))
-        return tool_result(call_tree_json(tree))
+        return tool_result(fitted_call_tree_json(tree, budget=budget))
 
     def sai_find_callees(self, name: UseName, depth: Depth = 1, limit: TreeLimit = 10,
-                         ) -> Annotated[CallToolResult, CallTreeOut]:
+                         max_tokens: MaxTokens = DEFAULT_TOKENS["calls"]) -> Annotated[CallToolResult, CallTreeOut]:
         """What a name's definitions call, as a tree, depth levels deep."""
+        budget = answer_budget(max_tokens)
         tree = calls.callees(self.project, name, depth=depth, limit=clamped(limit))
-        return tool_result(call_tree_json(tree))
+        return tool_result(fitted_call_tree_json(tree, budget=budget))
 
-    def sai_impact(self, since: Since = None, limit: TreeLimit = 10) -> Annotated[CallToolResult, ImpactOut]:
+    def sai_impact(self, since: Since = None, limit: TreeLimit = 10,
+                   max_tokens: MaxTokens = DEFAULT_TOKENS["impact"]) -> Annotated[CallToolResult, ImpactOut]:
         """What the diff against since (default HEAD) touches: changed units, their callers, and
         copies the diff left behind."""
-        return tool_result(impact_json(impact(self.project, since=since, limit=clamped(limit))))
+        budget = answer_budget(max_tokens)
+        found = impact(self.project, since=since, limit=clamped(limit))
+        return tool_result(fitted_impact_json(found, budget=budget))
