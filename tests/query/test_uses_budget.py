@@ -5,16 +5,15 @@ its budget, keeps its places best first, and says what it left out in `truncated
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal
-from fixtures_tree import run_cli
+from fixtures_tree import open_served, run_cli, write_tree
+from mcp_sessions import mcp_session, standin_env
 from ollama_standin import OllamaStandIn
-from test_calls_impact import git
-from test_mcp_server import _env, mcp_session
-from test_references import open_project, write
 
 from sai.impact import impact
 from sai.indexing import indexer
@@ -39,15 +38,20 @@ MCP: tuple[tuple[str, dict[str, Any]], ...] = (
 MCP_BUDGET = Budget(SMALL, Spelling(budget="max_tokens", read="sai_read_chunk with its chunk_id"))
 
 
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                   cwd=root, check=True, capture_output=True)
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
     tree = {"hub.py": HUB, "top.py": TOP, "copy.py": COPY, "sai-cfg.yml": CONFIG, ".gitignore": ".index/\n"}
-    root = write(tmp_path_factory.mktemp("usesbudget") / "project", tree)
+    root = write_tree(tmp_path_factory.mktemp("usesbudget") / "project", tree)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "start")
     (root / "hub.py").write_text(HUB.replace("+ 1", "+ 2").replace(") * ", ") // "), encoding="utf-8")
-    project = open_project(root, standin)
+    project = open_served(root, standin)
     try:
         indexer.index(project)
     finally:
@@ -75,7 +79,7 @@ def test_cli_answers_fit_a_small_budget_and_say_what_they_left_out(
 
 
 def test_a_tree_keeps_its_shallow_levels_first_and_counts_what_it_pruned(root: Path, standin: OllamaStandIn) -> None:
-    project = open_project(root, standin)
+    project = open_served(root, standin)
     try:
         tree = callers(project, "leaf", depth=2, limit=10)
     finally:
@@ -91,10 +95,12 @@ def test_a_tree_keeps_its_shallow_levels_first_and_counts_what_it_pruned(root: P
     assert all(n["more"] == callers_of_a_mid - len(n["children"]) for n in cut["tree"])
     assert cut["truncated"]["omitted"] == MIDS * callers_of_a_mid - sum(kept)
     assert "sai_find_callers on its symbol follows a kept node further" in cut["truncated"]["hint"]
+    tiny = fitted_call_tree_json(tree, budget=Budget(1, MCP_BUDGET.spelling))  # not even the head fits
+    assert tiny["tree"] == [] and tiny["more"] == MIDS and tiny["truncated"]["over_budget"] is True
 
 
 def test_impact_keeps_the_changed_units_before_their_callers(root: Path, standin: OllamaStandIn) -> None:
-    project = open_project(root, standin)
+    project = open_served(root, standin)
     try:
         found = impact(project, since=None, limit=10)
     finally:
@@ -110,7 +116,7 @@ def test_impact_keeps_the_changed_units_before_their_callers(root: Path, standin
 
 
 def test_mcp_answers_fit_a_small_budget(portal: BlockingPortal, root: Path, standin: OllamaStandIn) -> None:
-    with mcp_session(portal, root, _env(standin)) as session:
+    with mcp_session(portal, root, standin_env(standin)) as session:
         for tool, arguments in MCP:
             whole = session.portal.call(session.client.call_tool, tool, {**arguments, "max_tokens": 100_000})
             assert len(whole.content[0].text) > SMALL * 4, tool
