@@ -1,4 +1,4 @@
-"""Doc-comment retrieval in Rust, C++ (and Go): does a function's doc comment find the function?
+"""Doc-comment retrieval in Rust, C++ and Go: does a function's doc comment find the function?
 
 The figures of issue 43 ("find why Rust and C++ lose"), measured on repositories of our own choice
 (never those of the held-out check, nor semble's benchmark repos):
@@ -13,8 +13,8 @@ The figures of issue 43 ("find why Rust and C++ lose"), measured on repositories
   Dropped as in benchmarks/quality.py: fewer than 4 words, texts shared by two functions, and
   functions SAI's AST chunker makes no chunk of (counted as "unreachable").
 - The indexed copy (`--cache`/tree-<repo>) has every doc-style comment (`///`, `//!`, `/**`,
-  `/*!`) and every comment right above a declaration at file, namespace, impl or class level
-  blanked, lines kept; comments inside bodies stay. It is indexed by `sai.indexing.indexer.index`
+  `/*!`) and every comment standing at file, namespace, impl, trait or class level blanked,
+  lines kept; comments inside bodies stay. It is indexed by `sai.indexing.indexer.index`
   (`embedder: local`, all-MiniLM-L6-v2, vectors cached by text under --cache).
 - A hit is correct as in benchmarks/quality.py (`shows`): same path, it starts inside the
   function's span and holds its definition line, or hybrid search folded such a chunk into it.
@@ -26,7 +26,8 @@ The figures of issue 43 ("find why Rust and C++ lose"), measured on repositories
   target's own chunk (its kind, whether a container or a giant), the ranks per mode, and what
   the first hit is when it is not the target.
 
-    .venv/bin/python benchmarks/doc_comments.py [--repos bytes,leveldb] [--cache DIR] [--mirror DIR]
+    .venv/bin/python benchmarks/doc_comments.py [--repos bytes,leveldb,golang-lru] [--cache DIR]
+        [--mirror DIR]
 """
 
 from __future__ import annotations
