@@ -3,8 +3,8 @@
 The figures of issue 43 ("find why Rust and C++ lose"), measured on repositories of our own choice
 (never those of the held-out check, nor semble's benchmark repos):
 
-- Repositories: REPOS below, each at a fixed commit, cloned from the `fetch` mirror
-  (`--mirror`, default /work/.mirror/<owner>+<name>/repo) into `--cache` (default
+- Repositories: REPOS below, each at a fixed commit, cloned from GitHub (or from
+  `--mirror`/<owner>+<name>/repo, a local bare copy) into `--cache`/src (default
   /tmp/sai-bench/doc-comments), never inside the SAI tree.
 - Queries: every function definition (a body; Rust `fn`, C/C++ function definitions, template
   ones included, Go functions and methods) with a comment right above it (Rust `///` or `/** */`,
@@ -105,11 +105,12 @@ class Tree:
 
 # -- the corpus ---------------------------------------------------------------------------------
 
-def checkout(mirror: Path, cache: Path, repo: Repo) -> Path:
+def checkout(mirror: Path | None, cache: Path, repo: Repo) -> Path:
     src = cache / "src" / repo.github.replace("/", "+")
     if not src.is_dir():
-        git = mirror / repo.github.replace("/", "+") / "repo"
-        subprocess.run(["git", "clone", "-q", str(git), str(src)], check=True)
+        origin = (str(mirror / repo.github.replace("/", "+") / "repo") if mirror is not None
+                  else f"https://github.com/{repo.github}.git")
+        subprocess.run(["git", "clone", "-q", origin, str(src)], check=True)
     subprocess.run(["git", "-C", str(src), "checkout", "-q", repo.commit], check=True)
     return src
 
@@ -412,7 +413,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", default=",".join(r.name for r in REPOS))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sai-bench/doc-comments"))
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--mirror", type=Path, default=None, help="clone from DIR/<owner>+<name>/repo")
     return parser.parse_args(argv)
 
 
