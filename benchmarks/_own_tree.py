@@ -38,7 +38,7 @@ def report(*, embedder: str, model: str, tree: Path | None = None) -> None:
     finally:
         project.close()
     print(f"SAI's own tree ({source}, {chunks} chunks): {len(clusters)} clusters at the default "
-          f"min_score {config.duplicate_min_score:g}; the largest {SHOWN}:")
+          f"min_score {config.similarity.duplicate_min_score:g}; the largest {SHOWN}:")
     for c in clusters[:SHOWN]:
         names = ", ".join(m.symbol or f"{m.path}:{m.start_line}" for m in c.members)
         print(f"  size {c.size} (sim {c.min_sim:.3f}..{c.max_sim:.3f}): {names}")

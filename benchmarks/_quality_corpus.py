@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sai.chunking.parsers import parser_for
 from sai.chunking.treesitter import TreeSitterChunker
-from sai.config import ALWAYS_PRUNED
+from sai.settings import ALWAYS_PRUNED
 from sai.text.lexical import tokens
 
 PY_PRUNED = {"test", "tests", "idlelib", "site-packages", "__pycache__", "lib2to3", "turtledemo",

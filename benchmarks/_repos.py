@@ -11,7 +11,7 @@ is copied in every flavour of _clones.py (the long ones in the renamings only). 
 copies go into one file, `zz_planted/<flavour>.<ext>`, a method's copy inside a class (or impl,
 or object literal) of its own so that it parses as a method, and that file is chunked like the
 others. The duplicate search then runs as find_duplicates runs it: a long unit's windows joined
-(sai/duplicates/units.py), sai.duplicates.edges.duplicate_edges over the units that have a shape,
+(sai/duplicates/units.py), sai.duplicates.score.duplicate_edges over the units that have a shape,
 nesting excluded, union-find; on MiniLM vectors cached on disk by content (a re-run embeds
 nothing) and shapes computed afresh (so a change to sai/text/shape.py needs no model).
 """
@@ -29,7 +29,8 @@ from _clones import FLAVOURS, RENAMINGS, RULES, Function, clone, functions_of, i
 from _common import CACHE_DIR, cached_text_vectors
 
 from sai.chunking.treesitter import TreeSitterChunker
-from sai.duplicates.edges import Nesting, Shapes, duplicate_edges, duplicate_score, union_find_groups
+from sai.duplicates.edges import Nesting, Shapes, union_find_groups
+from sai.duplicates.score import duplicate_edges, duplicate_score
 from sai.duplicates.units import unit_members, whole_units
 from sai.text import shape
 from sai.text.keywords import keywords_of

@@ -162,7 +162,8 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 def run_backend(name: str, corpus: Path, where: Path) -> dict:
-    from sai.duplicates.edges import Shapes, duplicate_edges
+    from sai.duplicates.edges import Shapes
+    from sai.duplicates.score import duplicate_edges
 
     with corpus.open("rb") as f:
         batches, files, vectors, asked = pickle.load(f)

@@ -1,4 +1,4 @@
-"""The bucketed cosine pass of find_duplicates (sai/duplicates/candidates.py) against the exact one.
+"""The bucketed cosine pass of find_duplicates (sai/duplicates/buckets.py) against the exact one.
 
     python benchmarks/duplicates_buckets.py recall [--size 100000] [--min-score 0.75]
     python benchmarks/duplicates_buckets.py scale [--sizes 100000,300000,1000000] [--base-vectors NPY]
@@ -36,9 +36,10 @@ import numpy as np
 from _common import CACHE_DIR, cached_vectors, emit_json, log, peak_rss_mb, stdlib_chunks
 from duplicates_scale import BASE, build, project_at, salted
 
-from sai.duplicates import candidates
-from sai.duplicates.edges import Edges, Shapes, duplicate_edges, union_find_groups
+from sai.duplicates import buckets
+from sai.duplicates.edges import Edges, Shapes, union_find_groups
 from sai.duplicates.pairs import cosine_edges, shape_edges, units_of
+from sai.duplicates.score import duplicate_edges
 from sai.text.shape import signature
 
 NOISE = 0.032  # per dimension, as scale.py's ArraySource: cosine ~0.85 to the base vector
@@ -52,12 +53,12 @@ def timed(run):  # noqa: ANN001, ANN201 - a benchmark helper
 
 def paired_edges(root: Path, min_score: float, top_k: int, *, bucketed: bool) -> tuple[Edges, Edges, float, float]:
     """(duplicate-score edges, plain-cosine edges) and their times, exact or bucketed."""
-    candidates.BUCKETED_FROM = 0 if bucketed else 10**12
+    buckets.BUCKETED_FROM = 0 if bucketed else 10**12
     project = project_at(root)
     try:
         with project.store.read() as reader:
             rows, matrix, signatures = reader.all_chunks()
-        cosine_score = project.config.duplicate_cosine_min_score
+        cosine_score = project.config.similarity.duplicate_cosine_min_score
     finally:
         project.close()
     shapes = Shapes.of(signatures)
@@ -103,11 +104,11 @@ def recall(args: argparse.Namespace) -> None:
     dup_e, cos_e, dup_es, cos_es = paired_edges(root, args.min_score, args.top_k, bucketed=False)
     dup_b, cos_b, dup_bs, cos_bs = paired_edges(root, args.min_score, args.top_k, bucketed=True)
     n = int(max(dup_e.i.max(initial=0), dup_b.i.max(initial=0), cos_e.i.max(initial=0), cos_b.i.max(initial=0))) + 1
-    bits = candidates.hash_bits(args.size)
+    bits = buckets.hash_bits(args.size)
     for label, exact, got, es, bs, shaped in (("duplicate score", dup_e, dup_b, dup_es, dup_bs, True),
                                                 ("plain cosine", cos_e, cos_b, cos_es, cos_bs, False)):
         score = args.min_score if shaped else 0.80
-        tables = candidates.tables_needed(score, bits=bits, shaped=shaped)
+        tables = buckets.tables_needed(score, bits=bits, shaped=shaped)
         print(f"{label} at {score:g}, {args.size} chunks ({bits} bits x {tables} rounds): exact {es:.1f} s, "
               f"bucketed {bs:.1f} s; {json.dumps(compare(exact, got, n))}  (load avg {os.getloadavg()[0]:.1f})",
               flush=True)
@@ -126,12 +127,12 @@ def synthetic(size: int, base: np.ndarray, shapes: list[bytes]) -> tuple[np.ndar
 
 
 def child(args: argparse.Namespace) -> None:
-    candidates.BUCKETED_FROM = 0  # the bucketed pass at every size
+    buckets.BUCKETED_FROM = 0  # the bucketed pass at every size
     chunks = stdlib_chunks(BASE)
     base = np.load(args.base_vectors).astype(np.float32) if args.base_vectors else \
         cached_vectors([c.text for c in chunks], label="stdlib-minilm").astype(np.float32)
     (matrix, shapes), made = timed(lambda: synthetic(args.child, base, [signature(c.text, "python") for c in chunks]))
-    cosine, cosine_s = timed(lambda: candidates.bucketed_edges(matrix, top_k=args.top_k, min_score=0.8,
+    cosine, cosine_s = timed(lambda: buckets.bucketed_edges(matrix, top_k=args.top_k, min_score=0.8,
                                                                shaped_at=args.min_score))
     edges, edges_s = timed(lambda: duplicate_edges(matrix, shapes, top_k=args.top_k, min_score=args.min_score))
     groups, groups_s = timed(lambda: union_find_groups(len(matrix), edges))
@@ -152,8 +153,8 @@ def scale(args: argparse.Namespace) -> None:
         if done.returncode != 0:
             raise SystemExit(f"child failed at {size} rows:\n{done.stderr}")
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        bits = candidates.hash_bits(size)
-        rounds = f"{bits} x {candidates.tables_needed(args.min_score, bits=bits, shaped=True)}"
+        bits = buckets.hash_bits(size)
+        rounds = f"{bits} x {buckets.tables_needed(args.min_score, bits=bits, shaped=True)}"
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"{size:>8}  {rounds:>13}  {r['cosine_pass_s']:>9.1f} s  {r['duplicate_edges_s']:>13.1f} s  "
               f"{r['union_find_s']:>8.1f} s  {r['edges']:>9}  {r['clusters']:>8}  {r['peak_rss_mb']:>6.0f} MB  {load}",

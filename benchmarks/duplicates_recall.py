@@ -69,11 +69,12 @@ import _repos
 import numpy as np
 from _common import CACHE_DIR, STDLIB, log
 
-from sai.config import DEFAULT_MODELS, load_config
+from sai.config import load_config
 from sai.duplicates.clusters import find_duplicates
 from sai.duplicates.edges import Shapes
 from sai.indexing import indexer
 from sai.project import Project
+from sai.settings import DEFAULT_MODELS
 from sai.text import shape
 
 SLICE = ("email", "http", "urllib", "logging", "json", "concurrent")
@@ -429,16 +430,17 @@ def run_repos(args: argparse.Namespace) -> None:
     if unknown:
         parser_error = f"unknown language(s) {', '.join(unknown)}; choose from {', '.join(_repos.REPOS)}"
         raise SystemExit(f"error: {parser_error}")
-    thresholds = sorted({float(t) for t in args.thresholds.split(",")} | {config.duplicate_min_score})
-    print(f"planted clones in real repositories; model {config.model}; top_k {config.top_k}; "
-          f"default duplicate_min_score {config.duplicate_min_score:g}; shape version {shape.SHAPE_VERSION}")
+    thresholds = sorted({float(t) for t in args.thresholds.split(",")} | {config.similarity.duplicate_min_score})
+    print(f"planted clones in real repositories; model {config.model}; top_k {config.similarity.top_k}; "
+          f"default duplicate_min_score {config.similarity.duplicate_min_score:g}; shape version {shape.SHAPE_VERSION}")
     _repos.report(languages, clones=args.clones or 30, seed=args.seed, thresholds=thresholds,
-                  default=config.duplicate_min_score, top_k=config.top_k, thesaurus=THESAURUS, long=args.long)
+                  default=config.similarity.duplicate_min_score, top_k=config.similarity.top_k, thesaurus=THESAURUS,
+                  long=args.long)
     print("each flavour is scored on its own: the slice plus that flavour's copies only\n"
           "recall: planted (original, copy) pairs of that flavour in one cluster / copies planted\n"
           "purity: among clusters holding a copy of that flavour, the fraction whose members are all "
           "one function's original and copies\n"
-          "score: the duplicate score (cosine and shape similarity, sai/duplicates/edges.py) of each copy "
+          "score: the duplicate score (cosine and shape similarity, sai/duplicates/score.py) of each copy "
           "with its original, and of each original with its best match among the repository's other units\n"
           "margin: the 5th percentile of the renamed copies' scores (the six renamings) minus the 95th "
           "percentile of the best unrelated scores")
@@ -473,11 +475,11 @@ def main() -> None:
     report = indexer.index(project)
     log(f"indexed {report.chunks} chunks ({report.embedded} embedded) in "
         f"{time.perf_counter() - started:.0f} s")
-    default = config.duplicate_min_score
+    default = config.similarity.duplicate_min_score
     print(f"tree: stdlib {', '.join(SLICE)} + {len(planted)} functions planted {len(FLAVOURS)} times "
           f"({', '.join(FLAVOURS)} copies); {report.chunks} chunks; model {config.model}; "
-          f"top_k {config.top_k}; default duplicate_min_score {default:g}, "
-          f"find_similar_min_score {config.find_similar_min_score:g}")
+          f"top_k {config.similarity.top_k}; default duplicate_min_score {default:g}, "
+          f"find_similar_min_score {config.similarity.find_similar_min_score:g}")
     sims = pair_similarities(project, planted)
     for kind, table in (("cosine", sims.cosines), ("shape", sims.shapes)):
         for name, values in table.items():
@@ -502,9 +504,9 @@ def main() -> None:
               f"{s['with_copy']:>7}  {s['other']:>5}{mark}")
     print(f"similar --path <original> --limit {SIMILAR_LIMIT}:")
     print(f"{'min_score':>9}  {'lists its renamed copy':>22}  {'hits listed (mean)':>18}")
-    for t in sorted(set(thresholds) | {config.find_similar_min_score}):
+    for t in sorted(set(thresholds) | {config.similarity.find_similar_min_score}):
         found, listed = similar_figures(sims, t)
-        mark = "  <- default" if t == config.find_similar_min_score else ""
+        mark = "  <- default" if t == config.similarity.find_similar_min_score else ""
         print(f"{t:>9g}  {found:>22.3f}  {listed:>18.1f}{mark}")
     print("recall: planted (original, copy) pairs of that flavour in one cluster / planted\n"
           "cluster prec: among clusters holding a copy (of that flavour / of any), the fraction "

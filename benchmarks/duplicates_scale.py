@@ -11,7 +11,7 @@ near-duplicate structure (at 0.8, 40% of the real chunks sit in a cluster: the s
 boilerplate), while a chunk and its rotated twins stay below any duplicate threshold. Their
 token-shape signatures are salted per copy in the same spirit (see salted()). Rotated
 copies spread over more directions than one model's embeddings do, which makes the screen in
-sai/duplicates/edges.py pass more pairs than on real code: a pessimistic stand-in.
+sai/duplicates/exact.py pass more pairs than on real code: a pessimistic stand-in.
 Rows go into a real DuckDB index through sai's store (no HNSW index: the
 duplicate search scans every vector and does not use it). Each size is then measured in a fresh
 subprocess: `find_duplicates(top_k=10)` end to end, loading the vectors from DuckDB included, and
@@ -124,7 +124,7 @@ def child(root: Path, top_k: int, min_score: float | None) -> None:
     from sai.duplicates.clusters import find_duplicates
 
     project = project_at(root)
-    threshold = project.config.duplicate_min_score if min_score is None else min_score
+    threshold = project.config.similarity.duplicate_min_score if min_score is None else min_score
     baseline = current_rss_mb()
     started = time.perf_counter()
     clusters = find_duplicates(project, top_k=top_k, min_score=threshold, max_clusters=10**9)

@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = CachedEmbedder(args.cache, args.model)
     flags = {"backend": args.backend, "qdrant.path": ".index/qdrant"} if args.backend == "qdrant" else {}
     project = Project(load_config(flags=flags, env={}, cwd=root), embedder=embedder)
-    corpus.restrict({s.key for s in files.walk(project.config).included})
+    corpus.restrict({s.key for s in files.walk(project.config.walk).included})
     targets = spread(corpus.targets, args.max_queries)
     try:
         started = time.perf_counter()

@@ -315,8 +315,9 @@ def _slug(url: str) -> str:
 # ---------------------------------------------------------------- running SAI
 
 def open_project(cache: Path, repo: Repo, root: Path, embedder: str, model: str | None, ext: str | None = None):
-    from sai.config import DEFAULT_MODELS, load_config
+    from sai.config import load_config
     from sai.project import Project
+    from sai.settings import DEFAULT_MODELS
 
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{embedder}-{model or DEFAULT_MODELS[embedder]}"
                   + (f"-ext-{ext}" if ext else ""))

@@ -52,10 +52,11 @@ sys.path.insert(0, str(REPO))
 
 from sai import find_duplicates, find_similar, index, refresh, search, status  # noqa: E402
 from sai.chunking import make_chunker  # noqa: E402
-from sai.config import ALWAYS_PRUNED, SCHEMA, load_config  # noqa: E402
+from sai.config import load_config  # noqa: E402
 from sai.indexing.watch import Watcher  # noqa: E402
 from sai.project import Project  # noqa: E402
 from sai.query.lookup import find_symbol  # noqa: E402
+from sai.settings import ALWAYS_PRUNED, SCHEMA  # noqa: E402
 from sai.source.files import has_generated_marker  # noqa: E402
 
 SOURCES = (Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"]))

@@ -149,9 +149,10 @@ def move_to(tree: Path, commit: str) -> None:
 
 
 def index_key() -> str:
-    from sai.config import DEFAULT_MODELS, load_config
+    from sai.config import load_config
     from sai.models import SCHEMA_VERSION
     from sai.project import Project
+    from sai.settings import DEFAULT_MODELS
 
     config = load_config(flags={"embedder": "local"}, env={}, cwd=Path("/"))
     probe = Project.__new__(Project)

@@ -72,9 +72,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="walks timed (best is kept)")
     args = parser.parse_args()
     root = args.tree.resolve()
-    config = load_config(flags={"root": str(root)}, env={}, cwd=root)
-    result = walk(config)
-    wall, cpu = best_of(args.repeat, lambda: walk(config))
+    filters = load_config(flags={"root": str(root)}, env={}, cwd=root).walk
+    result = walk(filters)
+    wall, cpu = best_of(args.repeat, lambda: walk(filters))
     print(f"walk of {root}: {len(result.included)} files included, {len(result.excluded)} skipped;"
           f" best of {args.repeat}: {wall:.3f} s wall, {cpu:.3f} s CPU")
     keys = [source.key for source in result.included]

@@ -1,5 +1,5 @@
 """The commented sai-cfg.yml that `sai init` writes (the same text as the repo's sai-cfg.yml),
-rendered from the settings table (sai/config.py SETTINGS): every key at its default, or
+rendered from the settings table (sai/settings.py SETTINGS): every key at its default, or
 commented out with an example when its default is resolved at load time."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sai.config import SETTINGS, Setting
+from sai.settings import SETTINGS, Setting
 
 HEADER = """\
 # sai-cfg.yml — configuration of SAI (semantic code search). Every key is optional: the values

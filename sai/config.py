@@ -1,184 +1,98 @@
 """Configuration: defaults, then `sai-cfg.yml`, then environment, then flags; validated once.
 
-`load_config()` returns a frozen `Config`; nothing below the front ends reads the environment.
+`load_config()` returns a frozen `Config`, its sections nested frozen records, every field
+filled by the row of sai/settings.py that declares it; nothing below the front ends reads the
+environment.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import yaml
 
 from sai.errors import ConfigError, GlobError
-from sai.models import (
-    BACKENDS,
-    CHUNKERS,
-    EMBEDDERS,
-    METRICS,
-    PREFIX_STYLES,
-    BackendName,
-    ChunkerName,
-    DuplicateMetric,
-    EmbedderName,
-    PrefixStyle,
+from sai.models import BackendName, ChunkerName, DuplicateMetric, EmbedderName, PrefixStyle
+from sai.settings import (
+    BOUNDS,
+    COLLECTION_RE,
+    DEFAULT_MODELS,
+    ENV_KEYS,
+    MINILM,
+    MINILM_STATIC,
+    SCHEMA,
+    SECRET_KEYS,
+    SETTINGS,
+    Resolved,
+    by_model,
+    model_family,
 )
+from sai.source.files import WalkFilters
 from sai.source.globs import check_glob
 from sai.source.languages import DEFAULT_EXTS, normalize_exts
 from sai.source.paths import project_root, resolve_path
 
 CONFIG_NAMES = ("sai-cfg.yml", "sai-cfg.yaml")
-ALWAYS_PRUNED = (
-    ".git", "node_modules", "dist", "build", "target", ".next", "coverage", ".turbo",
-    "__pycache__", ".venv", "venv", ".index",
-)
-COLLECTION_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# The local default is MiniLM quantised to int8: twice sentence-transformers' throughput, hybrid
-# NDCG@10 of the 12 held-out repositories 0.920 against fp32's 0.919 (docs/embedders.md). An index
-# built with fp32 keeps it (its own model is what load_config(index=...) searches it with).
-MINILM = "all-MiniLM-L6-v2"
-# MiniLM distilled into a static table of token vectors (sai/embedders/static_table.py): about
-# 100x its throughput, a model of its own name (docs/embedders.md)
-MINILM_STATIC = "minilm-static"
-DEFAULT_MODELS: dict[EmbedderName, str] = {"ollama": "nomic-embed-text", "local": f"{MINILM}-int8"}
-
-# Similarity scales differ by model, so the defaults are per model family (model_family());
-# unknown models get the generic row. find_similar_min_score is a cosine; duplicate_min_score is
-# a duplicate score, a weighted mean of cosine and token-shape similarity (sai/duplicates/edges.py).
-# The MiniLM row comes from benchmarks/duplicates_recall.py (docs/configuration.md): 2,417 chunks
-# of the stdlib with 120 functions planted as renamed copies. duplicate_min_score 0.75 finds
-# 99% of renamed copies (98% with meaningless names) at cluster precision 0.99; cosine alone
-# could not do both (a copy scores median 0.79, a function's best unrelated match p95 0.79).
-# The generic row's 0.80 is not measured here (no Ollama server on this machine): those models
-# score code higher than MiniLM, so the threshold is set higher. find_similar_min_score 0.70:
-# `similar` on an original lists its renamed copy in the top 8 for 84% of them.
-# duplicate_cosine_min_score is the threshold of `duplicate_metric: cosine` (the original tool's
-# plain-cosine edges): the original's 0.93, and 0.80 for MiniLM, whose cosine scale is lower
-# (calibrated on the same benchmark before the shape existed, docs/configuration.md).
-SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
-    "all-minilm-l6-v2": {"find_similar_min_score": 0.70, "duplicate_min_score": 0.75,
-                         "duplicate_cosine_min_score": 0.80},
-    "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
-}
-LOCK_TIMEOUT_S = 30.0  # lock_timeout_s (or its old name duckdb.lock_timeout_s) when neither is set
-SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, status or repr
+_SECTIONS = {key.split(".")[0] for key in SCHEMA if "." in key}  # the file's sections (`ollama:`)
 
 
 @dataclass(frozen=True)
-class Setting:
-    """One row of the settings table: a key of sai-cfg.yml (dotted inside a section).
+class OllamaSettings:
+    """`ollama:`, the server the ollama embedder talks to (sai/embedders/ollama.py)."""
 
-    From the table come the allowed keys, their types, defaults and choices (validation), the
-    template `sai init` writes (sai/cfg_template.py) and the docs check (tests/test_docs.py).
-    `example` is what the template shows, commented out, for a key whose default is resolved
-    later (None); `bound` names a range rule in `_BOUNDS`.
-    """
-
-    key: str
-    types: tuple[type, ...]
-    default: Any
-    comment: str = ""
-    choices: tuple[str, ...] = ()
-    example: str | None = None
-    bound: str | None = None
+    url: str
+    timeout_s: float
+    backoff_s: float
+    batch_size: int
+    parallel: int
 
 
-_STR, _INT, _BOOL, _NUMBER, _LIST = (str,), (int,), (bool,), (int, float), (list,)
-PRUNED_NOTE = " ".join(ALWAYS_PRUNED)
-SETTINGS: tuple[Setting, ...] = (
-    Setting("backend", _STR, "duckdb",
-            "duckdb (a file in the project) or qdrant (a server or local directory: qdrant:)",
-            choices=BACKENDS),
-    Setting("embedder", _STR, "ollama", "ollama (an Ollama server) or local (bundled all-MiniLM-L6-v2, offline)",
-            choices=EMBEDDERS),
-    Setting("model", _STR, None, "default: nomic-embed-text (ollama), all-MiniLM-L6-v2-int8 (local; or minilm-static)",
-            example="nomic-embed-text"),
-    Setting("vector_dim", _INT, None, "default: detected from the first embedding; if set, must match",
-            example="768", bound="positive"),
-    Setting("collection", _STR, "source_code", "table name: ^[A-Za-z_][A-Za-z0-9_]*$"),
-    Setting("root", _STR, ".", "directory to index, relative to this file"),
-    Setting("ext", (list, str), None,
-            "default: every language SAI knows (py js jsx ts tsx go rs java c h cpp cs rb php kt ...)",
-            example="[py, js, ts]"),
-    Setting("chunker", _STR, "ast", "ast (tree-sitter units, line fallback) or lines (60-line windows)",
-            choices=CHUNKERS),
-    Setting("max_chunk_chars", _INT, 2000, "byte budget of one chunk", bound="positive"),
-    Setting("prefix_style", _STR, "auto", "auto, nomic, e5, qwen or none (query/passage prefixes)",
-            choices=("auto", *PREFIX_STYLES)),
-    Setting("exclude_dirs", _LIST, (), f"added to the always-pruned {PRUNED_NOTE}"),
-    Setting("include", _LIST, (), "globs on the root-relative path; non-empty = allow-list"),
-    Setting("exclude", _LIST, (), "globs on the root-relative path; exclude wins over include"),
-    Setting("respect_gitignore", _BOOL, True, "honour .gitignore files (nested) and .git/info/exclude"),
-    Setting("max_file_bytes", _INT, 1048576, "larger files are skipped (too-large)", bound="positive"),
-    Setting("skip_generated_marker", _BOOL, True,
-            'skip files whose first 600 bytes say "do not edit", "@generated", ..., and minified files'),
-    Setting("strip_comments", _BOOL, False, "blank C-style comments before chunking (line numbers kept)"),
-    Setting("honor_noindex_marker", _BOOL, True, "drop chunks containing sai-noindexing"),
-    Setting("honor_noduplicate_marker", _BOOL, True,
-            "chunks containing sai-noduplicate never join duplicate clusters"),
-    Setting("index_references", _BOOL, True, "store the uses of names (sai refs, callers, impact)"),
-    Setting("lock_timeout_s", _NUMBER, None, "default 30: seconds to wait for another process writing the index",
-            example="30", bound="seconds"),
-    Setting("duckdb.path", _STR, ".index/code.duckdb", "relative to the project root"),
-    Setting("duckdb.lock_timeout_s", _NUMBER, None, "the old name of lock_timeout_s, still read",
-            example="30", bound="seconds"),
-    Setting("qdrant.url", _STR, None, "a Qdrant server or cluster; default: $QDRANT_URL",
-            example="http://localhost:6333"),
-    Setting("qdrant.api_key", _STR, None, "default: $QDRANT_API_KEY; never printed", example="team-read-key"),
-    Setting("qdrant.path", _STR, None, "local mode: no server, one process; wins over url",
-            example=".index/qdrant"),
-    Setting("qdrant.timeout_s", _NUMBER, 10.0, "per request to the server", bound="positive"),
-    Setting("qdrant.prefer_grpc", _BOOL, False, "talk gRPC (port 6334) instead of HTTP"),
-    Setting("ollama.url", _STR, None, "default: $OLLAMA_HOST or http://localhost:11434",
-            example="http://localhost:11434"),
-    Setting("ollama.model", _STR, None, "accepted for compatibility; must not contradict `model`",
-            example="nomic-embed-text"),
-    Setting("ollama.timeout_s", _NUMBER, 60.0, "per request; transient failures are retried with backoff",
-            bound="positive"),
-    Setting("ollama.backoff_s", _NUMBER, 0.5, "wait before the first retry; each next retry waits twice as long",
-            bound="seconds"),
-    Setting("ollama.batch_size", _INT, 32, bound="positive"),
-    Setting("ollama.parallel", _INT, 4, "requests in flight (Ollama's OLLAMA_NUM_PARALLEL is 4 or 1 by memory)",
-            bound="positive"),
-    Setting("local.cache_dir", _STR, None,
-            "the ONNX model the local embedder builds; default: $XDG_CACHE_HOME/sai",
-            example="~/.cache/sai"),
-    Setting("similarity.find_similar_min_score", _NUMBER, None,
-            "default depends on the model (0.70 for all-MiniLM-L6-v2)", example="0.85", bound="similarity"),
-    Setting("similarity.duplicate_min_score", _NUMBER, None,
-            "cosine and token shape; depends on the model (0.75 for all-MiniLM-L6-v2)", example="0.80",
-            bound="similarity"),
-    Setting("similarity.duplicate_min_cluster_size", _INT, 2, bound="at_least_1"),
-    Setting("similarity.duplicate_metric", _STR, "duplicate",
-            "duplicate (cosine and token shape) or cosine (the original's plain cosine)", choices=METRICS),
-    Setting("similarity.top_k", _INT, 10, bound="positive"),
-)
-SCHEMA: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}
-# range rules: name -> (value is allowed, what the error says it must be)
-_BOUNDS: dict[str, tuple[Callable[[float], bool], str]] = {
-    "positive": (lambda x: x > 0, "a positive number"),
-    "seconds": (lambda x: x >= 0, "0 or more seconds"),
-    "similarity": (lambda x: -1.0 <= x <= 1.0, "a similarity in [-1, 1]"),
-    "at_least_1": (lambda x: x >= 1, "at least 1"),
-}
-_SECTIONS = {key.split(".")[0] for key in SCHEMA if "." in key}
-# Environment variables that may set a key (flag > env > file > default).
-ENV_KEYS = {
-    "SAI_EMBEDDER": "embedder", "SAI_MODEL": "model", "SAI_COLLECTION": "collection",
-    "SAI_ROOT": "root", "SAI_EXT": "ext", "SAI_CHUNKER": "chunker",
-    "SAI_DB_PATH": "duckdb.path", "OLLAMA_HOST": "ollama.url", "SAI_BACKEND": "backend",
-    "QDRANT_URL": "qdrant.url", "QDRANT_API_KEY": "qdrant.api_key",
+@dataclass(frozen=True)
+class QdrantSettings:
+    """`qdrant:`, the team backend's server or local directory (sai/store/qdrant)."""
+
+    url: str | None
+    api_key: str | None = field(repr=False)
+    path: Path | None
+    timeout_s: float
+    prefer_grpc: bool
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """`local:`, where the local embedder keeps the model it builds."""
+
+    cache_dir: Path
+
+
+@dataclass(frozen=True)
+class SimilaritySettings:
+    """`similarity:`, the thresholds of similar and duplicates, with the model's defaults applied;
+    duplicate_cosine_min_score is duplicate_min_score's reading for `duplicate_metric: cosine`."""
+
+    find_similar_min_score: float
+    duplicate_min_score: float
+    duplicate_cosine_min_score: float
+    duplicate_min_cluster_size: int
+    duplicate_metric: DuplicateMetric
+    top_k: int
+
+
+# Config's records, each filled by the settings whose field starts with its name (Setting.to)
+RECORDS: dict[str, type] = {
+    "walk": WalkFilters, "ollama": OllamaSettings, "qdrant": QdrantSettings, "local": LocalSettings,
+    "similarity": SimilaritySettings,
 }
 
 
 @dataclass(frozen=True)
 class Config:
-    """Every setting SAI uses, resolved and validated (the defaults are in SETTINGS)."""
+    """Every setting SAI uses, resolved and validated (declared, with defaults, in SETTINGS)."""
 
     root: Path
     db_path: Path
@@ -188,38 +102,19 @@ class Config:
     model: str
     vector_dim: int | None
     collection: str
-    ext: tuple[str, ...]
     chunker: ChunkerName
     max_chunk_chars: int
     prefix_style: PrefixStyle
-    exclude_dirs: tuple[str, ...]
-    include: tuple[str, ...]
-    exclude: tuple[str, ...]
-    respect_gitignore: bool
-    max_file_bytes: int
-    skip_generated_marker: bool
     strip_comments: bool
     honor_noindex_marker: bool
     honor_noduplicate_marker: bool
     index_references: bool
     lock_timeout_s: float
-    ollama_url: str
-    ollama_timeout_s: float
-    ollama_backoff_s: float
-    ollama_batch_size: int
-    ollama_parallel: int
-    local_cache_dir: Path
-    find_similar_min_score: float
-    duplicate_min_score: float
-    duplicate_metric: DuplicateMetric
-    duplicate_cosine_min_score: float
-    duplicate_min_cluster_size: int
-    top_k: int
-    qdrant_url: str | None
-    qdrant_api_key: str | None = field(repr=False)
-    qdrant_path: Path | None
-    qdrant_timeout_s: float
-    qdrant_prefer_grpc: bool
+    walk: WalkFilters  # what the walk consults per file (source/files.py)
+    ollama: OllamaSettings
+    qdrant: QdrantSettings
+    local: LocalSettings
+    similarity: SimilaritySettings
     # the embedder and model the file names where the index's answer (`sai --recreate` builds with them)
     config_asks: tuple[str, str] | None
 
@@ -227,12 +122,8 @@ class Config:
     def index_location(self) -> str:
         """Where the index lives, for messages: the DuckDB file, the local Qdrant directory or its URL."""
         if self.backend == "qdrant":
-            return str(self.qdrant_path) if self.qdrant_path is not None else str(self.qdrant_url)
+            return str(self.qdrant.path) if self.qdrant.path is not None else str(self.qdrant.url)
         return str(self.db_path)
-
-    @property
-    def pruned_dirs(self) -> tuple[str, ...]:
-        return tuple(sorted(set(ALWAYS_PRUNED) | set(self.exclude_dirs)))
 
 
 def find_config_file(explicit: str | None, env: Mapping[str, str], cwd: Path, *, root: str | None = None,
@@ -357,98 +248,68 @@ def _index_layer(index: Mapping[str, str] | None, flags: Mapping[str, Any], env:
 
 
 def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config_path: Path | None) -> Config:
-    """Validate resolved values; `where(key)` names the source of a key's value in errors."""
+    """Validate resolved values and convert each into its Config field (Setting.to, .convert);
+    `where(key)` names the source of a key's value in errors."""
     for setting in SETTINGS:
         if setting.choices:
             _choice(v, setting.key, setting.choices, where(setting.key))
-    model = v["model"] or v["ollama.model"] or DEFAULT_MODELS[v["embedder"]]
-    if v["ollama.model"] and v["model"] and v["ollama.model"] != v["model"]:
-        raise ConfigError(
-            f"{where('model')}: ollama.model '{v['ollama.model']}' contradicts model '{v['model']}'; "
-            "keep one of them"
-        )
+    model = _model(v, where)
     if not COLLECTION_RE.match(v["collection"]):
-        raise ConfigError(
-            f"{where('collection')}: collection '{v['collection']}' must match ^[A-Za-z_][A-Za-z0-9_]*$"
-        )
-    _check_qdrant(v, where)
+        raise ConfigError(f"{where('collection')}: collection '{v['collection']}' must match {COLLECTION_RE.pattern}")
+    if v["backend"] == "qdrant":
+        require_qdrant_target(v["qdrant.url"], v["qdrant.path"], where=where("backend"))
     _check_bounds(v, where)
     root = project_root(base, v["root"], where("root"))
     ext = v["ext"] if v["ext"] is not None else list(DEFAULT_EXTS)
     ext = normalize_exts(ext.split(",") if isinstance(ext, str) else [str(e) for e in ext])
     if not ext:
         raise ConfigError(f"{where('ext')}: key 'ext' lists no extension")
+    _check_globs(v, where)
+    resolved = Resolved(v, root=root, base=base, model=model, ext=ext)
+    fields: dict[str, dict[str, Any]] = {name: {} for name in ("", *RECORDS)}
+    for setting in SETTINGS:
+        if setting.field is not None:
+            record, _, name = setting.field.rpartition(".")
+            fields[record][name] = setting.convert(v[setting.key], resolved)
+    own = config_path.relative_to(root).as_posix() if config_path and config_path.is_relative_to(root) else None
+    fields["walk"].update(root=root, own_config=own)
+    # duplicate_min_score as `duplicate_metric: cosine` reads it: the same key, its own model default
+    cosine = by_model("duplicate_cosine_min_score")(v["similarity.duplicate_min_score"], resolved)
+    fields["similarity"]["duplicate_cosine_min_score"] = cosine
+    records = {name: record(**fields[name]) for name, record in RECORDS.items()}
+    # config_asks: the front end that opens the index sets it (project.file_asks)
+    return Config(**fields[""], **records, root=root, config_path=config_path, model=model, config_asks=None)
+
+
+def _model(v: dict[str, Any], where: Callable[[str], str]) -> str:
+    """The model asked for (or the embedder's default), in the one spelling the index records."""
+    model = v["model"] or v["ollama.model"] or DEFAULT_MODELS[v["embedder"]]
+    if v["ollama.model"] and v["model"] and v["ollama.model"] != v["model"]:
+        raise ConfigError(
+            f"{where('model')}: ollama.model '{v['ollama.model']}' contradicts model '{v['model']}'; "
+            "keep one of them"
+        )
     if v["embedder"] == "local" and model_family(model) == "all-minilm-l6-v2":
         # one spelling, so the index records one name; the int8 variant is a model of its own
-        int8 = model.lower().endswith("-int8")
-        model = MINILM + ("-int8" if int8 else "")
-    elif v["embedder"] == "local" and model.lower() == MINILM_STATIC:
-        model = MINILM_STATIC
-    sims = SIMILARITY_DEFAULTS.get(model_family(model), SIMILARITY_DEFAULTS["*"])
-    _check_globs(v, where)
-    return Config(
-        root=root,
-        db_path=(root / v["duckdb.path"]).resolve(),
-        config_path=config_path,
-        backend=v["backend"],
-        embedder=v["embedder"],
-        model=model,
-        vector_dim=v["vector_dim"],
-        collection=v["collection"],
-        ext=ext,
-        chunker=v["chunker"],
-        max_chunk_chars=v["max_chunk_chars"],
-        prefix_style=resolve_prefix_style(v["prefix_style"], model),
-        exclude_dirs=tuple(str(d) for d in v["exclude_dirs"]),
-        include=tuple(str(g) for g in v["include"]),
-        exclude=tuple(str(g) for g in v["exclude"]),
-        respect_gitignore=v["respect_gitignore"],
-        max_file_bytes=v["max_file_bytes"],
-        skip_generated_marker=v["skip_generated_marker"],
-        strip_comments=v["strip_comments"],
-        honor_noindex_marker=v["honor_noindex_marker"],
-        honor_noduplicate_marker=v["honor_noduplicate_marker"],
-        index_references=v["index_references"],
-        lock_timeout_s=float(_or(v["lock_timeout_s"], _or(v["duckdb.lock_timeout_s"], LOCK_TIMEOUT_S))),
-        ollama_url=v["ollama.url"] or "http://localhost:11434",
-        ollama_timeout_s=float(v["ollama.timeout_s"]),
-        ollama_backoff_s=float(v["ollama.backoff_s"]),
-        ollama_batch_size=v["ollama.batch_size"],
-        ollama_parallel=v["ollama.parallel"],
-        local_cache_dir=(base / Path(v["local.cache_dir"]).expanduser()).resolve(),
-        find_similar_min_score=float(
-            _or(v["similarity.find_similar_min_score"], sims["find_similar_min_score"])
-        ),
-        duplicate_min_score=float(
-            _or(v["similarity.duplicate_min_score"], sims["duplicate_min_score"])
-        ),
-        duplicate_metric=v["similarity.duplicate_metric"],
-        duplicate_cosine_min_score=float(
-            _or(v["similarity.duplicate_min_score"], sims["duplicate_cosine_min_score"])
-        ),
-        duplicate_min_cluster_size=v["similarity.duplicate_min_cluster_size"],
-        top_k=v["similarity.top_k"],
-        qdrant_url=v["qdrant.url"] or None,
-        qdrant_api_key=v["qdrant.api_key"] or None,
-        qdrant_path=(root / v["qdrant.path"]).resolve() if v["qdrant.path"] else None,
-        qdrant_timeout_s=float(v["qdrant.timeout_s"]),
-        qdrant_prefer_grpc=v["qdrant.prefer_grpc"],
-        config_asks=None,  # the front end that opens the index sets it (project.file_asks)
-    )
+        return MINILM + ("-int8" if model.lower().endswith("-int8") else "")
+    if v["embedder"] == "local" and model.lower() == MINILM_STATIC:
+        return MINILM_STATIC
+    return model
 
 
-def _check_qdrant(v: dict[str, Any], where: Callable[[str], str]) -> None:
-    """`backend: qdrant` needs a server (qdrant.url, QDRANT_URL) or a local directory (qdrant.path)."""
-    if v["backend"] == "qdrant" and not v["qdrant.url"] and not v["qdrant.path"]:
-        raise ConfigError(f"{where('backend')}: backend 'qdrant' needs qdrant.url (or QDRANT_URL) for a "
-                          "server, or qdrant.path for local mode; set one of them")
+def require_qdrant_target(url: str | None, path: str | Path | None, *, where: str = "") -> None:
+    """`backend: qdrant` needs a server (qdrant.url, QDRANT_URL) or a local directory (qdrant.path);
+    `where` names the source of the backend setting in the message."""
+    if not url and not path:
+        raise ConfigError(f"{where + ': ' if where else ''}backend 'qdrant' needs qdrant.url (or QDRANT_URL) "
+                          "for a server, or qdrant.path for local mode; set one of them")
 
 
 def _check_bounds(v: dict[str, Any], where: Callable[[str], str]) -> None:
     for setting in SETTINGS:
         value = v[setting.key]
         if setting.bound and value is not None:
-            allowed, what = _BOUNDS[setting.bound]
+            allowed, what = BOUNDS[setting.bound]
             if not allowed(value):
                 raise ConfigError(f"{where(setting.key)}: key '{setting.key}' must be {what}, got {value}")
 
@@ -468,30 +329,8 @@ def _user_cache(env: Mapping[str, str]) -> Path:
     return Path(given) if given and Path(given).is_absolute() else Path(env.get("HOME") or Path.home()) / ".cache"
 
 
-def model_family(model: str) -> str:
-    """A model name without its hub owner, Ollama tag or quantisation, lower-cased: the
-    similarity-scale key."""
-    name = model.lower().rsplit("/", 1)[-1].split(":", 1)[0].removesuffix("-int8")
-    return "all-minilm-l6-v2" if name == "all-minilm" else name
-
-
-def _or(value: Any, default: Any) -> Any:
-    return default if value is None else value
-
-
 def _choice(v: dict[str, Any], key: str, allowed: tuple[str, ...], where: str) -> None:
     if v[key] not in allowed:
         raise ConfigError(
             f"{where}: unknown {key} '{v[key]}'; choose one of: {', '.join(allowed)}"
         )
-
-
-def resolve_prefix_style(style: str, model: str) -> PrefixStyle:
-    """`auto` picks the prefix convention from the model name (nomic, e5, qwen, else none)."""
-    if style != "auto":
-        return cast(PrefixStyle, style)
-    lowered = model.lower()
-    for name in PREFIX_STYLES:
-        if name in lowered:
-            return name
-    return "none"

@@ -30,7 +30,7 @@ def impact(project: Project, *, since: str | None = None, limit: int = 10) -> Im
         def outside(row: ChunkRow) -> bool:
             return not _overlaps(row, ranges.get(row.path, []))
 
-        copies = near_copies(reader, changed, keep=outside, min_score=project.config.duplicate_min_score,
+        copies = near_copies(reader, changed, keep=outside, min_score=project.config.similarity.duplicate_min_score,
                              limit=COPIES_PER_UNIT)
         units = [_unit(reader, row, copies.get(row.id, [])) for row in changed]
     units.sort(key=lambda u: (u.symbol is None, -len(u.copies), -(len(u.callers) + u.callers_more), u.path,

@@ -202,6 +202,7 @@ class Explain:
     signals: Signals | None = None
     fused: float | None = None
     pending_vector: bool = False  # the chunk has no vector yet: found by lexical and symbol evidence only
+    model: str | None = None  # the model whose vectors `cosine` compares (the index's); None without one
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from memory_store import MemoryStore
 from ollama_standin import OllamaStandIn
 
 from sai.cli.commands import main
 from sai.config import Config, load_config
 from sai.indexing import indexer
 from sai.project import Project
+from sai.store.base import Store
 
 STANDIN_MODEL = "nomic-embed-text"  # a model the Ollama stand-in serves
 
@@ -123,6 +126,28 @@ def load(root: Path) -> Config:
 def open_project(root: Path) -> Project:
     """A Project for the config in `root`, as a front end would open it."""
     return Project(load(root))
+
+
+Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every chunk the index of `root` stores (path, start, end, text) -> its vector's bytes."""
+    project = open_project(root)
+    try:
+        with project.store.read() as reader:
+            rows, matrix, _ = reader.all_chunks()
+            rows = reader.chunks([r.id for r in rows])
+    finally:
+        project.close()
+    return {(r.path, r.start_line, r.end_line, r.text): matrix[i].tobytes() for i, r in enumerate(rows)}
+
+
+def open_served(root: Path, standin: OllamaStandIn, *, store: Store | None = None) -> Project:
+    """A Project for the sai-cfg.yml in `root`, its Ollama the stand-in (by OLLAMA_HOST); its
+    index the config's, or `store` (a MemoryStore)."""
+    return Project(load_config(config_file=str(root / "sai-cfg.yml"), env={"OLLAMA_HOST": standin.url}),
+                   store=store)
 
 
 def many_functions(count: int, *, per_file: int = 50, prefix: str = "gen") -> dict[str, str]:
@@ -261,3 +286,40 @@ def index_tree(root: Path, url: str, files: dict[str, str] = CODE_TREE, **settin
     project = Project(load(root))
     indexer.index(project)
     return project
+
+
+# ---------------------------------------------------------------- indexes held in memory (tests/memory_store.py)
+@dataclass(frozen=True)
+class HeldTemplate:
+    """A tree on disk and its index in a MemoryStore, built once and copied by `held_copy`."""
+
+    root: Path
+    store: MemoryStore
+
+
+def index_held(root: Path, url: str, files: dict[str, str] = CODE_TREE, **settings: Any) -> Project:
+    """`files` written under `root` and indexed with the stand-in at `url` into a MemoryStore:
+    index_tree for a test whose subject is not the store."""
+    write_tree(root, files)
+    write_config(root, url, **settings)
+    project = Project(load(root), store=MemoryStore())
+    indexer.index(project)
+    return project
+
+
+def held_template(tmp_path_factory: Any, files: dict[str, str | bytes], **settings: Any) -> HeldTemplate:
+    """`files` indexed once into a MemoryStore, with a stand-in of its own (index_template in memory)."""
+    root = write_tree(tmp_path_factory.mktemp("template"), files)
+    store = MemoryStore()
+    with OllamaStandIn() as server:
+        write_config(root, server.url, **settings)
+        indexer.index(Project(load(root), store=store))
+    return HeldTemplate(root, store)
+
+
+def held_copy(template: HeldTemplate, root: Path, url: str, **settings: Any) -> Project:
+    """A project over a copy of the template's tree at `root` (mtimes kept, so nothing reads as
+    stale) and a copy of its index, configured for the stand-in at `url` (indexed_copy in memory)."""
+    shutil.copytree(template.root, root, dirs_exist_ok=True)
+    write_config(root, url, **settings)
+    return Project(load(root), store=template.store.copy())

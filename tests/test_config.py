@@ -11,8 +11,9 @@ import pytest
 
 from sai.cfg_template import TEMPLATE
 from sai.cli.commands import main
-from sai.config import ALWAYS_PRUNED, SCHEMA, SIMILARITY_DEFAULTS, Config, load_config, read_config_file
+from sai.config import Config, load_config, read_config_file
 from sai.errors import ConfigError
+from sai.settings import ALWAYS_PRUNED, SCHEMA, SIMILARITY_DEFAULTS
 from sai.source.languages import DEFAULT_EXTS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,16 +62,16 @@ def test_without_a_config_file_every_setting_is_the_default(tmp_path: Path) -> N
     assert (config.collection, config.chunker, config.prefix_style) == (
         "source_code", "ast", "nomic"
     )
-    assert config.ext == DEFAULT_EXTS
-    assert config.max_chunk_chars == 2000 and config.max_file_bytes == 1048576
-    assert config.respect_gitignore and config.skip_generated_marker and not config.strip_comments
+    assert config.walk.exts == DEFAULT_EXTS
+    assert config.max_chunk_chars == 2000 and config.walk.max_bytes == 1048576
+    assert config.walk.respect_gitignore and config.walk.skip_generated and not config.strip_comments
     assert config.honor_noindex_marker and config.honor_noduplicate_marker
-    assert config.ollama_url == "http://localhost:11434"
-    assert (config.ollama_timeout_s, config.ollama_batch_size) == (60.0, 32)
-    assert (config.find_similar_min_score, config.duplicate_min_score) == (0.85, 0.80)
-    assert (config.duplicate_min_cluster_size, config.top_k) == (2, 10)
+    assert config.ollama.url == "http://localhost:11434"
+    assert (config.ollama.timeout_s, config.ollama.batch_size) == (60.0, 32)
+    assert (config.similarity.find_similar_min_score, config.similarity.duplicate_min_score) == (0.85, 0.80)
+    assert (config.similarity.duplicate_min_cluster_size, config.similarity.top_k) == (2, 10)
     assert config.vector_dim is None
-    assert config.pruned_dirs == tuple(sorted(ALWAYS_PRUNED))
+    assert config.walk.pruned_dirs == tuple(sorted(ALWAYS_PRUNED))
 
 
 def test_cli_notes_on_stderr_that_built_in_defaults_are_used(
@@ -111,9 +112,14 @@ def test_missing_explicit_config_file_is_an_error_naming_it(tmp_path: Path) -> N
 def test_empty_config_file_means_defaults(tmp_path: Path) -> None:
     path = write_cfg(tmp_path, "# nothing set\n")
     config = load(tmp_path)
-    assert config.config_path == path.resolve()
+    assert config.config_path == path.resolve() and config.walk.own_config == "sai-cfg.yml"
     path.unlink()
-    assert dataclasses.replace(config, config_path=None) == load(tmp_path)
+    assert _without_file(config) == load(tmp_path)
+
+
+def _without_file(config: Config) -> Config:
+    """The config as it would be had no file been found: no path, no own file the walk skips."""
+    return dataclasses.replace(config, config_path=None, walk=dataclasses.replace(config.walk, own_config=None))
 
 
 # --- precedence --------------------------------------------------------------------------------
@@ -148,8 +154,8 @@ def test_cli_flag_beats_env_beats_file_for_model(
 
 def test_ollama_host_env_overrides_the_file_url(tmp_path: Path) -> None:
     write_cfg(tmp_path, "ollama:\n  url: http://file:1\n")
-    assert load(tmp_path).ollama_url == "http://file:1"
-    assert load(tmp_path, env={"OLLAMA_HOST": "http://env:2"}).ollama_url == "http://env:2"
+    assert load(tmp_path).ollama.url == "http://file:1"
+    assert load(tmp_path, env={"OLLAMA_HOST": "http://env:2"}).ollama.url == "http://env:2"
 
 
 def test_default_model_follows_the_embedder(tmp_path: Path) -> None:
@@ -190,12 +196,12 @@ def test_ext_accepts_a_list_or_comma_string_ignoring_leading_dots(
     tmp_path: Path, text: str, expected: tuple[str, ...]
 ) -> None:
     write_cfg(tmp_path, text)
-    assert load(tmp_path).ext == expected
+    assert load(tmp_path).walk.exts == expected
 
 
 def test_ext_from_flag_and_env_are_comma_lists(tmp_path: Path) -> None:
-    assert load(tmp_path, ext=".go,rs").ext == ("go", "rs")
-    assert load(tmp_path, env={"SAI_EXT": "ts,.tsx"}).ext == ("ts", "tsx")
+    assert load(tmp_path, ext=".go,rs").walk.exts == ("go", "rs")
+    assert load(tmp_path, env={"SAI_EXT": "ts,.tsx"}).walk.exts == ("ts", "tsx")
 
 
 def test_empty_ext_list_is_an_error(tmp_path: Path) -> None:
@@ -257,7 +263,7 @@ def test_empty_values_and_empty_sections_mean_the_default(tmp_path: Path) -> Non
     write_cfg(tmp_path, "collection:\nmax_chunk_chars:\nexclude_dirs:\nsimilarity:\nollama:\n")
     config = load(tmp_path)
     assert config.collection == "source_code" and config.max_chunk_chars == 2000
-    assert config.exclude_dirs == () and config.top_k == 10
+    assert config.walk.pruned == frozenset(ALWAYS_PRUNED) and config.similarity.top_k == 10
 
 
 @pytest.mark.parametrize("value", ["0", "-5"])
@@ -316,7 +322,7 @@ def test_list_items_must_be_strings(tmp_path: Path, text: str, key: str, item: s
 
 def test_a_minimum_cluster_size_of_one_is_accepted_and_zero_is_not(tmp_path: Path) -> None:
     write_cfg(tmp_path, "similarity:\n  duplicate_min_cluster_size: 1\n")
-    assert load(tmp_path).duplicate_min_cluster_size == 1
+    assert load(tmp_path).similarity.duplicate_min_cluster_size == 1
     message = config_error(tmp_path, "similarity:\n  duplicate_min_cluster_size: 0\n")
     assert "key 'similarity.duplicate_min_cluster_size' must be at least 1, got 0" in message
 
@@ -428,11 +434,11 @@ def test_ollama_model_alone_or_agreeing_sets_the_model(tmp_path: Path) -> None:
 def test_similarity_defaults_depend_on_the_model(tmp_path: Path) -> None:
     minilm = load(tmp_path, embedder="local")
     row = SIMILARITY_DEFAULTS["all-minilm-l6-v2"]
-    assert (minilm.find_similar_min_score, minilm.duplicate_min_score) == (
+    assert (minilm.similarity.find_similar_min_score, minilm.similarity.duplicate_min_score) == (
         row["find_similar_min_score"], row["duplicate_min_score"])
-    assert minilm.duplicate_min_score < 0.80  # MiniLM's scale is lower than nomic's
+    assert minilm.similarity.duplicate_min_score < 0.80  # MiniLM's scale is lower than nomic's
     nomic = load(tmp_path)
-    assert (nomic.find_similar_min_score, nomic.duplicate_min_score) == (0.85, 0.80)
+    assert (nomic.similarity.find_similar_min_score, nomic.similarity.duplicate_min_score) == (0.85, 0.80)
 
 
 def test_explicit_similarity_values_beat_the_model_defaults(tmp_path: Path) -> None:
@@ -442,8 +448,8 @@ def test_explicit_similarity_values_beat_the_model_defaults(tmp_path: Path) -> N
         "  duplicate_min_cluster_size: 3\n  top_k: 4\n",
     )
     config = load(tmp_path)
-    assert (config.find_similar_min_score, config.duplicate_min_score) == (0.5, 1.0)
-    assert (config.duplicate_min_cluster_size, config.top_k) == (3, 4)
+    assert (config.similarity.find_similar_min_score, config.similarity.duplicate_min_score) == (0.5, 1.0)
+    assert (config.similarity.duplicate_min_cluster_size, config.similarity.top_k) == (3, 4)
 
 
 @pytest.mark.parametrize(
@@ -505,7 +511,7 @@ def test_template_values_are_the_defaults(tmp_path: Path) -> None:
     write_cfg(tmp_path, TEMPLATE)
     from_template = load(tmp_path)
     (tmp_path / "sai-cfg.yml").unlink()
-    assert dataclasses.replace(from_template, config_path=None) == load(tmp_path)
+    assert _without_file(from_template) == load(tmp_path)
 
 
 def test_template_with_every_key_uncommented_sets_every_key(tmp_path: Path) -> None:
@@ -519,24 +525,24 @@ def test_template_with_every_key_uncommented_sets_every_key(tmp_path: Path) -> N
     assert set(read_config_file(path)) == set(SCHEMA)
     config = load(tmp_path)
     assert config.model == "nomic-embed-text" and config.vector_dim == 768
-    assert config.ext == ("py", "js", "ts")
+    assert config.walk.exts == ("py", "js", "ts")
 
 
 def test_qdrant_settings_come_from_the_file_the_environment_and_flags(tmp_path: Path) -> None:
     write_cfg(tmp_path, "qdrant:\n  url: http://file:6333\n  timeout_s: 3\n  prefer_grpc: true\n")
     config = load(tmp_path, env={"SAI_BACKEND": "qdrant", "QDRANT_API_KEY": "k3y"})
-    assert config.backend == "qdrant" and config.qdrant_url == "http://file:6333"
-    assert config.qdrant_api_key == "k3y" and config.qdrant_timeout_s == 3.0 and config.qdrant_prefer_grpc
+    assert config.backend == "qdrant" and config.qdrant.url == "http://file:6333"
+    assert config.qdrant.api_key == "k3y" and config.qdrant.timeout_s == 3.0 and config.qdrant.prefer_grpc
     assert "k3y" not in repr(config) and config.index_location == "http://file:6333"
     from_env = load(tmp_path, env={"QDRANT_URL": "http://env:6333"}, backend="qdrant")
-    assert from_env.qdrant_url == "http://env:6333"
+    assert from_env.qdrant.url == "http://env:6333"
 
 
 def test_qdrant_path_is_local_mode_relative_to_the_root(tmp_path: Path) -> None:
     write_cfg(tmp_path, "backend: qdrant\nqdrant:\n  path: .index/q\n")
     config = load(tmp_path)
-    assert config.qdrant_path == (tmp_path / ".index" / "q").resolve()
-    assert config.index_location == str(config.qdrant_path)
+    assert config.qdrant.path == (tmp_path / ".index" / "q").resolve()
+    assert config.index_location == str(config.qdrant.path)
 
 
 def test_backend_qdrant_without_a_url_or_path_is_refused(tmp_path: Path) -> None:

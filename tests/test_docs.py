@@ -10,7 +10,7 @@ import pytest
 
 from sai.cfg_template import yaml_value
 from sai.cli.commands import build_parser
-from sai.config import ENV_KEYS, SCHEMA, SETTINGS
+from sai.settings import ENV_KEYS, SCHEMA, SETTINGS
 from sai.source.files import REASONS
 
 REPO = Path(__file__).resolve().parent.parent

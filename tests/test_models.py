@@ -8,10 +8,10 @@ from pydantic import TypeAdapter
 
 from sai.chunking import CHUNKER_CLASSES, make_chunker
 from sai.cli.commands import build_parser
-from sai.config import SCHEMA
 from sai.embedders import EMBEDDER_FACTORIES
 from sai.mcp import schemas as mcp_schemas
 from sai.models import BACKENDS, CHUNKERS, EMBEDDERS, METRICS, MODES, PREFIX_STYLES
+from sai.settings import SCHEMA
 
 
 def _cli_choices(parser: argparse.ArgumentParser) -> dict[str, tuple[str, ...]]:

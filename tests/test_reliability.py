@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 from child_signals import default_sigint
-from fixtures_tree import many_functions, open_project, write_config, write_tree
+from fixtures_tree import many_functions, open_project, snapshot, write_config, write_tree
 from ollama_standin import OllamaStandIn
-from test_indexer import _snapshot
 
 from sai.indexing import indexer
 from sai.indexing import run as run_module
@@ -35,7 +34,7 @@ def _index(root: Path) -> indexer.IndexReport:
 def _chunks(root: Path) -> dict[str, set[str]]:
     """Each stored file's chunk texts (from test_indexer's snapshot of the index)."""
     found: dict[str, set[str]] = {}
-    for path, _, _, text in _snapshot(root):
+    for path, _, _, text in snapshot(root):
         found.setdefault(path, set()).add(text)
     return found
 

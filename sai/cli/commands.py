@@ -34,7 +34,7 @@ from sai.store import open_store
 
 __all__ = ["build_parser", "main"]
 FLAGS = SimilarSpelling(code="--code", location="--path with --line", min_score="--min-score")  # sai similar's
-BUDGET = Spelling(budget="--max-tokens", read="`sai read CHUNK_ID`")
+BUDGET = Spelling(budget="--max-tokens", read="`sai read CHUNK_ID`", follow="`sai {direction} SYMBOL`")
 
 
 def main(argv: list[str] | None = None, *, serve_mcp: Callable[..., None] | None = None) -> int:
@@ -99,7 +99,7 @@ def _load(args: argparse.Namespace) -> Project:
         "backend": getattr(args, "backend", None),
     }
     config = load_config(config_file=getattr(args, "config", None), flags=flags, env=os.environ, cwd=Path.cwd())
-    keep_secret(config.qdrant_api_key)
+    keep_secret(config.qdrant.api_key)
     if config.config_path is None and not getattr(args, "silent", False):
         print(f"note: no sai-cfg.yml found; using built-in defaults (root {printable(config.root)})",
               file=sys.stderr)
@@ -154,7 +154,7 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     if args.dry_run:
         from sai.source.files import walk
 
-        walked, config = walk(project.config), project.config
+        walked, config = walk(project.config.walk), project.config
         plan = payloads.dry_run_json(walked, root=str(config.root), collection=config.collection)
         return _emit(as_json, plan, render.dry_run(walked, config))
     if not args.query_only:
@@ -223,7 +223,7 @@ def _similar(project: Project, args: argparse.Namespace, as_json: bool) -> int:
                             min_score=args.min_score, spelling=FLAGS)
     path = None
     if asked.path is not None:
-        path = key_for(project.config, asked.path, root_relative=True, indexed=_IndexedKeys(project))
+        path = key_for(project.config.root, asked.path, root_relative=True, indexed=_IndexedKeys(project))
     hits = find_similar(project, code=asked.code, path=path, line=asked.line,
                         limit=args.limit, min_score=asked.min_score)
     budget = _budget(args, "similar")
@@ -253,7 +253,7 @@ def _file_keys(project: Project, paths: list[str]) -> list[str]:
     indexed = _IndexedKeys(project)
     keys = []
     for path in paths:
-        key = key_for(project.config, path, root_relative=True, indexed=indexed)
+        key = key_for(project.config.root, path, root_relative=True, indexed=indexed)
         if (project.config.root / key).is_dir():
             raise UsageError(f"path {path} is a directory; give files")
         keys.append(key)
@@ -280,7 +280,7 @@ class _IndexedKeys:
 def _read(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     path = args.path
     if path is not None:
-        path = key_for(project.config, path, root_relative=True, indexed=_IndexedKeys(project))
+        path = key_for(project.config.root, path, root_relative=True, indexed=_IndexedKeys(project))
     context = lookup.read_chunk(
         project, chunk_id=args.chunk_id, path=path, start_line=args.start_line, end_line=args.end_line,
         neighbours=args.neighbours, enclosing=args.enclosing,
@@ -410,18 +410,24 @@ _HANDLERS.update({"read": _read, "symbol": _symbol, "copy": _copy})
 def _refs(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     found = find_references(project, args.name, limit=args.limit, kinds=args.kinds, language=args.language,
                             path_glob=args.path_glob)
-    return _emit(as_json, uses.uses_json(found), uses.uses_text(found))
+    budget = _budget(args, "refs")
+    return _emit_fitted(as_json, lambda: uses.fitted_uses_json(found, budget=budget),
+                        lambda: uses.fitted_uses_text(found, budget=budget))
 
 
 def _calls(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     follow = calls.callers if args.command == "callers" else calls.callees
     tree = follow(project, args.name, depth=args.depth, limit=args.limit)
-    return _emit(as_json, uses.call_tree_json(tree), uses.call_tree_text(tree))
+    budget = _budget(args, "calls")
+    return _emit_fitted(as_json, lambda: uses.fitted_call_tree_json(tree, budget=budget),
+                        lambda: uses.fitted_call_tree_text(tree, budget=budget))
 
 
 def _impact(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     found = impact(project, since=args.since, limit=args.limit)
-    return _emit(as_json, uses.impact_json(found), uses.impact_text(found))
+    budget = _budget(args, "impact")
+    return _emit_fitted(as_json, lambda: uses.fitted_impact_json(found, budget=budget),
+                        lambda: uses.fitted_impact_text(found, budget=budget))
 
 
 _HANDLERS.update({"refs": _refs, "callers": _calls, "callees": _calls, "impact": _impact})

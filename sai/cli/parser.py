@@ -141,14 +141,17 @@ def _add_uses(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) 
     refs.add_argument("--language", metavar="L", help="only this language (name or extension)")
     refs.add_argument("--path-glob", metavar="G", help="only files whose key matches this glob")
     refs.add_argument("--limit", type=count, default=20, metavar="N", help="uses to show (20)")
+    _add_budget(refs, "refs")
     for direction, what in (("callers", "the units calling a name"), ("callees", "what a name's definitions call")):
         calls = sub.add_parser(direction, parents=[common], help=what)
         calls.add_argument("name", metavar="NAME", help="total or Cart.total")
         calls.add_argument("--depth", type=count, default=1, metavar="N", help=f"levels (1, at most {MAX_DEPTH})")
         calls.add_argument("--limit", type=count, default=10, metavar="N", help="entries per level (10)")
+        _add_budget(calls, "calls")
     impact = sub.add_parser("impact", parents=[common], help="units a git diff changes, their callers and copies")
     impact.add_argument("--since", metavar="REV", help="diff against REV (default HEAD: the working tree's edits)")
     impact.add_argument("--limit", type=count, default=10, metavar="N", help="changed units to show (10)")
+    _add_budget(impact, "impact")
 
 
 def _add_similar(p: argparse.ArgumentParser) -> None:

@@ -38,12 +38,13 @@ class DuplicateParams:
     ) -> DuplicateParams:
         """The values given, else the config's (per model, and per metric for min_score), checked;
         with `clamp`, counts are brought into range instead of refused (the MCP tools' way)."""
-        chosen = metric or config.duplicate_metric
+        chosen = metric or config.similarity.duplicate_metric
         if chosen not in METRICS:
             raise UsageError(f"unknown metric '{chosen}'; choose one of: {', '.join(METRICS)}")
-        default = config.duplicate_cosine_min_score if chosen == "cosine" else config.duplicate_min_score
-        size = config.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size)
-        k = config.top_k if top_k is None else int(top_k)
+        similarity = config.similarity
+        default = similarity.duplicate_cosine_min_score if chosen == "cosine" else similarity.duplicate_min_score
+        size = similarity.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size)
+        k = similarity.top_k if top_k is None else int(top_k)
         if clamp:
             size, k, max_clusters = max(1, size), clamped(k), max(1, max_clusters)
         params = cls(min_score=default if min_score is None else float(min_score), min_cluster_size=size,

@@ -1,5 +1,5 @@
 """The near-duplicates of a few given chunks among every stored one: what `sai impact` reports as
-the copies a change left behind. The score is the duplicate score of sai/duplicates/edges.py
+the copies a change left behind. The score is the duplicate score of sai/duplicates/score.py
 (cosine and token shape), each target against every chunk in one matrix product."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from sai.duplicates.edges import duplicate_score
+from sai.duplicates.score import duplicate_score
 from sai.models import ChunkRow, Copy
 from sai.store import IndexReader
 from sai.text import shape

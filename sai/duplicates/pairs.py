@@ -1,12 +1,13 @@
 """The candidate edges of find_duplicates, assembled from stored rows: plain-cosine edges (the
 original tool's metric), duplicate-score edges between whole units, and score-1 edges between
-tiny chunks of the same text (the scoring itself: sai/duplicates/edges.py)."""
+tiny chunks of the same text (the scoring itself: sai/duplicates/score.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from sai.duplicates.edges import Edges, Nesting, Shapes, duplicate_edges, neighbour_edges
+from sai.duplicates.edges import Edges, Nesting, Shapes
+from sai.duplicates.score import duplicate_edges, neighbour_edges
 from sai.duplicates.units import Units, unit_members, whole_units
 from sai.models import ChunkRow
 

@@ -21,25 +21,25 @@ def _ollama(config: Config) -> Embedder:
 
     return OllamaEmbedder(
         model=config.model,
-        url=config.ollama_url,
-        timeout_s=config.ollama_timeout_s,
-        backoff_s=config.ollama_backoff_s,
-        batch_size=config.ollama_batch_size,
-        parallel=config.ollama_parallel,
+        url=config.ollama.url,
+        timeout_s=config.ollama.timeout_s,
+        backoff_s=config.ollama.backoff_s,
+        batch_size=config.ollama.batch_size,
+        parallel=config.ollama.parallel,
         prefix_style=config.prefix_style,
     )
 
 
 def _local(config: Config) -> Embedder:
-    from sai.config import MINILM_STATIC
+    from sai.settings import MINILM_STATIC
 
     if config.model == MINILM_STATIC:
         from sai.embedders.static import StaticEmbedder
 
-        return StaticEmbedder(cache_dir=config.local_cache_dir)
+        return StaticEmbedder(cache_dir=config.local.cache_dir)
     from sai.embedders.local import LocalEmbedder
 
-    return LocalEmbedder(model=config.model, prefix_style=config.prefix_style, cache_dir=config.local_cache_dir)
+    return LocalEmbedder(model=config.model, prefix_style=config.prefix_style, cache_dir=config.local.cache_dir)
 
 
 EMBEDDER_FACTORIES: dict[EmbedderName, Callable[[Config], Embedder]] = {"ollama": _ollama, "local": _local}

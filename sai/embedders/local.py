@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sai.config import MINILM_STATIC
 from sai.embedders.base import PREFIXES, normalize
 from sai.embedders.minilm import MODEL_NAME, BertShape, load_tokenizer, model_dir, read_shape
 from sai.errors import EmbedderError
 from sai.models import PrefixStyle
+from sai.settings import MINILM_STATIC
 
 if TYPE_CHECKING:
     from sai.embedders.onnx_model import Precision

@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sai.config import MINILM_STATIC
 from sai.embedders.base import normalize
 from sai.embedders.minilm import load_tokenizer, model_dir, read_shape
 from sai.embedders.static_table import Recipe, load_table
+from sai.settings import MINILM_STATIC
 
 # lower-then-upper and the end of an acronym (HTTPServer -> HTTP Server): where a camelCase word
 # splits; MiniLM's tokenizer lower-cases, so without this getUserName is one unknown word to it.

@@ -46,7 +46,7 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
            on_searchable: Callable[[int], None] | None) -> IndexReport:
     config = project.config
     started = time.perf_counter()
-    walked = files.walk(config, known=None if recreate else _accepted(project))
+    walked = files.walk(config.walk, known=None if recreate else _accepted(project))
     walk_s = time.perf_counter() - started
     rebuild = project.store.rebuild() if recreate else contextlib.nullcontext()  # readers keep the old index
     with project.store.run(), rebuild:  # one writer connection for the run, checkpointed once at its end
@@ -93,7 +93,7 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
     chunking = project.expected_meta(0)
     record = {"chunker": chunking.chunker, "chunker_version": str(chunking.chunker_version),
               "chunking": chunking.chunking} if changed or run.counts.removed else {}
-    if run.meta.get(files.WALKED) != (walked_with := files.walk_signature(project.config)):
+    if run.meta.get(files.WALKED) != (walked_with := files.walk_signature(project.config.walk)):
         record[files.WALKED] = walked_with
     if run.meta.get(vendored.META_KEY, "") != (found := "\n".join(walked.vendored)):
         record[vendored.META_KEY] = found
@@ -112,7 +112,7 @@ def refresh(project: Project, keys: list[str]) -> RefreshReport:
     run.load_state(keys)
     sources, gone, not_found = [], [], []
     for key in keys:
-        checked = files.check_file(project.config, key)
+        checked = files.check_file(project.config.walk, key)
         if isinstance(checked, SourceFile):
             sources.append(checked)
         elif checked == "missing" and key not in run.stored:
@@ -173,7 +173,7 @@ def _accepted(project: Project) -> dict[str, tuple[int, int]]:
     if not project.store.exists:
         return {}
     with project.store.read() as reader:
-        if not reader.has_index() or reader.meta().get(files.WALKED) != files.walk_signature(project.config):
+        if not reader.has_index() or reader.meta().get(files.WALKED) != files.walk_signature(project.config.walk):
             return {}
         return {key: (row.size, row.mtime_ns) for key, row in reader.files().items()}
 

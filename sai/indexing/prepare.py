@@ -64,7 +64,7 @@ def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prep
     out = Prepared(source)
     clock = time.perf_counter()
     try:
-        text = files.read_source(source, config)
+        text = files.read_source(source, config.walk)
     except files.SkipFileError as skip:
         out.skip = skip.reason
         return out

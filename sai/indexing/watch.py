@@ -91,7 +91,7 @@ class Watcher:
         self.bulk_paths = bulk_paths
         self.watching = False
         self.last_refresh_at: str | None = None
-        self._pruned = frozenset(project.config.pruned_dirs)
+        self._pruned = project.config.walk.pruned
         self._index_file = str(project.config.db_path)
         self._retry: set[str] = set()  # keys of failed batches
         self._full_pending = False  # a failed full run: the next batch is one too
@@ -181,7 +181,7 @@ class Watcher:
         if len(keys) > self.bulk_paths:
             return self._full_run(len(paths), stored)
         config = self.project.config
-        wanted = sorted(k for k in keys if k in stored or isinstance(files.check_file(config, k), SourceFile))
+        wanted = sorted(k for k in keys if k in stored or isinstance(files.check_file(config.walk, k), SourceFile))
         if not wanted:
             return None
         self._retry.update(wanted)

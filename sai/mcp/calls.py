@@ -42,7 +42,7 @@ def key_of(project: Project, path: str) -> str:
     Agents send paths relative to the project root, whatever directory the server was started
     in; the core takes keys.
     """
-    return files.key_for(project.config, no_nul("path", path), cwd=project.config.root)
+    return files.key_for(project.config.root, no_nul("path", path), cwd=project.config.root)
 
 
 def no_nul(what: str, path: str) -> str:

@@ -64,7 +64,7 @@ Neighbours = Annotated[int, _arg("chunks before and after", minimum=0, maximum=5
 Enclosing = Annotated[bool, _arg("add the enclosing unit (a method's class)")]
 SymbolName = Annotated[str, _arg("Cart.total, total, or the start of a name")]
 SymbolLimit = Annotated[int, _arg("most definitions", **_RANGE)]
-MaxTokens = Annotated[int, _arg("answer budget, 4 characters a token", minimum=1)]
+MaxTokens = Annotated[int, _arg("budget, 4 chars a token", minimum=1)]
 
 
 # ---------------------------------------------------------------- the schemas as published

@@ -1,6 +1,6 @@
 """The MCP server (docs/mcp.md): the seven contract tools and two extensions (sai_read_chunk,
 sai_find_symbol), thin wrappers over the core (query/, duplicates/, indexing/); the setup tool's
-runner is mcp/setup.py, the threads beside the tools mcp/background.py.
+runner is mcp/installer.py, the threads beside the tools mcp/background.py.
 
 One `Project` (config, store, lazy embedder) serves every call; the SDK runs the sync tools in
 worker threads. Failures become JSON-RPC errors in one place, `SaiMCPServer.call_tool`: the
@@ -32,9 +32,10 @@ from sai.duplicates.clusters import DuplicateParams, duplicate_report
 from sai.errors import ReadOnlyError, SaiError, UsageError, keep_secret, redact, shown
 from sai.indexing import indexer
 from sai.indexing.watch import Watcher
-from sai.mcp import setup
+from sai.mcp import installer
 from sai.mcp.background import BackgroundBuild, BackgroundWatch
 from sai.mcp.calls import answer_budget, escaped, key_of, tool_result
+from sai.mcp.installer import setup_plan, target_of
 from sai.mcp.lookup import LookupTools
 from sai.mcp.schemas import (
     MAX_PATHS,
@@ -73,7 +74,6 @@ from sai.mcp.schemas import (
     UseAst,
     compact_schema,
 )
-from sai.mcp.setup import setup_plan, target_of
 from sai.mcp.stdio import checked_stdio
 from sai.mcp.uses import USE_TOOLS, UseTools
 from sai.models import clamped
@@ -213,7 +213,7 @@ class SaiTools(LookupTools, UseTools):
         root = self.project.config.root
         plan = setup_plan(target_of(root, target_directory), backend=backend, embedder=embedder,
                           use_ast_chunker=use_ast_chunker, install_globally=install_globally)
-        ran = setup.execute(plan, root=root, allow_setup=self.allow_setup) if execute else {}
+        ran = installer.execute(plan, root=root, allow_setup=self.allow_setup) if execute else {}
         return tool_result({**plan.payload(), **ran})
 
     def _check_writable(self, what: str) -> None:
@@ -360,7 +360,7 @@ def serve(
         log.addHandler(handler)
         log.propagate = False
     log.setLevel(logging.INFO)
-    keep_secret(project.config.qdrant_api_key)  # a library caller may serve without the CLI
+    keep_secret(project.config.qdrant.api_key)  # a library caller may serve without the CLI
     watching = BackgroundWatch(project) if watch else None
     building = BackgroundBuild(project) if allow_write and not watch and not _has_index(project) else None
     server = build_server(project, allow_write=allow_write, allow_setup=allow_setup,

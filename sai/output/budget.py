@@ -6,8 +6,10 @@ The caller renders; this module only chooses the cut. A cut keeps the first `kee
 shows each kept place's text cut to its first `head` units (lines of a snippet or of a chunk,
 members of a cluster). Hit lists prefer more places: every snippet is shortened, down to no
 line at all, before the last hit is left out. A read prefers whole text: the farthest context
-chunks are left out before the chunk itself is shortened. Sizes are counted in characters of
-the rendered answer, 4 to a token.
+chunks are left out before the chunk itself is shortened. Answers that follow the code
+(references, call trees, impact) have no text to shorten: their places stand in one best-first
+order and a cut keeps the first `keep` of them, down to none (`fit_order`). Sizes are counted in
+characters of the rendered answer, 4 to a token.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from sai.models import ChunkContext
 
 CHARS_PER_TOKEN = 4
 # Defaults sized for one agent turn: a default search (8 hits, 8-line snippets) fits whole.
-DEFAULT_TOKENS = {"search": 2000, "similar": 2000, "symbol": 2000, "read": 4000, "duplicates": 4000}
+DEFAULT_TOKENS = {"search": 2000, "similar": 2000, "symbol": 2000, "read": 4000, "duplicates": 4000,
+                  # a default refs (20 uses), callers/callees (depth 1, 10) or impact fits whole
+                  "refs": 2000, "calls": 2000, "impact": 2000}
 Answer = TypeVar("Answer")
 
 
@@ -69,6 +73,14 @@ def fit(count: int, size: Callable[[Cut], int], *, max_tokens: int, longest: int
     return Cut(keep, 0, over=True) if head is None else Cut(keep, head)
 
 
+def fit_order(count: int, size: Callable[[Cut], int], *, max_tokens: int) -> Cut:
+    """The first `keep` of `count` places, in their best-first order, as many as fit
+    `max_tokens`, down to none; `over` when even none is over it."""
+    limit = check_budget(max_tokens) * CHARS_PER_TOKEN
+    keep = _largest(0, count, lambda k: size(Cut(k)) <= limit)
+    return Cut(0, over=True) if keep is None else Cut(keep)
+
+
 def fitted(count: int, render: Callable[[Cut], Answer], *, size: Callable[[Answer], int], max_tokens: int,
            longest: int, places_first: bool = True) -> Answer:
     """`render` of the fullest cut whose answer fits `max_tokens` (`size`: its characters)."""
@@ -103,6 +115,7 @@ class Spelling:
 
     budget: str  # the budget's argument: max_tokens, --max-tokens
     read: str  # how one place is read whole: sai_read_chunk with its chunk_id, `sai read CHUNK_ID`
+    follow: str = "sai_find_{direction} on its symbol"  # how a unit's callers (callees) are asked for
 
 
 @dataclass(frozen=True)
@@ -136,6 +149,8 @@ def note(cut: Cut, *, count: int, shortened: int, places: Places, budget: Budget
     spelling, max_tokens = budget.spelling, budget.max_tokens
     if not (cut.over or shortened or cut.keep < count):
         return ""
+    if cut.over and not cut.keep:
+        return f"{spelling.budget} {max_tokens} is too small for even the answer's head: nothing shown; raise it"
     if cut.over:
         return (f"{spelling.budget} {max_tokens} is too small for even one {places.one} without its text: "
                 f"the best one shown; raise {spelling.budget}")

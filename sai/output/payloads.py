@@ -151,6 +151,7 @@ def explain_json(explain: Explain) -> ExplainOut:
         "signals": None if signals is None else _signals_json(signals),
         "fused": _rounded(explain.fused, 6),
         "pending_vector": explain.pending_vector,
+        "model": explain.model,
     })
 
 

@@ -102,7 +102,7 @@ def explanation(explain: Explain) -> str:
     if explain.semantic_rank is not None:
         parts.append(f"semantic #{explain.semantic_rank}")
     if explain.cosine is not None:
-        parts.append(f"cosine {explain.cosine:.4f}")
+        parts.append(f"cosine {explain.cosine:.4f}" + (f" ({explain.model})" if explain.model else ""))
     if explain.lexical_rank is not None:
         parts.append(f"lexical #{explain.lexical_rank}")
     if explain.bm25 is not None:
@@ -222,10 +222,10 @@ def dry_run(walk: WalkResult, config: Config) -> str:
     for _, reason in walk.excluded:
         reasons[reason] = reasons.get(reason, 0) + 1
     lines = [
-        f"DRY RUN — root '{printable(config.root)}', ext {printable('/'.join(config.ext))}",
+        f"DRY RUN — root '{printable(config.root)}', ext {printable('/'.join(config.walk.exts))}",
         f"collection '{config.collection}', model '{config.model}'",
         f"strip_comments: {str(config.strip_comments).lower()}   "
-        f"skip_generated_marker: {str(config.skip_generated_marker).lower()}",
+        f"skip_generated_marker: {str(config.walk.skip_generated).lower()}",
         f"pruned dirs: {', '.join(walk.pruned_dirs)}",
         "",
         f"WOULD INDEX: {len(walk.included)} file(s)   EXCLUDED: {len(walk.excluded)} file(s)",

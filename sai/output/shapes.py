@@ -27,6 +27,7 @@ class ExplainOut(TypedDict):
     signals: SignalsOut | None
     fused: float | None
     pending_vector: bool  # no vector yet: lexical and symbol evidence alone found the hit
+    model: str | None  # the model whose vectors the cosine compares; null in lexical mode
 
 
 

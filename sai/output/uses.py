@@ -1,12 +1,25 @@
 """What `sai refs`, `sai callers`/`callees` and `sai impact` print: the JSON shapes (documented in
-docs/output-schemas.md) and their text rows, pure functions of the results."""
+docs/output-schemas.md) and their text rows, pure functions of the results, and those answers
+fitted to a token budget (docs/output-schemas.md "Budgets"): their places in one best-first order
+(uses in order; a tree level by level; an impact's units, then their callers, then their copies),
+the first that fit kept (output/budget.py `fit_order`)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any, NotRequired, TypeVar
 
 from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 
 from sai.models import CallNode, CallTree, ChangedUnit, Impact, Use, Uses
+from sai.output.budget import Budget, Cut, Places, fit_order, note
+from sai.output.payloads import json_size, truncated_json
 from sai.output.render import printable
+from sai.output.shapes import TruncatedOut
+
+USES = Places("use", "uses", "")
+IMPACT_PLACES = Places("unit, caller or copy", "units, callers and copies", "")
 
 
 class TargetOut(TypedDict):
@@ -35,6 +48,7 @@ class UsesOut(TypedDict):
     more: int
     by_kind: dict[str, int]
     references: list[UseOut]
+    truncated: NotRequired[TruncatedOut]
 
 
 class CallNodeOut(TypedDict):
@@ -56,6 +70,7 @@ class CallTreeOut(TypedDict):
     depth: int
     more: int
     tree: list[CallNodeOut]
+    truncated: NotRequired[TruncatedOut]
 
 
 class CopyOut(TypedDict):
@@ -84,6 +99,7 @@ class ImpactOut(TypedDict):
     changed_files: list[str]
     units: list[ChangedUnitOut]
     more: int
+    truncated: NotRequired[TruncatedOut]
 
 
 def uses_json(found: Uses) -> UsesOut:
@@ -193,3 +209,130 @@ def _at(path: str, start: int, end: int) -> str:
 
 def _more(count: int) -> list[str]:
     return [f"  ... {count} more"] if count > 0 else []
+
+
+# ---------------------------------------------------------------- fitted to a budget
+
+
+def fitted_uses_json(found: Uses, *, budget: Budget) -> UsesOut:
+    """sai_find_references / `sai refs --json` fitted to the budget."""
+    out: UsesOut = _fit_uses(found, budget=budget, as_json=True)
+    return out
+
+
+def fitted_uses_text(found: Uses, *, budget: Budget) -> str:
+    return str(_fit_uses(found, budget=budget, as_json=False))
+
+
+def fitted_call_tree_json(tree: CallTree, *, budget: Budget) -> CallTreeOut:
+    out: CallTreeOut = _fit_call_tree(tree, budget=budget, as_json=True)
+    return out
+
+
+def fitted_call_tree_text(tree: CallTree, *, budget: Budget) -> str:
+    return str(_fit_call_tree(tree, budget=budget, as_json=False))
+
+
+def fitted_impact_json(found: Impact, *, budget: Budget) -> ImpactOut:
+    out: ImpactOut = _fit_impact(found, budget=budget, as_json=True)
+    return out
+
+
+def fitted_impact_text(found: Impact, *, budget: Budget) -> str:
+    return str(_fit_impact(found, budget=budget, as_json=False))
+
+
+def _fit_uses(found: Uses, *, budget: Budget, as_json: bool) -> Any:
+    """The first uses that fit the budget, as JSON or as text."""
+    return _fitted(len(found.uses), lambda keep: replace(found, uses=found.uses[:keep]), uses_json, uses_text,
+                   places=USES, budget=budget, as_json=as_json)
+
+
+def _fit_call_tree(tree: CallTree, *, budget: Budget, as_json: bool) -> Any:
+    """The tree's shallow levels first, a level's earlier nodes before its later ones, as many
+    nodes as fit; a node whose children were left out counts them in its `more`."""
+    order = list(_level_order(tree.roots))
+    places = Places(tree.direction[:-1], tree.direction, "")
+    follow = budget.spelling.follow.format(direction=tree.direction)
+    return _fitted(len(order), lambda keep: _kept_tree(tree, set(order[:keep])), call_tree_json, call_tree_text,
+                   places=places, budget=budget, as_json=as_json, further=f"{follow} follows a kept node further")
+
+
+def _fit_impact(found: Impact, *, budget: Budget, as_json: bool) -> Any:
+    """The changed units first, then their callers (level by level), then their copies, as many
+    as fit; a unit's callers left out count in its `callers_more`, units left out in `more`."""
+    order = _impact_order(found)
+    follow = budget.spelling.follow.format(direction="callers")
+    return _fitted(len(order), lambda keep: _kept_impact(found, set(order[:keep])), impact_json, impact_text,
+                   places=IMPACT_PLACES, budget=budget, as_json=as_json,
+                   further=f"{follow} lists a unit's callers")
+
+
+Model = TypeVar("Model")
+
+
+def _fitted(count: int, kept: Callable[[int], Model], as_dict: Callable[[Model], Any], as_text: Callable[[Model], str],
+            *, places: Places, budget: Budget, as_json: bool, further: str = "") -> Any:
+    """The answer of the first `keep` of `count` places that fits, JSON (with `truncated`) or text
+    (with a last `… hint` line)."""
+    def render(cut: Cut) -> Any:
+        hint = note(cut, count=count, shortened=0, places=places, budget=budget)
+        if hint and further and not cut.over:
+            hint += f", or {further}"
+        model = kept(cut.keep)
+        if not as_json:
+            return as_text(model) + (f"… {hint}\n" if hint else "")
+        out = as_dict(model)
+        truncated = truncated_json(cut, count=count, shortened=0, places=places, budget=budget)
+        if truncated is not None:
+            out["truncated"] = {**truncated, "hint": hint}
+        return out
+
+    size: Callable[[Any], int] = json_size if as_json else len
+    return render(fit_order(count, lambda cut: size(render(cut)), max_tokens=budget.max_tokens))
+
+
+Spot = tuple[int, ...]  # a node of a forest: its index among the roots, then among each level's children
+
+
+def _level_order(roots: tuple[CallNode, ...], at: Spot = ()) -> Iterator[Spot]:
+    """The nodes of a forest level by level, each level in order."""
+    level = [((*at, i), node) for i, node in enumerate(roots)]
+    while level:
+        yield from (spot for spot, _ in level)
+        level = [((*spot, i), child) for spot, node in level for i, child in enumerate(node.children)]
+
+
+def _kept_nodes(nodes: tuple[CallNode, ...], kept: set[Spot], at: Spot) -> tuple[CallNode, ...]:
+    return tuple(_kept_node(node, kept, (*at, i)) for i, node in enumerate(nodes) if (*at, i) in kept)
+
+
+def _kept_node(node: CallNode, kept: set[Spot], at: Spot) -> CallNode:
+    children = _kept_nodes(node.children, kept, at)
+    return replace(node, children=children, more=node.more + len(node.children) - len(children))
+
+
+def _kept_tree(tree: CallTree, kept: set[Spot]) -> CallTree:
+    roots = _kept_nodes(tree.roots, kept, ())
+    return replace(tree, roots=roots, more=tree.more + len(tree.roots) - len(roots))
+
+
+ImpactPlace = tuple[str, int, Spot]  # ("unit", i, ()), ("caller", i, spot) or ("copy", i, (j,))
+
+
+def _impact_order(found: Impact) -> list[ImpactPlace]:
+    units = found.units
+    return [("unit", i, ()) for i in range(len(units))] + [
+        ("caller", i, spot) for i, unit in enumerate(units) for spot in _level_order(unit.callers)] + [
+        ("copy", i, (j,)) for i, unit in enumerate(units) for j in range(len(unit.copies))]
+
+
+def _kept_impact(found: Impact, kept: set[ImpactPlace]) -> Impact:
+    units = []
+    for i, unit in enumerate(found.units):
+        if ("unit", i, ()) not in kept:
+            continue
+        callers = _kept_nodes(unit.callers, {spot for kind, n, spot in kept if kind == "caller" and n == i}, ())
+        units.append(replace(unit, callers=callers, callers_more=unit.callers_more + len(unit.callers) - len(callers),
+                             copies=tuple(c for j, c in enumerate(unit.copies) if ("copy", i, (j,)) in kept)))
+    return replace(found, units=tuple(units), more=found.more + len(found.units) - len(units))

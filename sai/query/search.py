@@ -77,7 +77,8 @@ def search(
     hits = [with_members(h, group, by_file=by_file) for h, group in zip(hits, groups, strict=True)]
     if not explain:
         return hits
-    return [replace(h, explain=_explain(c, mode, pending=c.row.id in pending))
+    model = meta.get("model") if vector is not None else None
+    return [replace(h, explain=_explain(c, mode, pending=c.row.id in pending, model=model))
             for h, c in zip(hits, chosen, strict=True)]
 
 
@@ -99,12 +100,13 @@ def _has_vectors(project: Project, meta: dict[str, str], mode: str) -> bool:
     return False
 
 
-def _explain(c: Candidate, mode: str, *, pending: bool) -> Explain:
+def _explain(c: Candidate, mode: str, *, pending: bool, model: str | None) -> Explain:
     """A hit's places in the candidate lists and, in hybrid mode, its fused score's parts;
-    `pending`: its chunk has no vector yet, so lexical and symbol evidence alone found it."""
+    `pending`: its chunk has no vector yet, so lexical and symbol evidence alone found it;
+    `model`: the index's model, whose vectors the cosine compares (None when no query vector)."""
     hybrid = mode == "hybrid"
     return Explain(
-        pending_vector=pending,
+        pending_vector=pending, model=model,
         semantic_rank=c.semantic_rank, cosine=None if mode == "lexical" or pending else float(c.row.score),
         lexical_rank=c.lexical_rank, bm25=c.bm25, rrf=c.rrf if hybrid else None,
         signals=c.signals if hybrid else None, fused=c.fused if hybrid else None,

@@ -45,7 +45,7 @@ def similar_request(
     min_score: float | None = None, prefer_code: bool = False, spelling: Spelling = Spelling(),
 ) -> SimilarRequest:
     """The target and threshold, checked; the config's threshold when none is given."""
-    threshold = config.find_similar_min_score if min_score is None else min_score
+    threshold = config.similarity.find_similar_min_score if min_score is None else min_score
     check_threshold(threshold, name=spelling.min_score)
     if code is not None and prefer_code:
         path = line = None

@@ -27,9 +27,9 @@ import os
 import stat
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from sai.config import Config
 from sai.errors import OutsideRootError, SaiError, UsageError, shown
 from sai.models import SourceFile
 from sai.source.gitignore import IgnoreMatcher
@@ -73,10 +73,10 @@ SkipFile = SkipFileError  # the name indexer.py catches
 WALKED = "walked"  # index meta key: the walk_signature its stored files were accepted under
 
 
-def walk_signature(config: Config) -> str:
+def walk_signature(filters: WalkFilters) -> str:
     """What a file's head decides under (the marker setting, the checks' version): the stored
     files of an index recorded under the same one may be accepted again unread (walk's `known`)."""
-    return f"heads=2/marker={config.skip_generated_marker}"
+    return f"heads=2/marker={filters.skip_generated}"
 
 
 @dataclass(frozen=True)
@@ -91,11 +91,11 @@ class WalkResult:
 
 
 @dataclass(frozen=True)
-class _Filters:
-    """The config values the walk consults per file, precomputed once."""
+class WalkFilters:
+    """The settings the walk consults per file (sai/config.py builds them as `Config.walk`)."""
 
     root: Path
-    exts: frozenset[str]
+    exts: tuple[str, ...]  # the extensions indexed, in the order the setting gives them
     pruned: frozenset[str]
     include: tuple[str, ...]
     exclude: tuple[str, ...]
@@ -104,38 +104,36 @@ class _Filters:
     respect_gitignore: bool
     own_config: str | None  # the key of SAI's own sai-cfg.yml: never indexed, never named
 
-    @classmethod
-    def of(cls, config: Config) -> _Filters:
-        """The filters of a Config."""
-        own = config.config_path
-        own_key = own.relative_to(config.root).as_posix() if own and own.is_relative_to(config.root) else None
-        return cls(
-            config.root, frozenset(config.ext), frozenset(config.pruned_dirs), config.include,
-            config.exclude, config.max_file_bytes, config.skip_generated_marker,
-            config.respect_gitignore, own_key,
-        )
+    @property
+    def pruned_dirs(self) -> tuple[str, ...]:
+        return tuple(sorted(self.pruned))
+
+    @cached_property
+    def wanted(self) -> frozenset[str]:
+        """`exts` as a set: the walk asks it of every file."""
+        return frozenset(self.exts)
 
 
-def walk(config: Config, *, known: Mapping[str, tuple[int, int]] | None = None) -> WalkResult:
+def walk(filters: WalkFilters, *, known: Mapping[str, tuple[int, int]] | None = None) -> WalkResult:
     """Every file under the root that would be indexed, and the reason for each one skipped.
 
     An unreadable subdirectory appears in `excluded` as `('dir/', 'unreadable')`. `known`: the
     (size, mtime_ns) of files accepted before; a file found with the same is accepted unread.
     """
-    state = _Walk(_Filters.of(config), known=known or {})
+    state = _Walk(filters, known=known or {})
     state.run()
     included = tuple(sorted(state.included, key=lambda source: source.key))
-    root = os.fspath(config.root)
+    root = os.fspath(filters.root)
     vendored = vendored_dirs(root, named=state.vendor_named, licensed=state.licences,
                              submodules=submodule_paths(root))
-    return WalkResult(included, tuple(sorted(state.excluded)), config.pruned_dirs, vendored)
+    return WalkResult(included, tuple(sorted(state.excluded)), filters.pruned_dirs, vendored)
 
 
 @dataclass
 class _Walk:
     """The mutable state of one walk: a stack of directories still to visit and the results."""
 
-    filters: _Filters
+    filters: WalkFilters
     known: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     included: list[SourceFile] = field(default_factory=list)
     excluded: list[tuple[str, str]] = field(default_factory=list)
@@ -189,11 +187,10 @@ def _is_real_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def check_file(config: Config, key: str) -> SourceFile | str:
+def check_file(filters: WalkFilters, key: str) -> SourceFile | str:
     """One file by key: its SourceFile if `walk()` would include it, else the skip reason."""
-    filters = _Filters.of(config)
-    parts = _key_parts(config, key)
-    path = config.root.joinpath(*parts)
+    parts = _key_parts(filters.root, key)
+    path = filters.root.joinpath(*parts)
     if not parts or not os.path.lexists(path):
         return "missing"
     matcher = _enter_dir(filters, _root_matcher(filters), "")
@@ -207,16 +204,16 @@ def check_file(config: Config, key: str) -> SourceFile | str:
     return _name_reason(filters, matcher, key) or _inspect(filters, key, path)
 
 
-def _key_parts(config: Config, key: str) -> list[str]:
+def _key_parts(root: Path, key: str) -> list[str]:
     parts = [part for part in key.split("/") if part not in ("", ".")]
     if key.startswith("/") or ".." in parts:
         raise OutsideRootError(
-            f"path {key} is outside the project root {config.root}; give a path inside it"
+            f"path {key} is outside the project root {root}; give a path inside it"
         )
     return parts
 
 
-def _parent_reason(filters: _Filters, matcher: IgnoreMatcher, key: str, name: str) -> str | None:
+def _parent_reason(filters: WalkFilters, matcher: IgnoreMatcher, key: str, name: str) -> str | None:
     if name in filters.pruned:
         return "pruned-dir"
     try:
@@ -228,15 +225,15 @@ def _parent_reason(filters: _Filters, matcher: IgnoreMatcher, key: str, name: st
     return _dir_reason(filters, matcher, key, name)
 
 
-def _dir_reason(filters: _Filters, matcher: IgnoreMatcher, key: str, name: str) -> str | None:
+def _dir_reason(filters: WalkFilters, matcher: IgnoreMatcher, key: str, name: str) -> str | None:
     if name in filters.pruned:
         return "pruned-dir"
     return "gitignore" if matcher.ignored(key, is_dir=True) else None
 
 
-def _name_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | None:
+def _name_reason(filters: WalkFilters, matcher: IgnoreMatcher, key: str) -> str | None:
     ext = ext_of(key)
-    if ext not in filters.exts:
+    if ext not in filters.wanted:
         # named only when nothing else would keep it out: a gitignored `.json` stays silent, and
         # so does SAI's own config file
         if key == filters.own_config or _pattern_reason(filters, matcher, key) is not None:
@@ -247,7 +244,7 @@ def _name_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | N
     return _pattern_reason(filters, matcher, key)
 
 
-def _pattern_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str | None:
+def _pattern_reason(filters: WalkFilters, matcher: IgnoreMatcher, key: str) -> str | None:
     if any(glob_match(pattern, key) for pattern in filters.exclude):
         return "glob"
     if filters.include and not any(glob_match(pattern, key) for pattern in filters.include):
@@ -255,7 +252,7 @@ def _pattern_reason(filters: _Filters, matcher: IgnoreMatcher, key: str) -> str 
     return "gitignore" if matcher.ignored(key, is_dir=False) else None
 
 
-def _inspect(filters: _Filters, key: str, path: str | Path, *, known: tuple[int, int] | None = None
+def _inspect(filters: WalkFilters, key: str, path: str | Path, *, known: tuple[int, int] | None = None
              ) -> SourceFile | str:
     try:
         st = os.lstat(path)
@@ -343,35 +340,36 @@ def _read_bytes(path: str | Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def read_source(source: SourceFile, config: Config) -> str:
+def read_source(source: SourceFile, filters: WalkFilters) -> str:
     """The file's full text, read once; raises SkipFileError with the reason it cannot be used.
 
     Reasons: `missing` (deleted since the walk), `unreadable` (any other OSError), `too-large`,
     `binary` (a NUL byte or invalid UTF-8 anywhere), `generated-marker`, `minified` (its head).
     """
     try:
-        data = _read_bytes(source.path, config.max_file_bytes + 1)
+        data = _read_bytes(source.path, filters.max_bytes + 1)
     except FileNotFoundError as exc:
         raise SkipFileError(source.key, "missing") from exc
     except OSError as exc:
         raise SkipFileError(source.key, "unreadable") from exc
-    if len(data) > config.max_file_bytes:
+    if len(data) > filters.max_bytes:
         raise SkipFileError(source.key, "too-large")
-    reason = _content_reason(data, complete=True, skip_generated=config.skip_generated_marker)
+    reason = _content_reason(data, complete=True, skip_generated=filters.skip_generated)
     if reason is not None:
         raise SkipFileError(source.key, reason)
     return data.decode("utf-8")
 
 
 def key_for(
-    config: Config,
+    root: Path,
     path: str | Path,
     *,
     cwd: Path | None = None,
     root_relative: bool = False,
     indexed: Container[str] = (),
 ) -> str:
-    """The key of a user-given path (relative to `cwd`, default the process cwd, or absolute).
+    """The key under the project root of a user-given path (relative to `cwd`, default the
+    process cwd, or absolute).
 
     '..' and symlinks are resolved first; a path resolving outside the root is refused. With
     `root_relative` (the front ends), a relative path may also be a key, as hits name files:
@@ -380,31 +378,31 @@ def key_for(
     """
     base = cwd if cwd is not None else Path.cwd()
     if not root_relative or Path(path).is_absolute():
-        return _key_of(config, path, base / path)
-    candidates = (base / path, config.root / path)
+        return _key_of(root, path, base / path)
+    candidates = (base / path, root / path)
     for candidate in candidates:
         if os.path.lexists(candidate):
-            return _key_of(config, path, candidate)
-    keys = [_key_inside(config, path, candidate) for candidate in candidates]
+            return _key_of(root, path, candidate)
+    keys = [_key_inside(root, path, candidate) for candidate in candidates]
     for key in keys:
         if key is not None and key in indexed:
             return key
-    return keys[0] if keys[0] is not None else _key_of(config, path, candidates[1])
+    return keys[0] if keys[0] is not None else _key_of(root, path, candidates[1])
 
 
-def _key_of(config: Config, path: str | Path, candidate: Path) -> str:
-    key = _key_inside(config, path, candidate)
+def _key_of(root: Path, path: str | Path, candidate: Path) -> str:
+    key = _key_inside(root, path, candidate)
     if key is None:
         raise OutsideRootError(
-            f"path {shown(str(path))} is outside the project root {config.root}; give a path inside it"
+            f"path {shown(str(path))} is outside the project root {root}; give a path inside it"
         )
     return key
 
 
-def _key_inside(config: Config, path: str | Path, candidate: Path) -> str | None:
+def _key_inside(root: Path, path: str | Path, candidate: Path) -> str | None:
     """The key of `candidate` once resolved; None outside the root."""
     try:
-        relative = _resolve(path, candidate).relative_to(config.root)
+        relative = _resolve(path, candidate).relative_to(root)
     except ValueError:
         return None
     if not relative.parts:
@@ -433,7 +431,7 @@ def glob_match(pattern: str, key: str) -> bool:
     return compile_glob(pattern)(key)
 
 
-def _root_matcher(filters: _Filters) -> IgnoreMatcher:
+def _root_matcher(filters: WalkFilters) -> IgnoreMatcher:
     """Ignore rules in force at the root: `.git/info/exclude` and `.gitignore` files above it.
 
     The work tree is the nearest directory at or above the root holding `.git`; the root's own
@@ -451,7 +449,7 @@ def _root_matcher(filters: _Filters) -> IgnoreMatcher:
     return IgnoreMatcher.create("".join(f"{part}/" for part in between), sources)
 
 
-def _enter_dir(filters: _Filters, matcher: IgnoreMatcher, dir_key: str) -> IgnoreMatcher:
+def _enter_dir(filters: WalkFilters, matcher: IgnoreMatcher, dir_key: str) -> IgnoreMatcher:
     """The matcher for a directory's contents: its parent's plus its own `.gitignore`."""
     if not filters.respect_gitignore:
         return matcher

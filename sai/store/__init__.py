@@ -9,7 +9,7 @@ never touches the index loads no database client.
 
 from __future__ import annotations
 
-from sai.config import Config
+from sai.config import Config, require_qdrant_target
 from sai.errors import ConfigError
 from sai.models import BACKENDS
 from sai.store.base import IndexReader, IndexSummary, IndexWriter, Scope, Store
@@ -26,13 +26,11 @@ def open_store(config: Config, *, backend: str | None = None) -> Store:
     if backend == "qdrant":
         from sai.store.qdrant import QdrantStore
 
-        if config.qdrant_path is None and not config.qdrant_url:
-            raise ConfigError("the qdrant backend needs qdrant.url (or QDRANT_URL) for a server, "
-                              "or qdrant.path for local mode; set one of them")
+        require_qdrant_target(config.qdrant.url, config.qdrant.path)
         return QdrantStore(
-            config.collection, url=None if config.qdrant_path else config.qdrant_url,
-            api_key=config.qdrant_api_key, path=config.qdrant_path, timeout_s=config.qdrant_timeout_s,
-            prefer_grpc=config.qdrant_prefer_grpc, lock_timeout_s=config.lock_timeout_s,
+            config.collection, url=None if config.qdrant.path else config.qdrant.url,
+            api_key=config.qdrant.api_key, path=config.qdrant.path, timeout_s=config.qdrant.timeout_s,
+            prefer_grpc=config.qdrant.prefer_grpc, lock_timeout_s=config.lock_timeout_s,
         )
     raise ConfigError(f"unknown backend '{backend}'; choose one of: {', '.join(BACKENDS)}")
 

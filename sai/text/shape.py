@@ -26,7 +26,7 @@ is never declarative, so a long function's window of plain assignments stays bli
 Its shape is the set of the stream's 3-grams (GRAM), and two shapes compare by Jaccard
 similarity, estimated from MinHash signatures stored with each chunk (SIGNATURE_SIZE 32-bit
 minima, one per hash function, computed at index time: no model involved) followed by the
-shape's element count, which says how much a match means (sai/duplicates/edges.py). A chunk
+shape's element count, which says how much a match means (sai/duplicates/score.py). A chunk
 with fewer than MIN_GRAMS distinct 3-grams has no shape: a few tokens say too little.
 """
 

@@ -4,7 +4,7 @@ and the kinds of the first thirteen come out as the tables say (sai/chunking/ref
 from __future__ import annotations
 
 import pytest
-from test_chunking_languages import UNITS
+from language_samples import UNITS
 
 from sai.chunking.grammars import GRAMMARS
 from sai.chunking.references import references

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_runs import Result, clean_env, sai  # noqa: F401 (clean_env: an autouse fixture)
 from fixtures_tree import write_tree
 from ollama_standin import OllamaStandIn
-from test_cli import Result, clean_env, sai  # noqa: F401 (clean_env: an autouse fixture)
 
 from sai.cli.commands import main
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from anyio.from_thread import BlockingPortal
 from fixtures_tree import write_tree
+from mcp_sessions import Session, index_project, mcp_session, standin_env
 from ollama_standin import OllamaStandIn
-from test_mcp_server import Session, _env, index_project, mcp_session
 
 from sai.cli.commands import main
 from sai.source.languages import DEFAULT_EXTS
@@ -73,7 +73,7 @@ def mixed_tree(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn)
 
 @pytest.fixture(scope="module")
 def mixed_session(portal: BlockingPortal, mixed_tree: Path, standin: OllamaStandIn) -> Iterator[Session]:
-    with mcp_session(portal, mixed_tree, _env(standin)) as opened:
+    with mcp_session(portal, mixed_tree, standin_env(standin)) as opened:
         yield opened
 
 

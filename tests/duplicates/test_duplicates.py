@@ -24,6 +24,7 @@ from fixtures_tree import (
     SLUG,
     TOTAL,
     TOTALS,
+    index_held,
     index_template,
     index_tree,
     indexed_copy,
@@ -33,9 +34,10 @@ from fixtures_tree import (
 )
 
 from sai.config import load_config
-from sai.duplicates import edges as duplicates
-from sai.duplicates import units
+from sai.duplicates import edges, exact, units
+from sai.duplicates import score as duplicates
 from sai.duplicates.clusters import find_duplicates
+from sai.duplicates.edges import Nesting, Shapes
 from sai.indexing import indexer
 from sai.project import Project
 from sai.query.similar import find_similar
@@ -176,7 +178,7 @@ def test_clusters_are_ordered_by_size_then_max_sim_then_first_member(tmp_path, o
         "m/one.py": TOTAL, "m/two.py": TOTAL, "m/three.py": TOTAL,  # size 3
         "b/session.py": SESSION,  # size 2: the method and the function (cosine 0.93, shape 0.56)
     }
-    project = index_tree(tmp_path, ollama_server.url, files)
+    project = index_held(tmp_path, ollama_server.url, files)
     clusters = find_duplicates(project, min_score=0.65)
     assert [(c.size, c.members[0].path) for c in clusters] == [
         (3, "m/one.py"), (2, "a/one.py"), (2, "z/one.py"), (2, "b/session.py")
@@ -218,7 +220,7 @@ def test_noduplicate_marked_chunk_never_joins_a_cluster(project):
 
 def test_chunk_is_never_paired_with_the_chunk_that_contains_it(tmp_path, ollama_server, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    project = index_tree(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
+    project = index_held(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
     neighbours = find_similar(project, path="src/totals.py", line=8, min_score=0.0)
     outer = [h for h in neighbours if (h.start_line, h.end_line) == (1, 12)]
     assert outer and outer[0].score >= 0.8  # the class chunk spans its method and is close
@@ -229,7 +231,7 @@ def test_chunk_is_never_paired_with_the_chunk_that_contains_it(tmp_path, ollama_
 def test_nested_exclusion_is_per_file(tmp_path, ollama_server):
     # The same class in two files: the copies pair across files, never within one file.
     files = {"a/totals.py": TOTALS, "b/totals.py": TOTALS}
-    project = index_tree(tmp_path, ollama_server.url, files)
+    project = index_held(tmp_path, ollama_server.url, files)
     clusters = find_duplicates(project, min_score=0.99)
     assert sorted((c.members[0].start_line, c.members[1].start_line) for c in clusters) == [
         (1, 1), (6, 6)
@@ -274,9 +276,9 @@ def test_seeding_with_since_uses_the_files_git_reports(project, capsys, tmp_path
 )
 def test_neighbour_edges_match_brute_force(monkeypatch, settings):
     # Tiles of 7 over 50 rows visit diagonal, off-diagonal and ragged tiles, and seeded blocks.
-    monkeypatch.setattr(duplicates, "TILE", 7)
+    monkeypatch.setattr(exact, "TILE", 7)
     for name, value in settings.items():
-        monkeypatch.setattr(duplicates, name, value)
+        monkeypatch.setattr(edges if name == "COMPACT_AT" else exact, name, value)
     rng = np.random.default_rng(3)
     base = rng.standard_normal((10, 24))
     matrix = np.repeat(base, 5, axis=0) + 0.35 * rng.standard_normal((50, 24))
@@ -286,7 +288,7 @@ def test_neighbour_edges_match_brute_force(monkeypatch, settings):
     files[1], files[13], files[14] = 0, 12, 12
     starts, ends = [1] * 50, [9] * 50
     starts[1], ends[1], starts[13], ends[13], starts[14], ends[14] = 2, 5, 3, 4, 10, 12
-    nesting = duplicates.Nesting.of([f"f{f}.py" for f in files], starts, ends)
+    nesting = Nesting.of([f"f{f}.py" for f in files], starts, ends)
     banned = {(0, 1), (1, 0), (12, 13), (13, 12)}
 
     sims = matrix.astype(np.float64) @ matrix.T.astype(np.float64)
@@ -360,7 +362,7 @@ TINY = "def is_ready(self):\n    return self.ready\n"
 def test_identical_functions_too_small_for_a_shape_form_a_cluster_of_score_1(tmp_path, ollama_server):
     files = {"a.py": TINY, "b.py": TINY, "c/d.py": "class Box:\n    " + TINY.replace("\n", "\n    "),
              "e.py": "def is_done(self):\n    return self.done\n"}
-    project = index_tree(tmp_path, ollama_server.url, files)
+    project = index_held(tmp_path, ollama_server.url, files)
     clusters = find_duplicates(project)
     seeded = find_duplicates(project, seed_paths=["b.py"])
     unrelated = find_duplicates(project, seed_paths=["e.py"])
@@ -409,7 +411,7 @@ def test_a_long_function_cut_into_windows_pairs_whole_with_its_renamed_copy(tmp_
     # longer names: the copy's windows are cut at other lines than the original's
     renamed = _long_function("gather_all_entries", ["entries_list", "results_acc", "current_record",
                                                    "table_cell_value", "lookup_key_name", "stored_value"])
-    project = index_tree(tmp_path, ollama_server.url, {"a.py": original, "b.py": renamed})
+    project = index_held(tmp_path, ollama_server.url, {"a.py": original, "b.py": renamed})
     with project.store.read() as reader:
         rows, _, _ = reader.all_chunks()
     windows = {path: [(r.start_line, r.end_line) for r in rows if r.path == path] for path in ("a.py", "b.py")}
@@ -437,7 +439,7 @@ def test_unit_members_join_overlapping_windows_of_one_symbol_and_nothing_else():
 def test_whole_units_join_vectors_and_shapes_of_windows():
     matrix = np.eye(3, dtype=np.float32)
     sigs = np.array([[5, 1], [2, 7], [9, 9]], dtype=np.uint32)
-    shapes = duplicates.Shapes(sigs, np.array([30, 40, 12], dtype=np.uint32), np.ones(3, dtype=bool))
+    shapes = Shapes(sigs, np.array([30, 40, 12], dtype=np.uint32), np.ones(3, dtype=bool))
     joined = units.whole_units([[0, 1], [2]], matrix, shapes)
     assert joined.shapes.sigs.tolist() == [[2, 1], [9, 9]]  # MinHash of the union: the minimum
     assert joined.shapes.sizes.tolist() == [70, 12]

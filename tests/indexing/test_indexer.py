@@ -20,9 +20,11 @@ from fixtures_tree import (
     PY_SOURCE,
     STANDIN_MODEL,
     TREE,
+    Snapshot,
     load,
     many_functions,
     open_project,
+    snapshot,
     write_config,
     write_tree,
 )
@@ -44,7 +46,6 @@ from sai.store.duckdb.tables import Connection  # the DuckDB backend's SQL: a te
 from sai.text.shape import signature
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout, for subprocesses
-Snapshot = dict[tuple[str, int, int, str], bytes]  # (path, start, end, text) -> vector bytes
 TREE_CHUNKS = 11  # chunks of fixtures_tree.TREE with the ast chunker
 
 
@@ -69,7 +70,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def original(template: Path) -> Snapshot:
     """The template's stored chunks and vectors, which every `indexed` copy starts with."""
-    return _snapshot(template)
+    return snapshot(template)
 
 
 @pytest.fixture
@@ -78,18 +79,6 @@ def indexed(template: Path, tmp_path: Path, ollama_server: OllamaStandIn) -> Pat
     project_root = shutil.copytree(template, tmp_path / "project")
     write_config(project_root, ollama_server.url)
     return project_root
-
-
-def _snapshot(root: Path) -> Snapshot:
-    """Every stored chunk (path, start, end, text) -> its vector's bytes."""
-    project = open_project(root)
-    try:
-        with project.store.read() as reader:
-            rows, matrix, _ = reader.all_chunks()
-            rows = reader.chunks([r.id for r in rows])
-    finally:
-        project.close()
-    return {(r.path, r.start_line, r.end_line, r.text): matrix[i].tobytes() for i, r in enumerate(rows)}
 
 
 def _index(root: Path, **kwargs: object) -> indexer.IndexReport:
@@ -105,7 +94,7 @@ def test_first_run_embeds_every_chunk(root: Path, ollama_server: OllamaStandIn) 
     assert (report.chunks, report.files, report.embedded) == (TREE_CHUNKS, 3, TREE_CHUNKS)
     assert ollama_server.inputs_embedded == TREE_CHUNKS
     assert all(text.startswith("search_document: ") for text in ollama_server.received_inputs)
-    assert len(_snapshot(root)) == TREE_CHUNKS
+    assert len(snapshot(root)) == TREE_CHUNKS
 
 
 def test_rerun_on_unchanged_tree_makes_no_embed_requests(
@@ -115,7 +104,7 @@ def test_rerun_on_unchanged_tree_makes_no_embed_requests(
     assert ollama_server.requests == 0
     assert (report.embedded, report.unchanged, report.removed) == (0, TREE_CHUNKS, 0)
     assert report.chunks == TREE_CHUNKS
-    assert _snapshot(indexed) == original
+    assert snapshot(indexed) == original
 
 
 def test_touching_a_file_without_changing_it_makes_no_embed_requests(
@@ -139,7 +128,7 @@ def test_editing_one_function_embeds_only_its_chunk(
     edited = PY_SOURCE.replace("return amount * (1 + TAX_RATE)", "return round(amount * (1 + TAX_RATE), 2)")
     (indexed / "billing.py").write_text(edited, encoding="utf-8")
     report = _index(indexed)
-    after = _snapshot(indexed)
+    after = snapshot(indexed)
     assert ollama_server.inputs_embedded == 1 == report.embedded
     assert (report.unchanged, report.chunks) == (TREE_CHUNKS - 1, TREE_CHUNKS)
     assert "round(amount" in ollama_server.received_inputs[0]
@@ -155,7 +144,7 @@ def test_deleting_a_file_removes_its_rows_and_counts_them(indexed: Path, ollama_
     report = _index(indexed)
     assert report.removed == 2
     assert (report.chunks, report.files) == (TREE_CHUNKS - 2, 2)
-    assert not any(key[0] == "web/dates.js" for key in _snapshot(indexed))
+    assert not any(key[0] == "web/dates.js" for key in snapshot(indexed))
     project = open_project(indexed)
     with project.store.read() as reader:
         assert "web/dates.js" not in reader.files()
@@ -167,7 +156,7 @@ def test_file_newly_excluded_by_config_loses_its_rows(indexed: Path, ollama_serv
     write_config(indexed, ollama_server.url, exclude=["pkg/**"])
     report = _index(indexed)
     assert report.removed == 3
-    assert {key[0] for key in _snapshot(indexed)} == {"billing.py", "web/dates.js"}
+    assert {key[0] for key in snapshot(indexed)} == {"billing.py", "web/dates.js"}
     assert ollama_server.requests == 0
 
 
@@ -178,7 +167,7 @@ def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_ser
     project.close()
     report = _index(indexed, recreate=True)
     assert report.embedded == TREE_CHUNKS == ollama_server.inputs_embedded
-    assert len(_snapshot(indexed)) == TREE_CHUNKS
+    assert len(snapshot(indexed)) == TREE_CHUNKS
     project = open_project(indexed)
     with project.store.read() as reader:
         assert "leftover" not in reader.meta()
@@ -237,7 +226,7 @@ def test_recreate_keeps_a_damaged_file_that_still_opens_as_damaged(indexed: Path
 
 def test_every_nonblank_line_of_an_indexed_file_is_inside_a_stored_chunk(indexed: Path) -> None:
     covered: dict[str, set[int]] = {}
-    for path, start, end, _ in _snapshot(indexed):
+    for path, start, end, _ in snapshot(indexed):
         covered.setdefault(path, set()).update(range(start, end + 1))
     for key, text in TREE.items():
         wanted = {n for n, line in enumerate(text.split("\n"), start=1) if line.strip()}
@@ -253,7 +242,7 @@ def test_index_built_with_another_model_raises_mismatch_naming_the_setting_to_dr
     assert f"model {STANDIN_MODEL}" in str(caught.value) and "all-minilm" in str(caught.value)
     assert "--recreate" not in str(caught.value)  # nothing is thrown away when a setting would do
     assert ollama_server.requests == 0
-    assert _snapshot(indexed) == original
+    assert snapshot(indexed) == original
     report = _index(indexed, recreate=True)  # a rebuild with the new model still works
     assert report.embedded == TREE_CHUNKS
 
@@ -267,7 +256,7 @@ def test_vectors_of_another_dimension_raise_mismatch(
         _index(indexed)
     assert "the model now answers with 384-d vectors" in str(caught.value)
     assert "--recreate" in str(caught.value)  # the model itself changed: only a rebuild helps
-    assert _snapshot(indexed) == original
+    assert snapshot(indexed) == original
     project = open_project(indexed)
     with pytest.raises(IndexMismatchError, match="vector_dim"):
         search.search(project, "total price of items")
@@ -315,7 +304,7 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
     report = _index(indexed)
     assert (report.chunks, report.embedded, report.unchanged) == (TREE_CHUNKS, 0, TREE_CHUNKS)
     assert ollama_server.requests == 0
-    assert _snapshot(indexed) == original  # every vector kept, bit for bit
+    assert snapshot(indexed) == original  # every vector kept, bit for bit
     project = open_project(indexed)
     with project.store.read() as reader:
         assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.run_finished()
@@ -342,7 +331,7 @@ def test_unreachable_ollama_raises_embedder_error_and_keeps_the_index(
     with pytest.raises(EmbedderError, match=f"cannot reach Ollama at {url}"):
         indexer.index(project)
     project.close()
-    assert _snapshot(indexed) == original
+    assert snapshot(indexed) == original
 
 
 def test_index_directory_that_cannot_be_created_raises_one_line_store_error(
@@ -374,7 +363,7 @@ def test_binary_undecodable_oversized_and_symlinked_files_are_skipped_and_counte
     report = _index(root)
     assert report.skipped == 6
     assert (report.files, report.chunks) == (3, TREE_CHUNKS)
-    assert {key[0] for key in _snapshot(root)} == set(TREE)
+    assert {key[0] for key in snapshot(root)} == set(TREE)
 
 
 def test_refresh_reembeds_only_new_text_of_the_named_file(
@@ -388,7 +377,7 @@ def test_refresh_reembeds_only_new_text_of_the_named_file(
     project.close()
     assert [(r.path, r.chunks) for r in report.refreshed] == [("web/dates.js", 3)]
     assert ollama_server.inputs_embedded == 1
-    after = _snapshot(indexed)
+    after = snapshot(indexed)
     assert len(after) == TREE_CHUNKS + 1
     assert all(after[key] == vector for key, vector in original.items())
 
@@ -399,7 +388,7 @@ def test_refresh_of_a_deleted_file_removes_its_rows(indexed: Path, ollama_server
     report = indexer.refresh(project, ["pkg/store/names.go"])
     project.close()
     assert [(r.path, r.removed_reason) for r in report.removed] == [("pkg/store/names.go", "missing")]
-    assert not any(key[0] == "pkg/store/names.go" for key in _snapshot(indexed))
+    assert not any(key[0] == "pkg/store/names.go" for key in snapshot(indexed))
     assert ollama_server.requests == 0
 
 
@@ -491,7 +480,7 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     clean = write_tree(tmp_path / "clean", tree)
     write_config(clean, ollama_server.url)
     assert _index(clean).chunks == functions
-    assert _snapshot(root) == _snapshot(clean)
+    assert snapshot(root) == snapshot(clean)
     project = open_project(root)
     assert index_status(project).pending_vectors == 0
     project.close()
@@ -531,7 +520,7 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     clean = write_tree(tmp_path / "clean", tree)
     write_config(clean, ollama_server.url)
     assert _index(clean).chunks == functions
-    assert _snapshot(root) == _snapshot(clean)
+    assert snapshot(root) == snapshot(clean)
     project = open_project(root)
     with project.store.read() as reader:
         assert reader.run_finished()  # rebuilt at the end of the completed run
@@ -565,7 +554,7 @@ def test_index_of_format_3_drops_its_hnsw_index_without_embedding(
     project.close()
     report = _index(indexed)
     assert (report.embedded, ollama_server.requests) == (0, 0)
-    assert _snapshot(indexed) == original
+    assert snapshot(indexed) == original
     project = open_project(indexed)
     with project.store.read() as reader:
         sql = "SELECT count(*) FROM duckdb_indexes() WHERE database_name = 'sai'"
@@ -588,7 +577,7 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
     project.close()
     report = _index(indexed)
     assert (report.chunks, report.embedded, report.unchanged) == (TREE_CHUNKS, 0, TREE_CHUNKS)
-    assert ollama_server.requests == 0 and _snapshot(indexed) == original
+    assert ollama_server.requests == 0 and snapshot(indexed) == original
     project = open_project(indexed)
     with project.store.read() as reader:
         assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.run_finished()
@@ -601,10 +590,10 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
 def test_changed_chunking_settings_rechunk_every_file_reusing_unchanged_text(
     indexed: Path, ollama_server: OllamaStandIn
 ) -> None:
-    before = _snapshot(indexed)
+    before = snapshot(indexed)
     write_config(indexed, ollama_server.url, chunker="lines")
     report = _index(indexed)
-    after = _snapshot(indexed)
+    after = snapshot(indexed)
     assert {text for (_, _, _, text) in after} != {text for (_, _, _, text) in before}
     assert report.embedded == ollama_server.inputs_embedded  # only new texts were embedded
     assert report.unchanged + report.embedded == report.chunks == len(after)
@@ -645,7 +634,7 @@ def test_a_run_through_worker_processes_stores_what_an_in_process_run_stores(
     monkeypatch.setattr(run_module, "POOL_MIN_FILES", 1)
     report = _index(root)
     assert report.chunks == TREE_CHUNKS
-    assert _snapshot(root) == original
+    assert snapshot(root) == original
 
 
 # A CLI index run whose files are prepared by worker processes (every run uses the pool); it

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fixtures_tree import many_functions, write_config, write_tree
 from ollama_standin import OllamaStandIn
-from test_shared_copies import _no_whole_reads
+from vector_stores import forbid_whole_reads
 
 from sai import search
 from sai.config import load_config
@@ -54,7 +54,7 @@ def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
     root = _indexed_tree(tmp_path, ollama_server)
     assert sorted(_shared(root)) == ["lexicon.arrow", "rows.arrow", "symbols.arrow"]
 
-    _no_whole_reads(monkeypatch)  # a whole read of the rows, postings or symbols now fails
+    forbid_whole_reads(monkeypatch)  # a whole read of the rows, postings or symbols now fails
     project = _project(root)
     try:
         hits = search(project, "gen_7 value", limit=5, mode="hybrid")
@@ -127,7 +127,7 @@ def test_a_refresh_rewrites_the_copies_only_of_a_collection_large_enough_to_pay_
         assert all(rewritten[n] != built[n] for n in ("rows.arrow", "lexicon.arrow"))
     finally:
         project.close()
-    _no_whole_reads(monkeypatch)  # another process maps the rewritten copies as they are
+    forbid_whole_reads(monkeypatch)  # another process maps the rewritten copies as they are
     reader = _project(root)
     try:
         assert [d.symbol for d in find_symbol(reader, "gen_newer")] == ["gen_newer"]

@@ -18,8 +18,8 @@ import watchfiles
 from anyio.from_thread import BlockingPortal
 from child_signals import default_sigint
 from fixtures_tree import open_project, write_config, write_tree
+from mcp_sessions import REPO, mcp_session, standin_env
 from ollama_standin import OllamaStandIn
-from test_mcp_server import REPO, _env, mcp_session
 
 from sai.cli.commands import main
 from sai.indexing.watch import Batch, BatchFailed, Indexed, Watcher, WatchReport
@@ -257,7 +257,7 @@ def test_mcp_watch_finds_new_code_without_a_refresh_call(
     with OllamaStandIn() as standin:
         root = write_tree(tmp_path / "project")
         (root / "sai-cfg.yml").write_text("root: .\next: [py]\n", encoding="utf-8")
-        with mcp_session(portal, root, _env(standin), "--allow-write", "--watch", cwd=root) as session:
+        with mcp_session(portal, root, standin_env(standin), "--allow-write", "--watch", cwd=root) as session:
             _wait(lambda: session.call("sai_index_status")["last_refresh_at"], "the first index run")
             status = session.call("sai_index_status")
             assert status["watching"] is True and status["file_count"] == 1
@@ -278,7 +278,7 @@ def test_mcp_status_says_not_watching_without_watch(tmp_path: Path, portal: Bloc
     with OllamaStandIn() as standin:
         root = write_tree(tmp_path / "project")
         (root / "sai-cfg.yml").write_text("root: .\next: [py]\n", encoding="utf-8")
-        with mcp_session(portal, root, _env(standin), "--allow-write", cwd=root) as session:
+        with mcp_session(portal, root, standin_env(standin), "--allow-write", cwd=root) as session:
             status = session.call("sai_index_status")
     assert status["watching"] is False and status["last_refresh_at"] is None
 

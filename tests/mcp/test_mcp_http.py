@@ -20,8 +20,8 @@ from anyio.from_thread import BlockingPortal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_sessions import HEADERS, TOOLS, sai_mcp_command, standin_env
 from ollama_standin import OllamaStandIn
-from test_mcp_server import HEADERS, TOOLS, _env, _sai_mcp, project_dir  # noqa: F401 (a fixture)
 
 from sai.mcp import http
 
@@ -36,7 +36,8 @@ def _server(root: Path, standin: OllamaStandIn, log: Path, *args: str, env: dict
     """A running `sai mcp --http …`: its URL (from the serving line) and its process."""
     base = {k: v for k, v in os.environ.items() if k != http.TOKEN_ENV}
     with log.open("wb") as err:
-        proc = subprocess.Popen([*_sai_mcp(root), "--http", *args], env={**base, **_env(standin), **(env or {})},
+        proc = subprocess.Popen([*sai_mcp_command(root), "--http", *args],
+                                env={**base, **standin_env(standin), **(env or {})},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
     try:
         deadline = time.monotonic() + 30
@@ -114,7 +115,7 @@ def test_the_token_comes_from_a_file_and_never_shows_in_the_command_line(
 def _refused(root: Path, standin: OllamaStandIn, *args: str, env: dict[str, str] | None = None,
              ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k != http.TOKEN_ENV}
-    done = subprocess.run([*_sai_mcp(root), *args], env={**base, **_env(standin), **(env or {})},
+    done = subprocess.run([*sai_mcp_command(root), *args], env={**base, **standin_env(standin), **(env or {})},
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1 and "serving" not in done.stderr, done.stderr

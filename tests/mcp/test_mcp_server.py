@@ -6,11 +6,9 @@ write tests get their own copy of the project, a git repository, served with --a
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import queue
-import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +16,6 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,78 +25,25 @@ import pytest
 from anyio.from_thread import BlockingPortal
 from fixtures_tree import many_functions, write_config, write_tree
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
+from mcp_sessions import (
+    AUTH,
+    HEADERS,
+    MANY,
+    PARSER,
+    TOOLS,
+    Session,
+    mcp_session,
+    sai_mcp_command,
+    served_url,
+    standin_env,
+    write_file,
+)
 from ollama_standin import OllamaStandIn
 
-import sai
-from sai.config import load_config
-from sai.indexing import indexer
-from sai.project import Project
-
-REPO = Path(sai.__file__).resolve().parent.parent  # the checkout under test, for the servers
-TOOLS = {
-    "sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
-    "sai_refresh", "sai_sync", "sai_prepare_mcp_setup", "sai_read_chunk", "sai_find_symbol",
-    "sai_find_references", "sai_find_callers", "sai_find_callees", "sai_impact",
-}
 HIT_TYPES = {"path": str, "start_line": int, "end_line": int, "score": float, "snippet": str}
-AUTH = '''"""Password hashing and user sessions."""
-import hashlib
 
 
-def hash_password(password: str, salt: str) -> str:
-    """Salted SHA-256 digest of a password."""
-    return hashlib.sha256((salt + password).encode()).hexdigest()
-
-
-class Session:
-    def __init__(self, user: str) -> None:
-        self.user = user
-
-    def create(self, token: str) -> str:
-        return f"{self.user}:{token}"
-'''
-PARSER = '''def parse_config_lines(text):
-    """Key/value pairs from INI-like lines, comments skipped."""
-    values = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, _, value = line.partition("=")
-        values[key.strip()] = value.strip()
-    if not values:
-        raise ValueError("no settings found")
-    return values
-'''
-_SERVERS = itertools.count()
-MANY = "".join(f"def handler_{i}(request):\n    return request.get('field_{i}')\n\n\n" for i in range(60))
-
-
-# ---------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
-    root = tmp_path_factory.mktemp("project")
-    _write(root / "src" / "auth.py", AUTH)
-    _write(root / "src" / "dup_a.py", PARSER)
-    _write(root / "src" / "dup_b.py", PARSER)
-    _write(root / "src" / "many.py", MANY)
-    _write(root / ".gitignore", ".index/\n")
-    _write(root / "sai-cfg.yml", "root: .\next: [py]\nollama:\n  backoff_s: 0.01\n")  # quick retries
-    return index_project(root, standin)
-
-
-def index_project(root: Path, standin: OllamaStandIn) -> Path:
-    """Index `root` by its sai-cfg.yml with the stand-in, as `sai` would; returns `root`."""
-    project = Project(load_config(config_file=str(root / "sai-cfg.yml"), env=_env(standin)))
-    try:
-        indexer.index(project)
-    finally:
-        project.close()
-    return root
-
-
+# ---------------------------------------------------------------- fixtures (project_dir: conftest.py)
 @pytest.fixture(scope="module")
 def writable_dir(tmp_path_factory: pytest.TempPathFactory, project_dir: Path) -> Path:
     """A copy of the indexed project, committed to git, for the write tools."""
@@ -114,7 +58,7 @@ def writable_dir(tmp_path_factory: pytest.TempPathFactory, project_dir: Path) ->
 
 @pytest.fixture(scope="module")
 def session(portal: BlockingPortal, project_dir: Path, standin: OllamaStandIn) -> Iterator[Session]:
-    with mcp_session(portal, project_dir, _env(standin)) as opened:
+    with mcp_session(portal, project_dir, standin_env(standin)) as opened:
         yield opened
 
 
@@ -123,7 +67,7 @@ def writer(
     portal: BlockingPortal, writable_dir: Path, standin: OllamaStandIn,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Session]:
-    env = {**_env(standin), "SAI_SETUP_SKIP_INSTALL": "1",
+    env = {**standin_env(standin), "SAI_SETUP_SKIP_INSTALL": "1",
            "HOME": str(tmp_path_factory.mktemp("home"))}
     # cwd = root: indexer.sync hands git's root-relative paths to refresh(), which resolves
     # them against the process cwd (reported; the read-only session runs from root's parent).
@@ -139,106 +83,17 @@ def http_url(
     """`sai mcp --http 127.0.0.1:0`: the URL is read from the server's "serving" line."""
     stderr = tmp_path_factory.mktemp("http") / "stderr.log"
     with stderr.open("wb") as log:
-        args = [*_sai_mcp(project_dir), "--http", "127.0.0.1:0"]
-        proc = subprocess.Popen(args, env={**os.environ, **_env(standin)},
+        args = [*sai_mcp_command(project_dir), "--http", "127.0.0.1:0"]
+        proc = subprocess.Popen(args, env={**os.environ, **standin_env(standin)},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
         try:
-            yield _served_url(stderr, proc)
+            yield served_url(stderr, proc)
         finally:
             proc.terminate()
             proc.wait(timeout=10)
 
 
 # ---------------------------------------------------------------- a client session, synchronously
-def _closed(schema: Any) -> Any:
-    """`schema` with additionalProperties false on every object that lists its properties."""
-    if isinstance(schema, list):
-        return [_closed(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    closed = {key: _closed(value) for key, value in schema.items()}
-    if "properties" in closed:
-        closed.setdefault("additionalProperties", False)
-    return closed
-
-
-class Session:
-    """A connected MCP client, driven from synchronous tests through the portal."""
-
-    def __init__(self, portal: BlockingPortal, client: Client, stderr: Path) -> None:
-        self.portal = portal
-        self.client = client
-        self.stderr = stderr
-        self._schemas: dict[str, dict[str, Any]] | None = None
-
-    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        """The tool's structured result, checked against its declared outputSchema (no extra keys)."""
-        result = self.portal.call(self.client.call_tool, tool, arguments)
-        assert not result.is_error, result.content
-        assert json.loads(result.content[0].text) == result.structured_content
-        jsonschema.validate(result.structured_content, self.output_schema(tool))
-        return result.structured_content
-
-    def output_schema(self, tool: str) -> dict[str, Any]:
-        """The tool's outputSchema as tools/list gives it, closed: an undeclared key is an error."""
-        if self._schemas is None:
-            tools = self.portal.call(self.client.list_tools).tools
-            self._schemas = {t.name: _closed(t.output_schema) for t in tools}
-        return self._schemas[tool]
-
-    def error(self, tool: str, **arguments: Any) -> MCPError:
-        with pytest.raises(MCPError) as raised:
-            self.portal.call(self.client.call_tool, tool, arguments)
-        return raised.value
-
-
-@contextmanager
-def mcp_session(
-    portal: BlockingPortal, root: Path, env: dict[str, str], *flags: str, cwd: Path | None = None,
-    output_schemas: bool = True,
-) -> Iterator[Session]:
-    """A client session with `sai mcp` over stdio; with `output_schemas` (--output-schemas), each
-    call's result is checked against its tool's outputSchema (Session.call)."""
-    command, *args = _sai_mcp(root)
-    published = ["--output-schemas"] if output_schemas else []
-    params = StdioServerParameters(command=command, args=[*args, *published, *flags], env=env,
-                                   cwd=cwd or root.parent)
-    stderr = root.parent / f"mcp-stderr-{next(_SERVERS)}.log"
-    with stderr.open("w") as errlog:
-        transport = stdio_client(params, errlog=errlog)
-        with portal.wrap_async_context_manager(Client(transport, mode="legacy")) as client:
-            yield Session(portal, client, stderr)
-
-
-def _sai_mcp(root: Path) -> list[str]:
-    return [sys.executable, "-m", "sai", "mcp", "--config", str(root / "sai-cfg.yml")]
-
-
-def _env(standin: OllamaStandIn) -> dict[str, str]:
-    # stdio_client passes on only PATH, HOME and the like: name the checkout under test
-    return {"OLLAMA_HOST": standin.url, "PYTHONPATH": str(REPO)}
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-SERVING = re.compile(r"^sai mcp: serving (http://127\.0\.0\.1:(\d+)/mcp) \(read-only\)$", re.M)
-
-
-def _served_url(stderr: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:
-    """The URL of the server's "serving" line, once it is printed (the socket listens by then)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = SERVING.search(stderr.read_text(encoding="utf-8", errors="replace"))
-        if found:
-            assert int(found.group(2)) != 0
-            return found.group(1)
-        assert proc.poll() is None, f"the HTTP server exited: {stderr.read_text()}"
-        time.sleep(0.1)
-    raise AssertionError(f"no serving line within {timeout}s: {stderr.read_text()}")
-
 
 def _assert_hit(hit: dict[str, Any]) -> None:
     for key, kind in HIT_TYPES.items():
@@ -553,7 +408,7 @@ def test_prepare_setup_takes_ort_as_the_offline_local_embedder(session: Session,
 
 # ---------------------------------------------------------------- write tools
 def test_refresh_reindexes_an_edited_file(writer: Session, writable_dir: Path) -> None:
-    _write(writable_dir / "src" / "auth.py", AUTH + "\n\ndef rotate_api_key(owner):\n    return owner\n")
+    write_file(writable_dir / "src" / "auth.py", AUTH + "\n\ndef rotate_api_key(owner):\n    return owner\n")
     result = writer.call("sai_refresh", paths=["src/auth.py"])
     assert result["removed"] == [] and len(result["refreshed"]) == 1
     assert result["refreshed"][0]["path"] == "src/auth.py" and result["refreshed"][0]["chunks"] >= 4
@@ -585,7 +440,7 @@ def test_sync_notes_no_changes_then_picks_up_an_edit(writer: Session, writable_d
     subprocess.run([*git, "commit", "-q", "-a", "-m", "edits"], cwd=writable_dir, check=True)
     assert writer.call("sai_sync", since="HEAD") == {
         "refreshed": [], "removed": [], "note": "no changed files"}
-    _write(writable_dir / "src" / "many.py", MANY + "def handler_extra(request):\n    return 1\n")
+    write_file(writable_dir / "src" / "many.py", MANY + "def handler_extra(request):\n    return 1\n")
     result = writer.call("sai_sync", since="HEAD")
     assert [r["path"] for r in result["refreshed"]] == ["src/many.py"] and "note" not in result
 
@@ -614,7 +469,7 @@ def test_sync_git_failures_are_internal_errors_naming_the_fix(
 ) -> None:
     root = tmp_path / "project"
     shutil.copytree(project_dir, root)  # not a git repository
-    env = _env(standin)
+    env = standin_env(standin)
     if broken == "no git":
         (tmp_path / "bin").mkdir()
         env["PATH"] = str(tmp_path / "bin")
@@ -703,7 +558,7 @@ class RawServer:
 
     def __init__(self, root: Path, env: dict[str, str], stderr: Path) -> None:
         self.errlog = stderr.open("wb")
-        self.proc = subprocess.Popen(_sai_mcp(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(sai_mcp_command(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.errlog, env={**os.environ, **env})
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -735,7 +590,7 @@ class RawServer:
 def test_every_hostile_stdio_frame_gets_an_answer_and_the_server_keeps_serving(
     project_dir: Path, standin: OllamaStandIn, tmp_path: Path
 ) -> None:
-    server = RawServer(project_dir, _env(standin), tmp_path / "stderr.log")
+    server = RawServer(project_dir, standin_env(standin), tmp_path / "stderr.log")
     try:
         server.send(INITIALIZE)
         assert server.answer(60)["id"] == 0
@@ -755,9 +610,6 @@ def test_every_hostile_stdio_frame_gets_an_answer_and_the_server_keeps_serving(
 
 
 # ---------------------------------------------------------------- HTTP
-HEADERS = {"Accept": "application/json, text/event-stream"}
-
-
 def test_http_answers_a_plain_json_post_without_a_session(http_url: str) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     response = httpx.post(http_url, json=body, headers=HEADERS, timeout=30)
@@ -819,8 +671,8 @@ def test_http_port_0_binds_a_free_port_and_a_busy_port_is_one_error_line(
     assert httpx.post(http_url, json=call, headers=HEADERS, timeout=30).status_code == 200
     for bind, reason in ((f"127.0.0.1:{port}", "Address already in use"),
                          ("no-such-host.invalid:0", "")):
-        busy = subprocess.run([*_sai_mcp(project_dir), "--http", bind], env={
-            **os.environ, **_env(standin)}, stdin=subprocess.DEVNULL, capture_output=True,
+        busy = subprocess.run([*sai_mcp_command(project_dir), "--http", bind], env={
+            **os.environ, **standin_env(standin)}, stdin=subprocess.DEVNULL, capture_output=True,
             text=True, timeout=60)
         assert busy.returncode == 1 and busy.stdout == ""
         assert busy.stderr.startswith(f"error: cannot listen on {bind}: {reason}"), busy.stderr
@@ -838,7 +690,7 @@ def test_http_accepts_loopback_names_with_any_port(http_url: str) -> None:
 def test_ollama_down_fails_searches_with_the_fix_but_status_still_answers(
     portal: BlockingPortal, project_dir: Path, ollama_server: OllamaStandIn
 ) -> None:
-    with mcp_session(portal, project_dir, _env(ollama_server)) as down:
+    with mcp_session(portal, project_dir, standin_env(ollama_server)) as down:
         assert down.call("sai_search_code", query="password")["hits"]
         ollama_server.stop()
         error = down.error("sai_search_code", query="password")
@@ -848,7 +700,7 @@ def test_ollama_down_fails_searches_with_the_fix_but_status_still_answers(
 
 
 def test_stdin_eof_ends_the_server_with_nothing_on_stdout(project_dir: Path, standin: OllamaStandIn) -> None:
-    proc = subprocess.run(_sai_mcp(project_dir), env={**os.environ, **_env(standin)}, input=b"",
+    proc = subprocess.run(sai_mcp_command(project_dir), env={**os.environ, **standin_env(standin)}, input=b"",
                           capture_output=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b""
@@ -858,15 +710,15 @@ def test_cli_index_run_while_the_server_serves_and_the_server_sees_the_new_chunk
     portal: BlockingPortal, tmp_path: Path, standin: OllamaStandIn
 ) -> None:
     root = tmp_path / "live"
-    _write(root / "src" / "auth.py", AUTH)
-    _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
-    env = {**os.environ, **_env(standin)}
+    write_file(root / "src" / "auth.py", AUTH)
+    write_file(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    env = {**os.environ, **standin_env(standin)}
     cli = [sys.executable, "-m", "sai", "--config", str(root / "sai-cfg.yml"), "--silent"]
     assert subprocess.run(cli, env=env, capture_output=True, timeout=120).returncode == 0
-    with mcp_session(portal, root, _env(standin)) as live:
+    with mcp_session(portal, root, standin_env(standin)) as live:
         before = live.call("sai_search_code", query="rotate_api_key", mode="lexical")
         assert not any(h["symbol"] == "rotate_api_key" for h in before["hits"])
-        _write(root / "src" / "keys.py", "def rotate_api_key(old):\n    return old[::-1] + 'x'\n")
+        write_file(root / "src" / "keys.py", "def rotate_api_key(old):\n    return old[::-1] + 'x'\n")
         done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert "1 chunk(s) embedded" in done.stdout
@@ -881,18 +733,18 @@ def test_concurrent_mixed_calls_over_http_while_the_cli_refreshes_all_answer(
 ) -> None:
     """8 clients at once against a fresh server, while another process writes: no error, no crash."""
     root = tmp_path / "busy"
-    _write(root / "src" / "auth.py", AUTH)
-    _write(root / "src" / "many.py", MANY)
-    _write(root / "sai-cfg.yml", "root: .\next: [py]\n")
-    env = {**os.environ, **_env(standin)}
+    write_file(root / "src" / "auth.py", AUTH)
+    write_file(root / "src" / "many.py", MANY)
+    write_file(root / "sai-cfg.yml", "root: .\next: [py]\n")
+    env = {**os.environ, **standin_env(standin)}
     cli = [sys.executable, "-m", "sai", "--config", str(root / "sai-cfg.yml"), "--silent"]
     assert subprocess.run(cli, env=env, capture_output=True, timeout=120).returncode == 0
     stderr = tmp_path / "stderr.log"
     with stderr.open("wb") as log:
-        proc = subprocess.Popen([*_sai_mcp(root), "--http", "127.0.0.1:0"], env=env,
+        proc = subprocess.Popen([*sai_mcp_command(root), "--http", "127.0.0.1:0"], env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
         try:
-            url = _served_url(stderr, proc)
+            url = served_url(stderr, proc)
             calls = [("sai_search_code", {"query": "handler field", "limit": 8}),
                      ("sai_search_code", {"query": "token", "mode": "lexical", "language": "py"}),
                      ("sai_find_similar", {"path": "src/many.py", "line": 2, "min_score": 0}),
@@ -932,7 +784,7 @@ def test_allow_write_without_an_index_builds_it_in_the_background_and_answers_me
     write_config(root, ollama_server.url,
                  ollama={"url": ollama_server.url, "batch_size": 16, "parallel": 1, "backoff_s": 0.01})
     ollama_server.stall_next(1000, seconds=0.2)  # ~5 s of embedding: the tools answer meanwhile
-    with mcp_session(portal, root, _env(ollama_server), "--allow-write") as opened:
+    with mcp_session(portal, root, standin_env(ollama_server), "--allow-write") as opened:
         deadline = time.monotonic() + 60
         status = opened.call("sai_index_status")
         while status["chunk_count"] < 400 and time.monotonic() < deadline:

@@ -14,20 +14,20 @@ import httpx
 import pytest
 from anyio.from_thread import BlockingPortal
 from mcp.shared.exceptions import MCPError
-from ollama_standin import OllamaStandIn
-from test_mcp_server import (
+from mcp_sessions import (
     AUTH,
     MANY,
     PARSER,
     TOOLS,
     Session,
-    _env,
-    _sai_mcp,
-    _served_url,
-    _write,
     index_project,
     mcp_session,
+    sai_mcp_command,
+    served_url,
+    standin_env,
+    write_file,
 )
+from ollama_standin import OllamaStandIn
 
 CONTRACT = {"sai_search_code", "sai_find_similar", "sai_find_duplicates", "sai_index_status",
             "sai_refresh", "sai_sync", "sai_prepare_mcp_setup"}
@@ -40,15 +40,15 @@ def surface_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn
     root = tmp_path_factory.mktemp("surface")
     for name, text in {"src/auth.py": AUTH, "src/dup_a.py": PARSER, "src/dup_b.py": PARSER, "src/dup_c.py": PARSER,
                        "src/many.py": MANY, "src/report.py": LONG}.items():
-        _write(root / name, text)
-    _write(root / "sai-cfg.yml", "root: .\next: [py]\nollama:\n  backoff_s: 0.01\n")
+        write_file(root / name, text)
+    write_file(root / "sai-cfg.yml", "root: .\next: [py]\nollama:\n  backoff_s: 0.01\n")
     return index_project(root, standin)
 
 
 @pytest.fixture(scope="module")
 def plain(portal: BlockingPortal, surface_dir: Path, standin: OllamaStandIn) -> Iterator[Session]:
     """`sai mcp` as a client starts it: no flags."""
-    with mcp_session(portal, surface_dir, _env(standin), output_schemas=False) as opened:
+    with mcp_session(portal, surface_dir, standin_env(standin), output_schemas=False) as opened:
         yield opened
 
 
@@ -96,7 +96,7 @@ def test_tools_list_of_all_tools_fits_in_10000_characters(plain: Session) -> Non
 def test_tools_flag_lists_only_those_tools_and_refuses_the_others(
     portal: BlockingPortal, surface_dir: Path, standin: OllamaStandIn
 ) -> None:
-    with mcp_session(portal, surface_dir, _env(standin), "--tools", "search, read,sai_find_symbol") as narrow:
+    with mcp_session(portal, surface_dir, standin_env(standin), "--tools", "search, read,sai_find_symbol") as narrow:
         assert {t["name"] for t in _listed(narrow)} == {"sai_search_code", "sai_read_chunk", "sai_find_symbol"}
         assert "sai_refresh" not in narrow.client.instructions and "sai_read_chunk" in narrow.client.instructions
         hit = narrow.call("sai_search_code", query="hash a password")["hits"][0]
@@ -108,8 +108,8 @@ def test_tools_flag_lists_only_those_tools_and_refuses_the_others(
 
 
 def test_an_unknown_tools_name_is_one_error_line_and_exit_2(surface_dir: Path, standin: OllamaStandIn) -> None:
-    done = subprocess.run([*_sai_mcp(surface_dir), "--tools", "search,lookup"], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, env={**os.environ, **_env(standin)}, timeout=60)
+    done = subprocess.run([*sai_mcp_command(surface_dir), "--tools", "search,lookup"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env={**os.environ, **standin_env(standin)}, timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: unknown tool 'lookup' in --tools; choose from search, similar, duplicates, status, read, "
@@ -122,11 +122,11 @@ def test_tools_flag_serves_the_same_tools_over_http(
 ) -> None:
     stderr = tmp_path / "stderr.log"
     with stderr.open("wb") as log:
-        proc = subprocess.Popen([*_sai_mcp(surface_dir), "--http", "127.0.0.1:0", "--tools", "status"],
-                                env={**os.environ, **_env(standin)}, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([*sai_mcp_command(surface_dir), "--http", "127.0.0.1:0", "--tools", "status"],
+                                env={**os.environ, **standin_env(standin)}, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=log)
         try:
-            url = _served_url(stderr, proc)
+            url = served_url(stderr, proc)
             listed = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30).json()
             called = httpx.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
                 "name": "sai_search_code", "arguments": {"query": "x"}}}, timeout=30).json()

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from anyio.from_thread import BlockingPortal
+from mcp_sessions import AUTH, MANY, PARSER, index_project, mcp_session, standin_env, write_file
 from ollama_standin import OllamaStandIn
-from test_mcp_server import AUTH, MANY, PARSER, _env, _write, index_project, mcp_session
 
 CONFIG = "root: .\next: [py]\nollama:\n  backoff_s: 0.01\n"
 QDRANT = "backend: qdrant\nqdrant:\n  path: .index/qdrant\n"
@@ -41,10 +41,10 @@ def _rounded(value: Any, drop: tuple[str, ...]) -> Any:
 
 def _answers(portal: BlockingPortal, root: Path, standin: OllamaStandIn) -> list[Any]:
     answers = []
-    with mcp_session(portal, root, _env(standin), "--allow-write", cwd=root) as session:
+    with mcp_session(portal, root, standin_env(standin), "--allow-write", cwd=root) as session:
         for tool, arguments in CALLS:
             if tool == "sai_refresh":
-                _write(root / "src" / "auth.py", AUTH + "\n\ndef logout(user):\n    return None\n")
+                write_file(root / "src" / "auth.py", AUTH + "\n\ndef logout(user):\n    return None\n")
             result = session.call(tool, **arguments)
             lexical = arguments.get("mode") == "lexical"  # BM25: Qdrant fixes the mean length at write time
             drop = ("score",) if lexical else ("backend", "indexed_at", "last_refresh_at", "collection")
@@ -60,9 +60,9 @@ def test_every_tool_answers_alike_on_both_backends(
         root = tmp_path / "project"  # one path for both: answers name the root
         shutil.rmtree(root, ignore_errors=True)
         for name, text in (("auth.py", AUTH), ("dup_a.py", PARSER), ("dup_b.py", PARSER), ("many.py", MANY)):
-            _write(root / "src" / name, text)
-        _write(root / ".gitignore", ".index/\n")
-        _write(root / "sai-cfg.yml", CONFIG + extra)
+            write_file(root / "src" / name, text)
+        write_file(root / ".gitignore", ".index/\n")
+        write_file(root / "sai-cfg.yml", CONFIG + extra)
         git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
         for step in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "tree"]):
             subprocess.run(git + step, check=True, capture_output=True)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from anyio.from_thread import BlockingPortal
-from fixtures_tree import run_cli
+from fixtures_tree import open_served, run_cli, write_tree
+from mcp_sessions import mcp_session, standin_env
+from memory_store import MemoryStore
 from ollama_standin import OllamaStandIn
-from test_mcp_server import _env, mcp_session
-from test_references import open_project, write
 
 from sai.errors import SaiError
 from sai.indexing import indexer
@@ -59,11 +59,11 @@ def git(root: Path, *args: str) -> None:
 def root(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Path:
     tree = {"game/pingpong.py": PINGPONG, "billing/tax.py": TAX, "legacy/pricing.py": LEGACY,
             "export/rates.py": EXPORT, "shop/cart.py": CART, "sai-cfg.yml": CONFIG, ".gitignore": ".index/\n"}
-    root = write(tmp_path_factory.mktemp("calls") / "project", tree)
+    root = write_tree(tmp_path_factory.mktemp("calls") / "project", tree)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "start")
-    project = open_project(root, standin)
+    project = open_served(root, standin)
     indexer.index(project)
     project.close()
     return root
@@ -71,7 +71,7 @@ def root(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Pa
 
 @pytest.fixture(scope="module")
 def project(root: Path, standin: OllamaStandIn) -> Iterator[Project]:
-    opened = open_project(root, standin)
+    opened = open_served(root, standin)
     yield opened
     opened.close()
 
@@ -101,7 +101,7 @@ def test_impact_of_an_edited_function_names_both_renamed_copies_and_its_caller(
     root: Path, standin: OllamaStandIn, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (root / "billing/tax.py").write_text(TAX.replace("round(", "int(").replace(", 2)", ")"), encoding="utf-8")
-    project = open_project(root, standin)
+    project = open_served(root, standin)
     try:
         indexer.refresh(project, ["billing/tax.py"])
     finally:
@@ -119,9 +119,9 @@ def test_impact_of_an_edited_function_names_both_renamed_copies_and_its_caller(
 
 
 def test_refreshing_one_file_replaces_its_references_only(tmp_path: Path, standin: OllamaStandIn) -> None:
-    root = write(tmp_path, {"a.py": "def f():\n    return g()\n", "b.py": "def h():\n    return g()\n",
+    root = write_tree(tmp_path, {"a.py": "def f():\n    return g()\n", "b.py": "def h():\n    return g()\n",
                             "sai-cfg.yml": CONFIG})
-    project = open_project(root, standin)
+    project = open_served(root, standin, store=MemoryStore())
     try:
         indexer.index(project)
         before = [u.reference for u in find_references(project, "g").uses if u.reference.path == "b.py"]
@@ -138,8 +138,8 @@ def test_refreshing_one_file_replaces_its_references_only(tmp_path: Path, standi
 
 
 def test_an_index_of_format_5_gains_references_without_embedding(tmp_path: Path, standin: OllamaStandIn) -> None:
-    root = write(tmp_path, {"a.py": "def f():\n    return g()\n", "sai-cfg.yml": CONFIG})
-    project = open_project(root, standin)
+    root = write_tree(tmp_path, {"a.py": "def f():\n    return g()\n", "sai-cfg.yml": CONFIG})
+    project = open_served(root, standin)
     try:
         indexer.index(project)
         with project.store.write() as writer:  # what SAI left before references: no table, no refs= part
@@ -149,7 +149,7 @@ def test_an_index_of_format_5_gains_references_without_embedding(tmp_path: Path,
     finally:
         project.close()
     standin.reset_counts()
-    project = open_project(root, standin)
+    project = open_served(root, standin)
     try:
         indexer.index(project)
         assert standin.inputs_embedded == 0
@@ -159,7 +159,7 @@ def test_an_index_of_format_5_gains_references_without_embedding(tmp_path: Path,
 
 
 def test_the_qdrant_backend_refuses_references_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    write(tmp_path, {"sai-cfg.yml": "root: .\nbackend: qdrant\nqdrant:\n  path: .index/qdrant\n"})
+    write_tree(tmp_path, {"sai-cfg.yml": "root: .\nbackend: qdrant\nqdrant:\n  path: .index/qdrant\n"})
     code, _, err = run_cli(capsys, "--config", str(tmp_path / "sai-cfg.yml"), "refs", "f")
     assert code == 1 and err == "error: the qdrant backend does not support references yet; " \
         "use backend: duckdb for sai refs, callers, callees and impact\n"
@@ -167,8 +167,8 @@ def test_the_qdrant_backend_refuses_references_in_one_line(tmp_path: Path, capsy
 
 def test_references_switched_off_are_refused_in_one_line(tmp_path: Path, standin: OllamaStandIn,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    write(tmp_path, {"a.py": "def f():\n    return g()\n", "sai-cfg.yml": CONFIG + "index_references: false\n"})
-    project = open_project(tmp_path, standin)
+    write_tree(tmp_path, {"a.py": "def f():\n    return g()\n", "sai-cfg.yml": CONFIG + "index_references: false\n"})
+    project = open_served(tmp_path, standin)
     try:
         indexer.index(project)
     finally:
@@ -179,7 +179,7 @@ def test_references_switched_off_are_refused_in_one_line(tmp_path: Path, standin
 
 def test_the_mcp_tools_answer_in_their_declared_shapes(portal: BlockingPortal, root: Path,
                                                        standin: OllamaStandIn) -> None:
-    with mcp_session(portal, root, _env(standin)) as session:
+    with mcp_session(portal, root, standin_env(standin)) as session:
         refs = session.call("sai_find_references", name="ping", kinds=["call"])
         assert {(r["path"], r["line"], r["resolved"]) for r in refs["references"]} == {
             ("game/pingpong.py", 6, True), ("game/pingpong.py", 10, True)}

@@ -4,10 +4,9 @@ the rules on rows, then search() on an indexed tree holding each case."""
 from __future__ import annotations
 
 import pytest
-from fixtures_tree import index_template, indexed_copy, load
+from fixtures_tree import held_copy, held_template
 
 from sai.models import ChunkRow
-from sai.project import Project
 from sai.query import definitions, search
 
 
@@ -137,12 +136,13 @@ TREE = {
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    return index_template(tmp_path_factory, TREE)
+    return held_template(tmp_path_factory, TREE)
 
 
 @pytest.fixture
 def project(template, tmp_path, ollama_server):
-    project = Project(load(indexed_copy(template, tmp_path, ollama_server.url)))
+    """TREE indexed with the stand-in, its index held in memory (tests/memory_store.py)."""
+    project = held_copy(template, tmp_path, ollama_server.url)
     yield project
     project.close()
 

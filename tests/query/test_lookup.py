@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from anyio.from_thread import BlockingPortal
 from fixtures_tree import run_cli
+from mcp_sessions import Session, index_project, mcp_session, standin_env
 from ollama_standin import OllamaStandIn
-from test_mcp_server import Session, _env, index_project, mcp_session
 
 from sai.models import chunk_id, sha256_hex
 from sai.query.ranking import TEST_PENALTY, recombined
@@ -76,7 +76,7 @@ def project_dir(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn
 
 @pytest.fixture(scope="module")
 def session(portal: BlockingPortal, project_dir: Path, standin: OllamaStandIn) -> Iterator[Session]:
-    with mcp_session(portal, project_dir, _env(standin)) as opened:
+    with mcp_session(portal, project_dir, standin_env(standin)) as opened:
         yield opened
 
 
@@ -104,7 +104,7 @@ def test_chunk_ids_are_the_same_in_an_index_built_elsewhere(
     session: Session, portal: BlockingPortal, tmp_path: Path, standin: OllamaStandIn
 ) -> None:
     other = _build(tmp_path / "elsewhere", standin)
-    with mcp_session(portal, other, _env(standin)) as second:
+    with mcp_session(portal, other, standin_env(standin)) as second:
         theirs = second.call("sai_search_code", query="compute total", limit=20)["hits"]
     ours = session.call("sai_search_code", query="compute total", limit=20)["hits"]
     assert {(h["path"], h["start_line"], h["chunk_id"]) for h in theirs} == {
@@ -175,7 +175,7 @@ def test_an_edited_and_reindexed_chunk_is_reported_gone(
 ) -> None:
     root = tmp_path / "project"
     shutil.copytree(project_dir, root)
-    with mcp_session(portal, root, _env(standin), "--allow-write") as writer:
+    with mcp_session(portal, root, standin_env(standin), "--allow-write") as writer:
         old = _hit(writer, "compute the total of the items", "Cart.computeTotal")["chunk_id"]
         (root / "src/cart.ts").write_text(CART.replace("sum + item.price", "sum + item.price * 2"))
         assert writer.call("sai_read_chunk", chunk_id=old)["chunk"]["stale"] is True
@@ -188,7 +188,7 @@ def test_an_edited_and_reindexed_chunk_is_reported_gone(
         "a current chunk_id")
     assert new != old and "item.price * 2" in read["text"] and read["stale"] is False
     cli = subprocess.run([sys.executable, "-m", "sai", "read", old], cwd=root, capture_output=True, text=True,
-                         env={**os.environ, **_env(standin)}, timeout=60)
+                         env={**os.environ, **standin_env(standin)}, timeout=60)
     assert (cli.returncode, cli.stdout, cli.stderr) == (1, "", f"error: {gone.message}\n")
 
 
@@ -302,7 +302,7 @@ def test_cli_explain_adds_a_line_after_each_contract_row_only_when_asked(in_proj
 
 def test_cli_through_the_entry_point_as_a_subprocess(project_dir: Path, standin: OllamaStandIn) -> None:
     done = subprocess.run([sys.executable, "-m", "sai", "symbol", "computeTotal", "--json", "--silent"],
-                          cwd=project_dir, env={**os.environ, **_env(standin)}, capture_output=True,
+                          cwd=project_dir, env={**os.environ, **standin_env(standin)}, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""
     assert json.loads(done.stdout)["definitions"][0]["symbol"] == "Cart.computeTotal"

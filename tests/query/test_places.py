@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from fixtures_tree import index_tree, run_cli
+from fixtures_tree import index_held, index_tree, run_cli
 
 from sai.query import search
 
@@ -67,7 +67,7 @@ def test_copies_in_sibling_modules_fold_into_one_hit_and_free_its_slots(tmp_path
 
 
 def test_a_class_head_and_its_method_are_one_place_and_a_sibling_method_another(tmp_path, ollama_server):
-    project = index_tree(tmp_path, ollama_server.url, {"client/timeouts.py": CLASS, "d/headers.py": OTHER})
+    project = index_held(tmp_path, ollama_server.url, {"client/timeouts.py": CLASS, "d/headers.py": OTHER})
     try:
         every = search.search(project, "timeout settings read timeout setting connect", limit=5, mode="lexical")
         folded = search.search(project, "timeout settings read timeout setting connect", limit=5)
@@ -87,7 +87,7 @@ def test_a_class_head_and_its_method_are_one_place_and_a_sibling_method_another(
 
 def test_a_question_about_types_ranks_the_declaration_first(tmp_path, ollama_server):
     tree = {"src/types.d.ts": TYPES, "src/apply.js": IMPL}
-    project = index_tree(tmp_path, ollama_server.url, tree, ext=["ts", "js"])
+    project = index_held(tmp_path, ollama_server.url, tree, ext=["ts", "js"])
     try:
         about_types = search.search(project, "timeout options type for read and connect", limit=2, explain=True)
         about_code = search.search(project, "apply timeout options read connect to the client", limit=2)

@@ -10,6 +10,7 @@ import pytest
 from sai.models import ChunkRow
 from sai.query import intent, ranking
 from sai.query.ranking import fuse, merge
+from sai.query.ranking.facts import facts_of
 
 
 def row(chunk_id: int, path: str, *, symbol: str | None = None, score: float = 0.0) -> ChunkRow:
@@ -98,7 +99,7 @@ def test_a_definition_neither_list_holds_joins_the_candidates_without_ranks():
 
 
 def test_a_test_files_support_takes_its_penalty():
-    tests = [row(i, "src/test/CartTest.java", symbol=f"CartTest.t{i}") for i in range(1, 5)]
+    tests = [row(i, "src/test/CartTest.java", symbol=f"CartTest.t{i}") for i in range(1, 9)]
     code = row(9, "src/main/Cart.java", symbol="Cart")
     fused = {c.row.id: c for c in fuse(merge([*tests, code], []), "how the cart totals are computed")}
     best = fused[1]
@@ -238,3 +239,53 @@ def test_adjacent_words_run_together_name_a_file():
     assert fused[0].row.path == "gson/JsonElement.java"
     assert fused[0].signals.path_match == pytest.approx(ranking.NAMED_INSIDE + 2 * ranking.PATH_MATCH / 5)
     assert fused[1].signals.path_match == pytest.approx(2 * ranking.PATH_MATCH / 5)  # json, tree: no name
+
+
+# --- a leading scope names the place (commit subjects, task titles) ---------------------------
+
+@pytest.mark.parametrize(("query", "scopes"), [
+    ("fix(client): send falsy JSON bodies", (("client",),)),
+    ("ignore/types: add `ssa` type", (("ignore", "types"),)),
+    ("ignore,globset: increase pool capacity", (("ignore",), ("globset",))),
+    ("puma_http11.c: pre-intern env keys", (("pumahttp11.c",),)),
+    ("feat(trie-router)!: match suffix wildcards", (("trierouter",),)),
+    ("fix: derive Default when possible", ()),  # a change type names no place
+    ("Fix the parser: it drops the last line", ()),  # a colon later in the sentence is no scope
+    ("parse the header", ()),
+])
+def test_a_leading_scope_is_read_as_the_place_it_names(query, scopes):
+    assert facts_of(query).scopes == scopes
+
+
+def test_a_chunk_under_the_scope_ranks_above_closer_chunks_elsewhere():
+    other, scoped = row(1, "src/router/reg-exp-router/router.ts"), row(2, "src/router/trie-router/node.ts")
+    lists = ([other, scoped], [(other, 3.0), (scoped, 2.0)])
+    assert fuse(merge(*lists), "match suffix wildcard routes")[0].row.id == 1
+    first = fuse(merge(*lists), "fix(trie-router): match suffix wildcard routes")[0]
+    assert first.row.id == 2
+    assert first.signals is not None and first.signals.scope_match == ranking.signals.SCOPE_MATCH
+
+
+@pytest.mark.parametrize(("path", "inside"), [
+    ("crates/ignore/src/types.rs", True),
+    ("crates/ignore/src/default_types.rs", True),  # one of the file name's words
+    ("crates/globset/src/types.rs", False),  # the parts in order: ignore, then types
+    ("modules/caddypki/ca.go", True),  # the folder's name ends with it
+])
+def test_a_scope_names_folders_and_files_in_order(path, inside):
+    scope = facts_of("ignore/types: add a type").scopes if "pki" not in path else (("pki",),)
+    assert ranking.signals._in_scope(path, scope) is inside
+
+
+def test_ci_scripts_and_regression_tests_rank_as_tests_do_unless_asked_for():
+    ci, regress, code = row(1, ".github/travis/build.sh"), row(2, "regress/pane-ops.sh"), row(3, "spawn.c")
+    lists = ([ci, regress, code], [(ci, 3.0), (regress, 2.0), (code, 1.0)])
+    assert fuse(merge(*lists), "do not invoke clear check on respawn")[0].row.path == "spawn.c"
+    assert fuse(merge(*lists), "build on the github ci with asan")[0].row.path == ".github/travis/build.sh"
+
+
+def test_a_name_defined_only_in_a_test_is_found_first_by_that_name():
+    helper = row(1, "tests/helpers.py", symbol="build_sample_tree")
+    callers = [row(i, f"src/m{i}.py", symbol=f"use{i}") for i in range(2, 6)]
+    lexical = [(c, 9.0 - c.id) for c in callers] + [(helper, 1.0)]
+    assert fuse(merge([*callers, helper], lexical), "build_sample_tree")[0].row.id == 1

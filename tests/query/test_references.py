@@ -1,15 +1,16 @@
 """References, callers and callees over a small multi-language tree, indexed for real (tree-sitter
-parses, a DuckDB file, the Ollama stand-in): what `sai refs` finds, resolves and narrows."""
+parses, the Ollama stand-in) into the tests' MemoryStore (the store's references verbs are the
+contract's, tests/store/test_store_contract.py): what `sai refs` finds, resolves and narrows."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from fixtures_tree import open_served, write_tree
+from memory_store import MemoryStore
 from ollama_standin import OllamaStandIn
 
-from sai.config import load_config
 from sai.indexing import indexer
 from sai.models import Use
 from sai.project import Project
@@ -143,21 +144,10 @@ TREE = {
 CONFIG = "root: .\next: [py, ts, go, rs, java, c, h, cpp]\n"
 
 
-def write(root: Path, tree: dict[str, str]) -> Path:
-    for key, text in tree.items():
-        (root / key).parent.mkdir(parents=True, exist_ok=True)
-        (root / key).write_text(text, encoding="utf-8")
-    return root
-
-
-def open_project(root: Path, standin: OllamaStandIn) -> Project:
-    return Project(load_config(config_file=str(root / "sai-cfg.yml"), env={"OLLAMA_HOST": standin.url}))
-
-
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Iterator[Project]:
-    root = write(tmp_path_factory.mktemp("refs"), {**TREE, "sai-cfg.yml": CONFIG})
-    opened = open_project(root, standin)
+    root = write_tree(tmp_path_factory.mktemp("refs"), {**TREE, "sai-cfg.yml": CONFIG})
+    opened = open_served(root, standin, store=MemoryStore())
     indexer.index(opened)
     yield opened
     opened.close()

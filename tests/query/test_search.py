@@ -18,19 +18,21 @@ from fixtures_tree import (
     OPEN,
     TOTAL,
     TOTALS,
+    held_copy,
+    held_template,
+    index_held,
     index_template,
-    index_tree,
     indexed_copy,
     load,
     run_cli,
 )
 
-from sai.config import SIMILARITY_DEFAULTS
 from sai.errors import EmbedderError, NotFoundError, UsageError
 from sai.indexing import indexer
 from sai.project import Project
 from sai.query import ranking, search
 from sai.query.similar import find_similar
+from sai.settings import SIMILARITY_DEFAULTS
 
 SIMILAR_ROW_RE = re.compile(r"^  (\d\.\d{4})  (\S+):(\d+)-(\d+)  (\S*)$")
 HTTP = '''"""Small HTTP helpers."""
@@ -106,14 +108,29 @@ def project(template, tmp_path, ollama_server, monkeypatch):
 
 
 @pytest.fixture(scope="module")
+def held(tmp_path_factory):
+    return held_template(tmp_path_factory, CODE_TREE)
+
+
+@pytest.fixture
+def held_project(held, tmp_path, ollama_server, monkeypatch):
+    """The standard tree indexed with the stand-in, its index held in memory (tests/memory_store.py),
+    for the tests that ask the library only; the cwd is its root."""
+    monkeypatch.chdir(tmp_path)
+    project = held_copy(held, tmp_path, ollama_server.url)
+    yield project
+    project.close()
+
+
+@pytest.fixture(scope="module")
 def http_template(tmp_path_factory):
-    return index_template(tmp_path_factory, HTTP_TREE)
+    return held_template(tmp_path_factory, HTTP_TREE)
 
 
 @pytest.fixture
 def http_project(http_template, tmp_path, ollama_server):
-    """HTTP_TREE indexed with the stand-in; its root is tmp_path."""
-    project = Project(load(indexed_copy(http_template, tmp_path, ollama_server.url)))
+    """HTTP_TREE indexed with the stand-in, its index held in memory; its root is tmp_path."""
+    project = held_copy(http_template, tmp_path, ollama_server.url)
     yield project
     project.close()
 
@@ -199,7 +216,7 @@ def test_similar_by_location_uses_the_innermost_chunk_and_excludes_it(
     tmp_path, ollama_server, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
-    project = index_tree(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
+    project = index_held(tmp_path, ollama_server.url, {"src/totals.py": TOTALS})
     hits = find_similar(project, path="src/totals.py", line=8, min_score=0.0)
     spans = [(h.start_line, h.end_line, h.symbol) for h in hits]
     assert (6, 10, "Totals.total") not in spans  # the source chunk excludes itself
@@ -235,28 +252,28 @@ def test_similar_json_has_the_hit_shape(project, capsys):
     assert hits[0]["snippet"].startswith("def create_session(tokens, user):")
 
 
-def test_min_score_filters_similar_hits(project):
-    everything = find_similar(project, code=TOTAL, min_score=0.0, limit=20)
-    close = find_similar(project, code=TOTAL, min_score=0.95, limit=20)
+def test_min_score_filters_similar_hits(held_project):
+    everything = find_similar(held_project, code=TOTAL, min_score=0.0, limit=20)
+    close = find_similar(held_project, code=TOTAL, min_score=0.95, limit=20)
     assert len(close) < len(everything)
     assert close == [h for h in everything if h.score >= 0.95]
     assert {h.path for h in close} == {
         "lib/vendor_billing.py", "src/billing.py", "src/legacy/billing_v1.py",
         "src/commented.py", "src/marked.py",
     }
-    assert len(find_similar(project, code=TOTAL, min_score=0.0, limit=2)) == 2
+    assert len(find_similar(held_project, code=TOTAL, min_score=0.0, limit=2)) == 2
 
 
-def test_similar_default_min_score_comes_from_the_config(project):
-    assert project.config.find_similar_min_score == 0.85
-    hits = find_similar(project, path="src/session.py", line=6)
+def test_similar_default_min_score_comes_from_the_config(held_project):
+    assert held_project.config.similarity.find_similar_min_score == 0.85
+    hits = find_similar(held_project, path="src/session.py", line=6)
     assert [h.path for h in hits] == ["src/session.py"] and hits[0].symbol == "create_session"
 
 
-def test_similar_at_a_line_without_a_chunk_is_not_found(project):
+def test_similar_at_a_line_without_a_chunk_is_not_found(held_project):
     # the CLI's one error line for it: test_cli.py, test_similar_at_a_line_outside_every_chunk_...
     with pytest.raises(NotFoundError, match=r"^no indexed chunk at src/session\.py:99$"):
-        find_similar(project, path="src/session.py", line=99)
+        find_similar(held_project, path="src/session.py", line=99)
 
 
 @pytest.mark.parametrize(
@@ -269,9 +286,9 @@ def test_similar_at_a_line_without_a_chunk_is_not_found(project):
         ({"code": "  "}, "empty"),
     ],
 )
-def test_similar_rejects_bad_targets(project, kwargs, message):
+def test_similar_rejects_bad_targets(held_project, kwargs, message):
     with pytest.raises(UsageError, match=message):
-        find_similar(project, **kwargs)
+        find_similar(held_project, **kwargs)
 
 
 # --- the local model ----------------------------------------------------------------------------
@@ -279,8 +296,8 @@ def test_similar_rejects_bad_targets(project, kwargs, message):
 def test_local_model_has_its_own_calibrated_defaults(local_project):
     config = local_project.config
     row = SIMILARITY_DEFAULTS["all-minilm-l6-v2"]
-    assert config.duplicate_min_score == row["duplicate_min_score"] < 0.93
-    assert config.find_similar_min_score == row["find_similar_min_score"] < 0.85
+    assert config.similarity.duplicate_min_score == row["duplicate_min_score"] < 0.93
+    assert config.similarity.find_similar_min_score == row["find_similar_min_score"] < 0.85
 
 
 def test_renamed_copy_is_the_nearest_similar_chunk(local_project, monkeypatch):
@@ -330,3 +347,14 @@ def test_a_name_qualified_beyond_the_indexed_symbols_reaches_its_defined_tail(ht
         assert (hits[0].symbol, hits[0].path) == ("_split", "src/http_util.py"), query
         assert hits[0].explain.signals.definition == ranking.NAME_QUERY_BOOST
     assert search.search(http_project, "httpkit.nowhere", limit=3) == []
+
+
+def test_explain_names_the_model_whose_vectors_the_cosine_compares(http_project):
+    with http_project.store.read() as reader:
+        model = reader.meta()["model"]
+    assert model
+    for mode in ("hybrid", "semantic"):
+        assert {h.explain.model for h in search.search(http_project, "header parsing", limit=3, mode=mode,
+                                                       explain=True)} == {model}
+    assert {h.explain.model for h in search.search(http_project, "header parsing", limit=3, mode="lexical",
+                                                   explain=True)} == {None}

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from fixtures_tree import write_tree
 
-from sai.config import Config, load_config
+from sai.config import load_config
 from sai.errors import OutsideRootError
 from sai.models import SourceFile
-from sai.source.files import SkipFileError, check_file, glob_match, key_for, read_source, walk
+from sai.source.files import SkipFileError, WalkFilters, check_file, glob_match, key_for, read_source, walk
 from sai.source.languages import ext_of, language_for, language_of
 
 
-def config(where: Path, /, **flags: object) -> Config:
-    return load_config(flags=flags, env={}, cwd=where)
+def config(where: Path, /, **flags: object) -> WalkFilters:
+    return load_config(flags=flags, env={}, cwd=where).walk
 
 
 def included(where: Path, /, **flags: object) -> list[str]:
@@ -216,7 +216,7 @@ _WALK_AS_UNPRIVILEGED = """
 import json, pathlib, sys
 from sai.config import load_config
 from sai.source.files import check_file, walk
-cfg = load_config(flags={}, env={}, cwd=pathlib.Path(sys.argv[1]))
+cfg = load_config(flags={}, env={}, cwd=pathlib.Path(sys.argv[1])).walk
 print(json.dumps([dict(walk(cfg).excluded), check_file(cfg, "locked.py")]))
 """
 
@@ -295,12 +295,12 @@ def test_key_for_maps_inside_paths_to_keys_and_refuses_outside_ones(tmp_path):
     write_tree(tmp_path, {"elsewhere.py": "x\n"})
     (root / "escape.py").symlink_to(tmp_path / "elsewhere.py")
     cfg = config(root)
-    assert key_for(cfg, "src/../src/a.py", cwd=root) == "src/a.py"
-    assert key_for(cfg, root / "src" / "a.py") == "src/a.py"
-    assert key_for(cfg, "a.py", cwd=root / "src") == "src/a.py"
+    assert key_for(cfg.root, "src/../src/a.py", cwd=root) == "src/a.py"
+    assert key_for(cfg.root, root / "src" / "a.py") == "src/a.py"
+    assert key_for(cfg.root, "a.py", cwd=root / "src") == "src/a.py"
     for outside in ("../elsewhere.py", str(tmp_path / "elsewhere.py"), "escape.py"):
         with pytest.raises(OutsideRootError, match="outside the project root"):
-            key_for(cfg, outside, cwd=root)
+            key_for(cfg.root, outside, cwd=root)
 
 
 def test_read_source_reports_a_file_gone_or_replaced_since_the_walk(tmp_path):

@@ -132,7 +132,7 @@ def test_pathological_include_glob_does_not_stall_the_walk(tmp_path: Path) -> No
     write_tree(tmp_path, {f"{'a' * 40}{i}.py": "x = 1\n" for i in range(50)} | {"bbbbbbbbbbbbX.py": "x\n"})
     cfg = load_config(flags={"include": ["**?" * 11 + "**X.py"]}, env={}, cwd=tmp_path)
     start = time.perf_counter()
-    result = walk(cfg)
+    result = walk(cfg.walk)
     assert time.perf_counter() - start < 1.0
     assert [s.key for s in result.included] == ["bbbbbbbbbbbbX.py"]
 
@@ -144,7 +144,7 @@ def test_pathological_gitignore_line_does_not_stall_the_walk_and_still_applies(t
         f"{long_name}b.py": "x\n", "other.py": "x\n",
     })
     start = time.perf_counter()
-    result = walk(load_config(env={}, cwd=tmp_path))
+    result = walk(load_config(env={}, cwd=tmp_path).walk)
     assert time.perf_counter() - start < 1.0
     assert [s.key for s in result.included] == [f"{long_name}.py", "other.py"]
     assert dict(result.excluded) == {f"{long_name}b.py": "gitignore"}
@@ -152,7 +152,7 @@ def test_pathological_gitignore_line_does_not_stall_the_walk_and_still_applies(t
 
 def test_gitignore_line_that_cannot_match_is_skipped_and_the_others_apply(tmp_path: Path) -> None:
     write_tree(tmp_path, {".gitignore": "[z-a].py\nskip.py\n", "skip.py": "x\n", "z.py": "x\n"})
-    result = walk(load_config(env={}, cwd=tmp_path))
+    result = walk(load_config(env={}, cwd=tmp_path).walk)
     assert [s.key for s in result.included] == ["z.py"]
     assert dict(result.excluded) == {"skip.py": "gitignore"}
 
@@ -161,14 +161,14 @@ def test_gitignore_stars_stay_inside_one_directory(tmp_path: Path) -> None:
     # .gitignore keeps git's rules, unlike path_glob: `*` and `?` never match '/'
     write_tree(tmp_path, {".gitignore": "src/*.py\nsrc/?/x.py\n", "src/a.py": "x\n",
                           "src/deep/b.py": "x\n", "src/q/x.py": "x\n"})
-    result = walk(load_config(env={}, cwd=tmp_path))
+    result = walk(load_config(env={}, cwd=tmp_path).walk)
     assert [s.key for s in result.included] == ["src/deep/b.py"]
 
 
 def test_include_and_exclude_use_braces_and_classes(tmp_path: Path) -> None:
     write_tree(tmp_path, {"src/a.py": "x\n", "lib/b.py": "x\n", "doc/c.py": "x\n", "src/t1.py": "x\n"})
     flags = {"include": ["{src,lib}/**"], "exclude": ["src/t[0-9].py"]}
-    result = walk(load_config(flags=flags, env={}, cwd=tmp_path))
+    result = walk(load_config(flags=flags, env={}, cwd=tmp_path).walk)
     assert [s.key for s in result.included] == ["lib/b.py", "src/a.py"]
     assert dict(result.excluded) == {"doc/c.py": "not-included", "src/t1.py": "glob"}
 

@@ -19,7 +19,7 @@ ROUND = "def round_half_even(value, places):\n    scale = 10 ** places\n    retu
 
 def _walk(tmp_path, tree):
     write_tree(tmp_path, tree)
-    return files.walk(load(tmp_path))
+    return files.walk(load(tmp_path).walk)
 
 
 def test_a_folder_with_a_licence_unlike_the_roots_is_vendored_and_a_package_repeating_it_is_not(tmp_path):

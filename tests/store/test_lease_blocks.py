@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_vectors import META, _exact, _same
+from vector_stores import META, assert_same, exact_top
 
 import sai.store.duckdb.store as store_module
 from sai.models import FileRow, NewChunk
@@ -64,7 +64,7 @@ def test_a_whole_read_leaves_no_blocks_cached_once_its_reader_leaves(store: Duck
         assert cached_while_reading > 2 << 20  # ~4.6 MB: the check below can fail
         assert left <= 1 << 20, (cached_while_reading, left)
         with store.read() as reader:  # the same answers after the blocks went, and the memory limit
-            _same(reader.nearest(_query(), 10), _exact(store.path, _query(), 10))
+            assert_same(reader.nearest(_query(), 10), exact_top(store.path, _query(), 10))
             assert reader.conn.reads.vector_rows().num_rows == FILES * PER_FILE  # 4.6 MB read: the limit is back
     finally:
         store.close()
@@ -118,6 +118,6 @@ def test_readers_in_many_threads_answer_while_writes_make_each_read_a_load(store
     try:
         assert not errors, errors[:3]
         with store.read() as reader:
-            _same(reader.nearest(_query(), 10), _exact(store.path, _query(), 10))
+            assert_same(reader.nearest(_query(), 10), exact_top(store.path, _query(), 10))
     finally:
         store.close()

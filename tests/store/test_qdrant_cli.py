@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cli_runs import SOURCES, Result, assert_one_error_line, sai, write_config
 from fixtures_tree import write_tree
 from ollama_standin import OllamaStandIn
-from test_cli import SOURCES, Result, assert_one_error_line, sai, write_config
 
 from sai.store.qdrant import QdrantStore
 

@@ -15,9 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from cli_runs import Result, assert_one_error_line, sai, write_config
 from fixtures_tree import write_tree
 from ollama_standin import OllamaStandIn
-from test_cli import Result, assert_one_error_line, sai, write_config
 
 from sai.errors import keep_secret, redact
 

@@ -11,11 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_sidecar_patches import _answers, _build, _chunks, _same_as_read_whole
-from test_vectors import COLLECTION, HELPERS, _env, _manifest
+from vector_stores import (
+    COLLECTION,
+    HELPERS,
+    answers_of,
+    assert_same_as_read_whole,
+    build_worded,
+    forbid_whole_reads,
+    manifest_of,
+    subprocess_env,
+    worded_chunks,
+)
 
 from sai.store.duckdb import DuckDBStore, copies
-from sai.store.duckdb.chunk_reads import ChunkReads
 from sai.store.duckdb.sidecar import Sidecar
 
 # A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols):
@@ -42,26 +50,6 @@ def _shared(db: Path) -> list[str]:
     return sorted(p.name for p in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow*"))
 
 
-def _no_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make a whole read of the rows, the postings or the symbols fail: what a process mapping the files never does."""
-    real_rows, real_postings = ChunkReads.row_rows, ChunkReads.lexicon_rows
-
-    def rows(self: ChunkReads, ids: np.ndarray | None = None) -> object:
-        assert ids is not None, "the row table was read whole"
-        return real_rows(self, ids)
-
-    def postings(self: ChunkReads, ids: np.ndarray | None = None, *, after_termid: int = -1) -> object:
-        assert ids is not None, "the postings were read whole"
-        return real_postings(self, ids, after_termid=after_termid)
-
-    def symbols(self: ChunkReads) -> object:
-        raise AssertionError("the symbol rows were read whole")
-
-    monkeypatch.setattr(ChunkReads, "row_rows", rows)
-    monkeypatch.setattr(ChunkReads, "lexicon_rows", postings)
-    monkeypatch.setattr(ChunkReads, "symbol_rows", symbols)
-
-
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "index" / "code.duckdb"
@@ -69,14 +57,14 @@ def db(tmp_path: Path) -> Path:
 
 def test_another_process_maps_the_shared_copies_instead_of_reading_them(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = _build(db)
+    store = build_worded(db)
     try:
-        expected = _answers(store)
+        expected = answers_of(store)
         assert _shared(db) == ["lexicon.arrow", "rows.arrow", "symbols.arrow"]
-        _no_whole_reads(monkeypatch)
+        forbid_whole_reads(monkeypatch)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
-            assert _answers(other) == expected
+            assert answers_of(other) == expected
             with other.read() as reader:
                 lexicon = reader.conn.lexical_table()  # type: ignore[attr-defined]
                 assert not lexicon.rows.flags.owndata and not lexicon.rows.flags.writeable  # the file's pages
@@ -90,16 +78,16 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
 def test_a_process_at_a_later_token_patches_the_mapped_copies(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(copies, "PATCH_SHARE", 0.5)
-    store = _build(db)
-    _answers(store)
+    store = build_worded(db)
+    answers_of(store)
     store.close()
     for n in range(3):
         with DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30).write() as writer:
-            writer.replace_files(*_chunks(f"src/f{n * 3}.py", 4, seed=300 + n))
+            writer.replace_files(*worded_chunks(f"src/f{n * 3}.py", 4, seed=300 + n))
             if n == 1:
                 writer.remove_files(["src/f19.py"])  # the last ids: the next file gets them again
     with monkeypatch.context() as patching:
-        _no_whole_reads(patching)
+        forbid_whole_reads(patching)
         later = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         with later.read() as reader:
             conn = reader.conn  # type: ignore[attr-defined]
@@ -108,7 +96,7 @@ def test_a_process_at_a_later_token_patches_the_mapped_copies(
             assert rows.added is not None and lexicon.delta is not None  # the mapped copies, patched
             assert symbols.patched_files
     try:
-        _same_as_read_whole(later, db)
+        assert_same_as_read_whole(later, db)
     finally:
         later.close()
 
@@ -117,29 +105,29 @@ def test_copies_follow_writes_compactions_and_deletions_as_copies_read_whole(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(copies, "PATCH_SHARE", 0.25)
     monkeypatch.setattr("sai.store.duckdb.sidecar.COMPACT_MIN_DEAD", 30)
-    store = _build(db)
+    store = build_worded(db)
     rng = np.random.default_rng(8)
     try:
         for n in range(12):
             with store.write() as writer:
-                writer.replace_files(*_chunks(f"src/f{rng.integers(0, 20)}.py", int(rng.integers(1, 7)), 500 + n))
+                writer.replace_files(*worded_chunks(f"src/f{rng.integers(0, 20)}.py", int(rng.integers(1, 7)), 500 + n))
             if n % 4 == 3:  # deleted under a process that mapped them
                 for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
                     shared.unlink()
             other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
             try:
-                assert _answers(other) == _answers(store)
+                assert answers_of(other) == answers_of(store)
             finally:
                 other.close()
-            _same_as_read_whole(store, db)
-        assert _manifest(db).generation > 1  # the sidecar compacted meanwhile: the copies follow the log, not it
+            assert_same_as_read_whole(store, db)
+        assert manifest_of(db).generation > 1  # the sidecar compacted meanwhile: the copies follow the log, not it
     finally:
         store.close()
 
 
 def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
-    store = _build(db)
-    expected = _answers(store)
+    store = build_worded(db)
+    expected = answers_of(store)
     store.close()  # no process maps the files: a file cut short under a mapping would fault it (as the sidecar's)
     target = Sidecar.beside(db, COLLECTION).dir / "copies" / "lexicon.arrow"
     with open(target, "r+b") as f:
@@ -150,7 +138,7 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
     for _ in range(2):  # the first reads the index and writes the copies again, the second maps them
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
-            assert _answers(other) == expected
+            assert answers_of(other) == expected
         finally:
             other.close()
     assert (Sidecar.beside(db, COLLECTION).dir / "copies" / "rows.arrow").stat().st_size > 100
@@ -161,14 +149,14 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
 @pytest.mark.parametrize("where", ["aside", "rename"])
 @pytest.mark.slow
 def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, where: str, name: str) -> None:
-    store = _build(db)
+    store = build_worded(db)
     try:
-        _answers(store)
+        answers_of(store)
         for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
             shared.unlink()
         with store.write() as writer:
-            writer.replace_files(*_chunks("src/f4.py", 3, seed=44))
-        killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(db), where, name], env=_env(),
+            writer.replace_files(*worded_chunks("src/f4.py", 3, seed=44))
+        killed = subprocess.run([sys.executable, "-c", KILLED_WRITE, str(db), where, name], env=subprocess_env(),
                                 capture_output=True, text=True, timeout=120)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         names = _shared(db)
@@ -176,10 +164,10 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
             assert len(names) == 1 and names[0].startswith(f"{name}.arrow.") and names[0].endswith(".new")
         else:
             assert names == [f"{name}.arrow"]
-        _same_as_read_whole(store, db)
+        assert_same_as_read_whole(store, db)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
-            assert _answers(other) == _answers(store)
+            assert answers_of(other) == answers_of(store)
             assert not any(name.endswith(".new") for name in _shared(db))  # the stray write was removed
         finally:
             other.close()
@@ -190,7 +178,7 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
 def test_postings_behind_the_chunks_are_never_shared(db: Path) -> None:
     """An index run rebuilds such postings (their terms renumbered) without a new token: a file
     of them would outlive the rebuild."""
-    store = _build(db)
+    store = build_worded(db)
     try:
         with store.write() as writer:
             writer.set_meta({"lexicon_token": "an older write's"})  # what a write that skipped the postings leaves
@@ -208,12 +196,12 @@ def test_postings_behind_the_chunks_are_never_shared(db: Path) -> None:
 def test_a_symbol_look_up_after_a_write_leaves_the_vector_sidecar_alone(db: Path) -> None:
     """The copies learn what changed from the change log, not from the sidecar: a look-up maps
     and patches no vector."""
-    store = _build(db)
+    store = build_worded(db)
     try:
-        _answers(store)
-        token = _manifest(db).token
+        answers_of(store)
+        token = manifest_of(db).token
         with store.write() as writer:
-            writer.replace_files(*_chunks("src/f2.py", 3, seed=21))
+            writer.replace_files(*worded_chunks("src/f2.py", 3, seed=21))
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
             with other.read() as reader:
@@ -221,6 +209,6 @@ def test_a_symbol_look_up_after_a_write_leaves_the_vector_sidecar_alone(db: Path
                 assert reader.conn.derived.peek(reader.conn.token) is None  # type: ignore[attr-defined]
         finally:
             other.close()
-        assert _manifest(db).token == token  # the sidecar still at the token before the write
+        assert manifest_of(db).token == token  # the sidecar still at the token before the write
     finally:
         store.close()

@@ -12,18 +12,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_vectors import COLLECTION, DIM, HELPERS, META, _check, _env, _manifest
+from vector_stores import (
+    COLLECTION,
+    DIM,
+    HELPERS,
+    assert_nearest_exact,
+    assert_same_as_read_whole,
+    build_worded,
+    manifest_of,
+    subprocess_env,
+    worded_chunks,
+)
 
-from sai.models import FileRow, NewChunk, chunk_id
 from sai.store.duckdb import DuckDBStore, copies
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar
 from sai.store.duckdb.vectors import VectorTable
-from sai.text.lexical import lexemes, query_lexemes
-
-WORDS = ("parse", "header", "socket", "config", "compress", "encode", "body", "retry", "json", "tree",
-         "walk", "date", "quote", "split", "error", "stream")
-QUERIES = ("parse header", "compress the body", "retry json socket", "walk tree date", "quote split error")
 
 # Stores each file's chunks without vectors, commits, then gives them their vectors in a second
 # transaction (the two stages of an index run), printing after each commit; killed anywhere.
@@ -41,58 +45,6 @@ for n in range(10**9):
 """
 
 
-def _chunks(key: str, count: int, seed: int) -> tuple[list[FileRow], list[NewChunk], np.ndarray]:
-    rng = np.random.default_rng(seed)
-    v = rng.standard_normal((count, DIM)).astype(np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    texts = [" ".join(rng.choice(WORDS, 6)) + f" {key} s{seed} k{k}" for k in range(count)]
-    rows = [NewChunk(path=key, language="python" if k % 3 else "rust", start_line=k + 1, end_line=k + 1,
-                     symbol=str(rng.choice(WORDS)) if k % 2 else None, text=text,
-                     content_hash=f"{key}-{seed}-{k}", file_hash=str(seed), no_duplicate=False,
-                     lexemes=lexemes(text, path=key, symbol=None), shape=None)
-            for k, text in enumerate(texts)]
-    return [FileRow(key, 1, seed, str(seed), count)], rows, v
-
-
-def _build(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
-    store = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
-    with store.write() as writer:
-        writer.create(META)
-        for f in range(files):
-            writer.replace_files(*_chunks(f"src/f{f}.py", per_file, seed=f))
-    return store
-
-
-def _answers(store: DuckDBStore) -> tuple[list[object], ...]:
-    """Every BM25 answer (whole and scoped), every chunk row and symbol look-ups, as this store's
-    copies give them (after the vector table, as a hybrid search reads them)."""
-    with store.read() as reader:
-        conn = reader.conn  # type: ignore[attr-defined]
-        conn.vector_table()
-        ids = [r[0] for r in conn.con.execute(f"SELECT id FROM {COLLECTION} ORDER BY id").fetchall()]
-        scope = np.asarray(ids[::3], np.int64)
-        hits = [conn.lexical(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
-        rows = conn.row_table().rows(ids + [10**6], lambda t: t.to_pylist())
-        symbols = reader.symbols()
-        defined = [[(d.symbol, d.path, d.start_line, d.chunk_id, d.match) for d in symbols.lookup(w[:k], limit=30)]
-                   for w in WORDS for k in (2, len(w))]
-        named = [symbols.row_id(chunk_id(r["path"], r["start_line"], r["end_line"], r["content_hash"])) for r in rows]
-    return [[(i, round(s, 9)) for i, s in found] for found in hits], rows, defined, named
-
-
-def _same_as_read_whole(store: DuckDBStore, db: Path) -> None:
-    """`store`'s copies (patched, or mapped from the shared files) answer as copies read whole
-    from DuckDB by a new process (the shared files removed first, so it cannot map them)."""
-    held = _answers(store)
-    for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
-        shared.unlink()
-    fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
-    try:
-        assert held == _answers(fresh)
-    finally:
-        fresh.close()
-
-
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "index" / "code.duckdb"
@@ -101,23 +53,23 @@ def db(tmp_path: Path) -> Path:
 def test_a_write_patches_the_row_and_lexical_copies_which_answer_as_read_whole(
         db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(copies, "PATCH_SHARE", 0.3)
-    store = _build(db)
+    store = build_worded(db)
     bases: list[np.ndarray] = []  # the full reads the store's lexical table was patched from
     try:
-        _same_as_read_whole(store, db)
+        assert_same_as_read_whole(store, db)
         for n in range(10):
             with store.write() as writer:
-                writer.replace_files(*_chunks(f"src/f{n * 2}.py", 4, seed=100 + n))
+                writer.replace_files(*worded_chunks(f"src/f{n * 2}.py", 4, seed=100 + n))
                 if n == 2:
                     writer.remove_files(["src/f19.py"])  # the last ids: the next file gets them again
-            _same_as_read_whole(store, db)
+            assert_same_as_read_whole(store, db)
             with store.read() as reader:
                 table = reader.conn.lexical_table()  # type: ignore[attr-defined]
             assert isinstance(table, LexicalTable)
             assert table.delta is not None and len(table.written) <= 0.3 * len(table.ids)
             if not any(table.ids is base for base in bases):
                 bases.append(table.ids)
-            assert _manifest(db).generation == 1
+            assert manifest_of(db).generation == 1
     finally:
         store.close()
     # patched while the chunks written since the full read stay under 30% of it, then patched
@@ -126,10 +78,10 @@ def test_a_write_patches_the_row_and_lexical_copies_which_answer_as_read_whole(
 
 
 def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commits(db: Path) -> None:
-    store = _build(db)
+    store = build_worded(db)
     try:
-        _check(store, db)
-        files, rows, v = _chunks("src/new.py", 6, seed=7)
+        assert_nearest_exact(store, db)
+        files, rows, v = worded_chunks("src/new.py", 6, seed=7)
         with store.write() as writer:
             writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
         with store.read() as reader:
@@ -138,23 +90,23 @@ def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commit
             assert len(pending) == 6 and isinstance(table.matrix, np.memmap)
             assert pending.isdisjoint(i for i, _ in reader.nearest(v[0], 200))
             assert pending <= set(table.ids[table.mask(paths=["src/new.py"])].tolist())  # lexical scopes see them
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.write() as writer:
             assert writer.set_vectors([r.content_hash for r in rows], v) == 6
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.read() as reader:
             assert reader.nearest(v[2], 1)[0][1] == pytest.approx(1.0, abs=1e-5)
-        m = _manifest(db)
+        m = manifest_of(db)
         assert (m.rows, m.dead) == (112, 6)  # the pending rows tombstoned, the rows with vectors appended
-        _same_as_read_whole(store, db)
+        assert_same_as_read_whole(store, db)
     finally:
         store.close()
 
 
 def test_pending_count_comes_from_a_current_sidecar_and_agrees_with_the_index(db: Path) -> None:
-    store = _build(db)
+    store = build_worded(db)
     try:
-        files, rows, _ = _chunks("src/new.py", 6, seed=7)
+        files, rows, _ = worded_chunks("src/new.py", 6, seed=7)
         with store.write() as writer:
             writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
         behind = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)  # a process of its own
@@ -178,12 +130,12 @@ def test_pending_count_comes_from_a_current_sidecar_and_agrees_with_the_index(db
 
 @pytest.mark.slow
 def test_writers_killed_around_set_vectors_never_leave_a_wrong_or_missing_vector(db: Path) -> None:
-    store = _build(db, files=30)
-    _check(store, db)
+    store = build_worded(db, files=30)
+    assert_nearest_exact(store, db)
     store.close()
     rng = np.random.default_rng(11)
     for round_ in range(6):
-        writer = subprocess.Popen([sys.executable, "-c", PENDING_WRITER, str(db), str(round_)], env=_env(),
+        writer = subprocess.Popen([sys.executable, "-c", PENDING_WRITER, str(db), str(round_)], env=subprocess_env(),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert writer.stdout is not None
         for _ in range(int(rng.integers(1, 12))):  # stops after a pending commit or after set_vectors
@@ -191,8 +143,8 @@ def test_writers_killed_around_set_vectors_never_leave_a_wrong_or_missing_vector
         time.sleep(float(rng.random()) * 0.05)  # or inside the next transaction
         writer.send_signal(signal.SIGKILL)
         assert writer.wait() == -signal.SIGKILL
-        _check(store, db)  # the sidecar patched at this state: equal to an exact scan of DuckDB
-        _same_as_read_whole(store, db)
+        assert_nearest_exact(store, db)  # the sidecar patched at this state: equal to an exact scan of DuckDB
+        assert_same_as_read_whole(store, db)
         if round_ % 2:
             store.close()
     store.close()

@@ -1,4 +1,5 @@
-"""The storage contract (sai/store/base.py): every verb, against a real store of each backend."""
+"""The storage contract (sai/store/base.py): every verb, against a real store of each backend and
+the tests' in-memory double (tests/memory_store.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from memory_store import MemoryStore
 
-from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, chunk_id
+from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, Reference, chunk_id
 from sai.store import Scope
 from sai.store.base import Store
 from sai.store.duckdb import DuckDBStore
 from sai.store.qdrant import QdrantStore
 
-BACKENDS = ["duckdb", "qdrant-local"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
+BACKENDS = ["duckdb", "qdrant-local", "memory"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
 DIM = 8
 META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
                  vector_dim=DIM, chunker="ast", chunker_version=3, chunking="ast/3/test")
@@ -40,6 +42,8 @@ def _open(backend: str, where: Path) -> Store:
         return DuckDBStore(where / "index" / "code.duckdb", collection="code", lock_timeout_s=10)
     if backend == "qdrant-local":
         return QdrantStore("code", path=where / "qdrant", lock_timeout_s=10)
+    if backend == "memory":  # the tests' double (tests/memory_store.py): held to the same contract
+        return MemoryStore()
     if backend == "qdrant-server":
         return QdrantStore(f"code_{uuid.uuid4().hex[:8]}", url=os.environ["QDRANT_URL"],
                            api_key=os.environ.get("QDRANT_API_KEY"), lock_timeout_s=10)
@@ -146,6 +150,9 @@ def test_replace_files_replaces_only_the_named_files_chunks(filled) -> None:
         assert reader.chunks_of_file("notes/todo.txt") == []  # read, and it holds nothing now
         assert reader.files(["notes/todo.txt"])["notes/todo.txt"].chunk_count == 0
         assert reader.chunk_count() == 4 and len(reader.chunks_of_file("web/view.js")) == 2
+        # the lexical index follows: the new chunk's words are found, the replaced chunks' gone
+        assert [i for i, _ in reader.lexical("rewritten", 5)] == [r.id for r in reader.chunks_of_file("src/cart.py")]
+        assert reader.lexical("quantity", 5) == [] and reader.lexical("todo review", 5) == []
 
 
 def test_touch_files_changes_file_state_only(filled) -> None:
@@ -164,7 +171,7 @@ def test_remove_files_forgets_files_and_counts_their_chunks(filled) -> None:
         assert writer.remove_files([]) == 0
     with store.read() as reader:
         assert "web/view.js" not in reader.files() and reader.chunk_count() == len(CHUNKS) - 2
-        assert reader.chunks_of_file("web/view.js") == []
+        assert reader.chunks_of_file("web/view.js") == [] and reader.lexical("render views", 5) == []
 
 
 def test_chunk_hashes_and_vectors_by_hash(filled) -> None:
@@ -327,6 +334,30 @@ def test_symbols_find_definitions_and_chunk_ids(filled) -> None:
     assert (found.symbol, found.kind, found.path, found.start_line) == ("Cart.add", "method", "src/cart.py", 3)
     assert table.row_id(chunk_id("src/dates.py", 1, 5, chunks[3].content_hash)) == ids[("src/dates.py", 1, 5)]
     assert table.row_id("0" * 16) is None
+
+
+# ---------------------------------------------------------------- references
+def test_references_are_found_by_name_and_by_lines_and_go_with_their_file(filled) -> None:
+    store, chunks, _ = filled
+    if not store.references:
+        pytest.skip("the backend stores no references")
+    unit = chunk_id("src/cart.py", 3, 8, chunks[1].content_hash)
+    cart = [Reference("parse_date", "call", 5, 8, qualifier="dates", module="src.dates", unit="Cart.add",
+                      unit_start=3, unit_end=8, unit_id=unit, language="python"),
+            Reference("dates", "import", 1, 0, language="python"), Reference("Cart", "type", 12, 4, language="python")]
+    with store.write() as writer:
+        writer.replace_references({"src/cart.py": cart, "web/view.js": [Reference("render", "call", 7, 2)]})
+    with store.read() as reader:
+        assert reader.references(["parse_date", "render", "absent"]) == [
+            dataclasses.replace(cart[0], path="src/cart.py"), Reference("render", "call", 7, 2, path="web/view.js")]
+        within = reader.references_in("src/cart.py", 1, 6)
+        assert [(r.name, r.line) for r in within] == [("dates", 1), ("parse_date", 5)]
+        assert reader.references(["parse_date"])[0].chunk_id == unit
+    with store.write() as writer:
+        writer.replace_references({"src/cart.py": []})  # the file holds none now
+        writer.remove_files(["web/view.js"])  # its references go with it
+    with store.read() as reader:
+        assert reader.references(["parse_date", "render", "Cart"]) == []
 
 
 # ---------------------------------------------------------------- runs, drop, transactions

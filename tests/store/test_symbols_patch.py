@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_vectors import COLLECTION, DIM, META
+from vector_stores import COLLECTION, DIM, META
 
 from sai.models import FileRow, NewChunk, chunk_id
 from sai.store.duckdb import DuckDBStore

@@ -5,46 +5,32 @@ concurrent readers in other processes."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pytest
+from vector_stores import (
+    COLLECTION,
+    DIM,
+    HELPERS,
+    META,
+    assert_nearest_exact,
+    assert_same,
+    exact_top,
+    manifest_of,
+    subprocess_env,
+    unit_queries,
+)
 
 import sai.store.duckdb.sidecar as sidecar_module
 import sai.store.duckdb.vectors as vectors_module
-from sai.models import FileRow, IndexMeta, NewChunk
-from sai.store.duckdb import DuckDBStore
-from sai.store.duckdb.sidecar import Manifest, Sidecar
-
-DIM = 16
-COLLECTION = "code"
-META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
-                 vector_dim=DIM, chunker="ast", chunker_version=1)
-REPO = Path(__file__).resolve().parents[2]
-
-# Shared by the subprocess scripts: write `count` chunks of file `key` with vectors drawn from `seed`.
-HELPERS = f"""
-import sys, os, time, signal
-import numpy as np
-from pathlib import Path
 from sai.models import FileRow, NewChunk
 from sai.store.duckdb import DuckDBStore
-DIM = {DIM}
-def chunks(key, count, seed):
-    rng = np.random.default_rng(seed)
-    v = rng.standard_normal((count, DIM)).astype(np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    rows = [NewChunk(path=key, language="python", start_line=k + 1, end_line=k + 1, symbol=None,
-                     text=f"{{key}} {{seed}} {{k}}", content_hash=f"{{key}}-{{seed}}-{{k}}", file_hash=f"{{seed}}",
-                     no_duplicate=False, lexemes="x", shape=None) for k in range(count)]
-    return [FileRow(key, 1, seed, f"{{seed}}", count)], rows, v
-"""
+from sai.store.duckdb.sidecar import Sidecar
 
 # Refreshes random files for ever inside one run (one writer connection), printing each commit.
 WRITER = HELPERS + """
@@ -90,10 +76,6 @@ with store.read() as reader:
 """
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO)}
-
-
 def _chunks(key: str, count: int, seed: int) -> tuple[list[FileRow], list[NewChunk], np.ndarray]:
     rng = np.random.default_rng(seed)
     v = rng.standard_normal((count, DIM)).astype(np.float32)
@@ -113,63 +95,20 @@ def _build(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
     return store
 
 
-def _exact(db: Path, query: np.ndarray, k: int, *, paths: set[str] | None = None,
-           language: str | None = None) -> list[tuple[int, float]]:
-    """The top k by an exact scan of what the DuckDB file holds, read by a connection of its own."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        rows = con.execute(f"SELECT id, path, language, embedding FROM {COLLECTION} "
-                           "WHERE embedding IS NOT NULL").fetchall()
-    finally:
-        con.close()
-    rows = [r for r in rows if (paths is None or r[1] in paths) and (language is None or r[2] == language)]
-    if not rows:
-        return []
-    ids = np.array([r[0] for r in rows])
-    scores = np.array([r[3] for r in rows], np.float32) @ query
-    order = np.lexsort((ids, -scores))[:k]
-    return [(int(ids[i]), float(scores[i])) for i in order]
-
-
-def _same(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
-    assert [i for i, _ in found] == [i for i, _ in expected]
-    assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-5)
-
-
-def _queries(n: int = 5) -> np.ndarray:
-    q = np.random.default_rng(99).standard_normal((n, DIM)).astype(np.float32)
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
-
-
-def _check(store: DuckDBStore, db: Path) -> None:
-    with store.read() as reader:
-        for q in _queries():
-            _same(reader.nearest(q, 10), _exact(db, q, 10))
-            scope_paths = {"src/f1.py", "src/f2.py", "src/f7.py"}
-            table = reader.conn.vector_table()
-            _same(table.nearest(q, 4, mask=table.mask(paths=scope_paths)), _exact(db, q, 4, paths=scope_paths))
-            _same(table.nearest(q, 6, mask=table.mask(language="rust")), _exact(db, q, 6, language="rust"))
-
-
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "index" / "code.duckdb"
 
 
-def _manifest(db: Path) -> Manifest:
-    found = Manifest.read(Sidecar.beside(db, COLLECTION).manifest_path)
-    assert found is not None
-    return found
-
 
 def test_readers_map_the_sidecar_and_answer_as_the_exact_scan(db: Path) -> None:
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.read() as reader:
             table = reader.conn.vector_table()
         assert isinstance(table.matrix, np.memmap) and len(table) == 100
-        assert _manifest(db).rows == 100 and _manifest(db).token == table.token
+        assert manifest_of(db).rows == 100 and manifest_of(db).token == table.token
     finally:
         store.close()
 
@@ -177,13 +116,13 @@ def test_readers_map_the_sidecar_and_answer_as_the_exact_scan(db: Path) -> None:
 def test_a_refresh_appends_and_tombstones_without_rewriting_the_rest(db: Path) -> None:
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         vectors_file = Sidecar.beside(db, COLLECTION).dir / "g1.f32"
         first = vectors_file.read_bytes()
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f3.py", 7, seed=1000))
-        _check(store, db)
-        m = _manifest(db)
+        assert_nearest_exact(store, db)
+        m = manifest_of(db)
         assert (m.generation, m.rows, m.dead) == (1, 107, 5)
         assert vectors_file.read_bytes()[:len(first)] == first  # the old rows stay where they were
     finally:
@@ -194,13 +133,13 @@ def test_an_id_handed_to_a_new_chunk_never_serves_the_old_chunks_vector(db: Path
     """DuckDB numbers new chunks from the largest id left: the last file's ids come back."""
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f19.py", 5, seed=555))  # ids 96-100 again, new vectors
         with store.read() as reader:
-            ids = sorted(i for i, _ in reader.nearest(_queries()[0], 100))
+            ids = sorted(i for i, _ in reader.nearest(unit_queries()[0], 100))
         assert ids == list(range(1, 101))
-        _check(store, db)
+        assert_nearest_exact(store, db)
     finally:
         store.close()
 
@@ -210,12 +149,12 @@ def test_tombstones_past_the_bound_compact_into_a_new_generation(db: Path, monke
     monkeypatch.setattr(sidecar_module, "COMPACT_DEAD_SHARE", 0.05)
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         for n in range(6):
             with store.write() as writer:
                 writer.replace_files(*_chunks(f"src/f{n}.py", 5, seed=2000 + n))
-            _check(store, db)
-        m = _manifest(db)
+            assert_nearest_exact(store, db)
+        m = manifest_of(db)
         assert m.generation > 1 and m.dead <= 8
         assert not list(Sidecar.beside(db, COLLECTION).dir.glob("g1.*"))  # the old generation is gone
     finally:
@@ -225,18 +164,18 @@ def test_tombstones_past_the_bound_compact_into_a_new_generation(db: Path, monke
 def test_chunks_without_a_vector_yet_are_left_out_until_they_have_one(db: Path) -> None:
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.write() as writer:
             writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = NULL WHERE id IN (3, 4)")
             writer.conn.dirty = True
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.read() as reader:
-            assert {3, 4}.isdisjoint(i for i, _ in reader.nearest(_queries()[0], 100))
+            assert {3, 4}.isdisjoint(i for i, _ in reader.nearest(unit_queries()[0], 100))
         with store.write() as writer:
             vector = [1.0] + [0.0] * (DIM - 1)
             writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = ?::FLOAT[{DIM}] WHERE id = 3", [vector])
             writer.conn.dirty = True
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.read() as reader:
             assert reader.nearest(np.array(vector, np.float32), 1)[0][0] == 3
     finally:
@@ -245,13 +184,13 @@ def test_chunks_without_a_vector_yet_are_left_out_until_they_have_one(db: Path) 
 
 def test_a_new_collection_at_the_same_path_rebuilds_the_sidecar(db: Path) -> None:
     store = _build(db)
-    _check(store, db)
+    assert_nearest_exact(store, db)
     store.close()
     db.unlink()
     store = _build(db, files=3, per_file=2)  # ids 1-6 again, other vectors, a new created_at
     try:
-        _check(store, db)
-        assert _manifest(db).rows == 6
+        assert_nearest_exact(store, db)
+        assert manifest_of(db).rows == 6
     finally:
         store.close()
 
@@ -259,10 +198,10 @@ def test_a_new_collection_at_the_same_path_rebuilds_the_sidecar(db: Path) -> Non
 def test_a_damaged_manifest_is_rebuilt_from_the_index(db: Path) -> None:
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         Sidecar.beside(db, COLLECTION).manifest_path.write_text("{not json", encoding="utf-8")
         store.derived.clear()
-        _check(store, db)
+        assert_nearest_exact(store, db)
     finally:
         store.close()
 
@@ -272,16 +211,16 @@ def test_a_damaged_manifest_is_rebuilt_from_the_index(db: Path) -> None:
 def test_a_reader_killed_inside_a_patch_leaves_a_sidecar_the_next_reader_repairs(db: Path, where: str) -> None:
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f4.py", 9, seed=4242))
         store.close()
-        killed = subprocess.run([sys.executable, "-c", KILLED_PATCH, str(db), where], env=_env(),
+        killed = subprocess.run([sys.executable, "-c", KILLED_PATCH, str(db), where], env=subprocess_env(),
                                 capture_output=True, text=True, timeout=120)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
-        assert _manifest(db).rows == 100  # the kill left the manifest of before the patch
-        _check(store, db)
-        assert _manifest(db).rows == 109
+        assert manifest_of(db).rows == 100  # the kill left the manifest of before the patch
+        assert_nearest_exact(store, db)
+        assert manifest_of(db).rows == 109
     finally:
         store.close()
 
@@ -292,7 +231,7 @@ def test_writers_killed_at_random_moments_never_leave_a_wrong_vector(db: Path) -
     store.close()
     rng = np.random.default_rng(3)
     for round_ in range(6):
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(round_)], env=_env(),
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(round_)], env=subprocess_env(),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert writer.stdout is not None
         for _ in range(int(rng.integers(1, 15))):
@@ -301,9 +240,9 @@ def test_writers_killed_at_random_moments_never_leave_a_wrong_vector(db: Path) -
         writer.send_signal(signal.SIGKILL)
         writer.wait()
         if round_ % 2:  # sometimes the sidecar is several writes behind
-            _check(store, db)
+            assert_nearest_exact(store, db)
             store.close()
-    _check(store, db)
+    assert_nearest_exact(store, db)
     store.close()
 
 
@@ -311,20 +250,21 @@ def test_writers_killed_at_random_moments_never_leave_a_wrong_vector(db: Path) -
 def test_concurrent_readers_in_other_processes_agree_with_the_exact_scan(db: Path) -> None:
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f9.py", 4, seed=77))
             writer.remove_files(["src/f10.py"])
         store.close()
-        query = _queries()[1]
-        readers = [subprocess.Popen([sys.executable, "-c", SEARCH, str(db)], env=_env(), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        query = unit_queries()[1]
+        readers = [subprocess.Popen([sys.executable, "-c", SEARCH, str(db)], env=subprocess_env(),
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True) for _ in range(4)]
         answers = [r.communicate(json.dumps(query.tolist()), timeout=120) for r in readers]
-        expected = _exact(db, query, 10)
+        expected = exact_top(db, query, 10)
         for (out, err), reader in zip(answers, readers, strict=True):
             assert reader.returncode == 0, err
-            _same([tuple(hit) for hit in json.loads(out)], expected)
-        m = _manifest(db)
+            assert_same([tuple(hit) for hit in json.loads(out)], expected)
+        m = manifest_of(db)
         assert (m.rows, m.dead) == (104, 10)  # one patch: the others found it done
     finally:
         store.close()
@@ -339,7 +279,7 @@ def test_the_two_pass_scan_searches_only_live_rows_of_the_filtered_subset(
     store = _build(db, files=40, per_file=10)
     try:
         with store.read() as reader:
-            reader.nearest(_queries()[0], 1)  # the sidecar, before the write tombstones rows in it
+            reader.nearest(unit_queries()[0], 1)  # the sidecar, before the write tombstones rows in it
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f6.py", 10, seed=606))  # tombstones ten rows
         with store.read() as reader:
@@ -348,16 +288,16 @@ def test_the_two_pass_scan_searches_only_live_rows_of_the_filtered_subset(
             live = set(table.ids[table.live].tolist())
             scope = {f"src/f{n}.py" for n in range(0, 40, 3)}  # 140 rows: still two passes
             in_scope = {int(i) for i, p in zip(table.ids, table.path_of, strict=True) if table.paths[p] in scope}
-            for q in _queries():
+            for q in unit_queries():
                 hits = table.nearest(q, 3)
                 assert len(hits) == 3 and {i for i, _ in hits} <= live  # never a dead row
                 assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
-                exact = dict(_exact(db, q, 400))
+                exact = dict(exact_top(db, q, 400))
                 assert all(abs(exact[i] - s) < 1e-5 for i, s in hits)  # scored exactly
                 found = table.nearest(q, 2, mask=table.mask(paths=scope))
                 assert len(found) == 2 and {i for i, _ in found} <= (in_scope & live)
                 small = {"src/f5.py", "src/f6.py"}  # fewer rows than the first pass hands on: exact
-                _same(table.nearest(q, 5, mask=table.mask(paths=small)), _exact(db, q, 5, paths=small))
+                assert_same(table.nearest(q, 5, mask=table.mask(paths=small)), exact_top(db, q, 5, paths=small))
     finally:
         store.close()
 
@@ -366,7 +306,7 @@ def test_where_the_sidecar_cannot_be_written_a_reader_keeps_its_own_copy(db: Pat
     store = _build(db)
     try:
         db.with_name(db.name + ".vectors").write_text("not a directory", encoding="utf-8")
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.read() as reader:
             table = reader.conn.vector_table()
         assert not isinstance(table.matrix, np.memmap) and len(table) == 100
@@ -378,15 +318,15 @@ def test_where_the_sidecar_cannot_be_written_a_reader_keeps_its_own_copy(db: Pat
 def test_sidecar_files_shorter_than_the_manifest_says_are_rebuilt(db: Path, damaged: str) -> None:
     store = _build(db)
     try:
-        _check(store, db)
+        assert_nearest_exact(store, db)
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f2.py", 3, seed=31))
-        _check(store, db)  # a generation with tombstones
+        assert_nearest_exact(store, db)  # a generation with tombstones
         target = Sidecar.beside(db, COLLECTION).dir / f"g1.{damaged}"
         with open(target, "r+b") as f:
             f.truncate(max(0, target.stat().st_size - 9))
         store.derived.clear()
-        _check(store, db)
-        assert _manifest(db).generation == 2
+        assert_nearest_exact(store, db)
+        assert manifest_of(db).generation == 2
     finally:
         store.close()

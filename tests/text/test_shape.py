@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from fixtures_tree import ORIGINAL, UNRELATED_A
 
-from sai.duplicates import edges as duplicates
+from sai.duplicates import score as duplicates
+from sai.duplicates.edges import Shapes
 
 # fixtures_tree.ORIGINAL with a docstring and a comment
 from sai.text import shape
@@ -180,7 +181,7 @@ def test_duplicate_edges_match_brute_force_including_pairs_cosine_alone_misses(m
     known = np.ones(n, dtype=bool)
     known[[4, 10]] = False  # no shape: never pairs
     sizes = rng.integers(5, 120, size=n).astype(np.uint32)  # small and large shapes weigh differently
-    shapes = duplicates.Shapes(sigs, sizes, known)
+    shapes = Shapes(sigs, sizes, known)
     edges = duplicates.duplicate_edges(matrix, shapes, top_k=3, min_score=min_score)
     got = set(zip(edges.i.tolist(), edges.j.tolist(), strict=True))
     assert got == _brute_force(matrix, shapes, 3, min_score)

@@ -14,6 +14,9 @@ _STOPWORDS = frozenset(
 )
 
 
+_CI_WORDS = frozenset("ci github workflow workflows travis circleci gitlab buildkite pipeline actions".split())
+
+
 # Words that ask about declared types rather than the code using them.
 _TYPE_WORDS = frozenset("""type types typing typings typed typedef typedefs interface interfaces declaration
     declarations declare dts signature signatures generic generics overload overloads schema""".split())
@@ -26,11 +29,13 @@ class QueryFacts:
     qualified: str  # that identifier as typed, its parts joined by dots (`A::B` -> `A.B`); "" if not bare
     stems: frozenset[str]  # stems of its words and identifier parts
     wants_tests: bool
+    wants_ci: bool  # it names continuous integration: "ci", "github", "workflow", "travis", …
     wants_place: bool  # a topic or question, not a function's description: file-level signals apply
     action: bool  # it starts with a verb ("Return ...", "Parses ..."): it asks for a callable
     words: frozenset[str]  # its words of 3+ letters that are not stopwords, lower case
     compounds: frozenset[str]  # 2 or 3 adjacent words run together ("json element" -> jsonelement)
     about_types: bool = False  # it asks about types: "type", "typings", "interface", "d.ts", …
+    scopes: tuple[tuple[str, ...], ...] = ()  # the places a leading scope names ("ignore/types: …"), squashed
 
 
 def bare_name(query: str) -> str | None:
@@ -53,13 +58,37 @@ def facts_of(query: str) -> QueryFacts:
         bare=bare,
         qualified=qualified,
         stems=frozenset(word_stem(t) for t in found),
-        wants_tests=any(t.startswith(("test", "spec", "example")) for t in found),
+        wants_tests=any(t.startswith(("test", "spec", "example", "regress", "fixture")) for t in found),
+        wants_ci=bool(set(found) & _CI_WORDS),
         wants_place=not bare and asks_for_place(words),
         action=not bare and starts_with_verb(words),
         words=frozenset() if bare else frozenset(w for w in plain if len(w) > 2 and w not in _STOPWORDS),
         compounds=frozenset() if bare else _compounds(query),
         about_types=not bare and bool(plain & _TYPE_WORDS),
+        scopes=() if bare else scopes_of(query),
     )
+
+
+# A leading scope, the way commit subjects and task titles name their place: "fix(client): …"
+# (Conventional Commits) or "ignore/types: …", "caddyhttp: …", "ignore,globset: …" (a subsystem).
+_CONVENTIONAL = re.compile(r"^\s*[A-Za-z]+\(([^()]+)\)!?:\s")
+_SUBSYSTEM = re.compile(r"^\s*([A-Za-z0-9_][\w.,/+-]*):\s")
+# Change types, not places: "fix: …" names no scope.
+_CHANGE_TYPES = frozenset("""fix fixes fixed bug bugfix hotfix feat feature chore docs doc refactor perf test
+    tests build ci style revert wip breaking security deps dep release note notes todo""".split())
+
+
+def scopes_of(query: str) -> tuple[tuple[str, ...], ...]:
+    """The paths a leading scope names, each as its squashed parts (`ignore/types` -> ("ignore", "types"))."""
+    found = _CONVENTIONAL.match(query) or _SUBSYSTEM.match(query)
+    if found is None:
+        return ()
+    scopes = (tuple(p for p in map(_squash, scope.split("/")) if p) for scope in found.group(1).split(","))
+    return tuple(s for s in scopes if s and not (len(s) == 1 and s[0] in _CHANGE_TYPES))
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
 
 
 def _compounds(query: str) -> frozenset[str]:

@@ -34,9 +34,10 @@ NAME_QUERY_BOOST = 2.0 * FIRST_PLACE  # a one-word query's closest definitions (
 DEFINITION_BOOST = 0.5 * FIRST_PLACE  # its other definitions, and an identifier named inside a longer query
 DECLARES = 1.0 * FIRST_PLACE  # a type's declaration, or a declaration file's chunk, for a query about types
 PATH_MATCH = 2.0 * FIRST_PLACE  # times the share of the query's words that name the file or its folder
+SCOPE_MATCH = 2.0 * FIRST_PLACE  # a chunk under the place a leading scope names ("printer: …", "fix(client): …")
 FILE_NAMED = 2.0 * FIRST_PLACE  # a one-identifier query that is the file's name (half for a partial file)
 NAMED_INSIDE = 0.5 * FIRST_PLACE  # an identifier, or adjacent words run together, inside a longer query naming the file
-TEST_PENALTY = 0.5  # the factor for tests and examples unless the query asks for them
+TEST_PENALTY = 0.25  # the factor for tests, examples and CI scripts unless the query asks for them
 VENDORED_PENALTY = 0.5  # the factor for vendored code (source/vendored.py) unless the query names it
 ACTION_UNIT = 0.7  # the factor for a non-callable unit when the query starts with a verb
 FILE_SUPPORT = 2.0 * FIRST_PLACE  # times the file's summed score over the best file's, to its best chunk
@@ -47,9 +48,11 @@ DECLARATION_KINDS = frozenset({"interface", "type", "struct", "enum", "union", "
 _ASKS_VENDORED = frozenset({"vendor", "vendored", "vendoring", "bundled", "third"})
 DECLARATION_FILES = (".d.ts", ".d.mts", ".d.cts", ".pyi", ".rbi", ".rbs")
 _TESTISH = re.compile(
-    r"(^|/)(tests?|testing|spec|examples?|__tests__)(/|$)"
+    r"(^|/)(tests?|testing|testdata|spec|examples?|__tests__|regress|regression|fixtures?)(/|$)"
     r"|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(spec|test)\.[a-z]+$"
 )
+# Continuous-integration scripts and settings: ranked as tests are, unless the query asks about CI.
+_CI = re.compile(r"(^|/)(\.github|\.circleci|\.gitlab|\.travis|\.buildkite|ci)/")
 
 # How a signal enters the fused score. "file" and "spread" apply only when the query asks for a
 # place (a question or a short topic, sai/query/intent.py): a function's description asks for
@@ -130,8 +133,20 @@ def path_match(row: ChunkRow, pool: Pool) -> float:
     return pool.once(("path", row.path), lambda: _path_signal(row.path, pool.facts))
 
 
+def scope_match(row: ChunkRow, pool: Pool) -> float:
+    if not pool.facts.scopes:
+        return 0.0
+    return pool.once(("scope", row.path), lambda: SCOPE_MATCH if _in_scope(row.path, pool.facts.scopes) else 0.0)
+
+
 def test_penalty(row: ChunkRow, pool: Pool) -> float:
-    return TEST_PENALTY if not pool.facts.wants_tests and _TESTISH.search(row.path) else 1.0
+    """TEST_PENALTY for a test, example or CI file the query does not ask for, unless the chunk
+    defines the one name the query is (a helper defined only in a test is still found by its name)."""
+    if pool.facts.bare and definition(row, pool) > 0.0:
+        return 1.0
+    if not pool.facts.wants_tests and _TESTISH.search(row.path):
+        return TEST_PENALTY
+    return TEST_PENALTY if not pool.facts.wants_ci and _CI.search(row.path) else 1.0
 
 
 def vendored_penalty(row: ChunkRow, pool: Pool) -> float:
@@ -204,7 +219,10 @@ SIGNALS: tuple[Signal, ...] = (
            f"file's name {FILE_NAMED / FIRST_PLACE:g} (half for a partial file); an identifier or adjacent "
            f"words run together inside a longer query that are its name {NAMED_INSIDE / FIRST_PLACE:g} more",
            measure=path_match),
-    Signal("test_penalty", "factor", TEST_PENALTY, "tests and examples, unless the query asks for them",
+    Signal("scope_match", "add", SCOPE_MATCH,
+           "a leading scope names the chunk's folder or file, in order (`ignore/types: …`, `fix(client): …`; "
+           "a change type such as `fix:` names none)", measure=scope_match),
+    Signal("test_penalty", "factor", TEST_PENALTY, "tests, examples and CI scripts, unless the query asks for them",
            measure=test_penalty),
     Signal("vendored", "factor", VENDORED_PENALTY,
            "vendored code (a `vendor/`-like folder, a submodule, a folder with a licence of its own), "
@@ -268,6 +286,30 @@ def _path_signal(path: str, q: QueryFacts) -> float:
     stem = definitions.squashed(path.rsplit("/", 1)[-1].split(".")[0])
     named = (q.names and stem in {definitions.squashed(n) for n in q.names}) or stem in q.compounds
     return PATH_MATCH * _path_share(path, q.words) + (NAMED_INSIDE if named else 0.0)
+
+
+def _in_scope(path: str, scopes: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether the path's folders and file, in order, hold every part of one of the scopes."""
+    components = path.split("/")
+    for scope in scopes:
+        found = 0
+        for component in components:
+            if found < len(scope) and _scope_part(component, scope[found]):
+                found += 1
+        if found == len(scope):
+            return True
+    return False
+
+
+def _scope_part(component: str, part: str) -> bool:
+    """A scope's part names a folder or file: the file's whole name when it has a dot, else the name
+    less its extension, one of its words (`types`, default_types.rs), or its end (`pki`, caddypki)."""
+    squashed = re.sub(r"[^a-z0-9.]", "", component.lower())
+    if "." in part:
+        return squashed == part
+    stem = squashed.split(".")[0]
+    words = split_identifier(component.split(".")[0])
+    return part == stem or part in words or (len(part) > 2 and stem.endswith(part))
 
 
 def _path_share(path: str, words: frozenset[str]) -> float:

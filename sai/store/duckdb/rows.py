@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -16,8 +15,7 @@ import pyarrow as pa
 
 from sai.errors import StoreError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta  # noqa: F401 (the store's row types)
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+from sai.settings import COLLECTION_RE
 
 
 def extension_path(name: str) -> str:
@@ -35,7 +33,7 @@ _COMPANIONS = ("__files", "__terms", "__postings", "__changes")  # a collection'
 
 def check_collection(collection: str) -> None:
     """The collection is the one identifier SQL is built with: refuse anything but a name."""
-    if not _IDENT.match(collection) or collection.endswith(_COMPANIONS):
+    if not COLLECTION_RE.match(collection) or collection.endswith(_COMPANIONS):
         raise StoreError(f"invalid collection name {collection!r}")
 
 

@@ -1,4 +1,4 @@
-"""The bucketed cosine pass (sai/duplicates/candidates.py): what it finds, that every edge it
+"""The bucketed cosine pass (sai/duplicates/buckets.py): what it finds, that every edge it
 reports is exact, the rounds its threshold needs, and where it takes over from the exact pass."""
 
 from __future__ import annotations
@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sai.duplicates import candidates
-from sai.duplicates import edges as duplicates
+from sai.duplicates import buckets
+from sai.duplicates import score as duplicates
+from sai.duplicates.edges import Edges, Nesting, Shapes
 from sai.text import shape
 
 
-def _pairs(edges: duplicates.Edges) -> set[tuple[int, int]]:
+def _pairs(edges: Edges) -> set[tuple[int, int]]:
     return set(zip(edges.i.tolist(), edges.j.tolist(), strict=True))
 
 
@@ -36,10 +37,10 @@ def test_bucketed_pass_finds_planted_near_duplicates_among_many_random_vectors()
     # rows 600 and 601 are a planted pair in one file, one holding the other: never a pair
     files, starts, ends = [f"f{i}.py" for i in range(len(matrix))], [1] * len(matrix), [9] * len(matrix)
     files[601], starts[601], ends[601] = files[600], 2, 5
-    nesting = duplicates.Nesting.of(files, starts, ends)
+    nesting = Nesting.of(files, starts, ends)
     extra, _ = _planted(2, 64, pairs=1, cosine=0.9, seed=9)
     matrix[600:602] = extra
-    edges = candidates.bucketed_edges(matrix, top_k=5, min_score=0.8, nesting=nesting)
+    edges = buckets.bucketed_edges(matrix, top_k=5, min_score=0.8, nesting=nesting)
     found = _pairs(edges)
     assert all((a, b) in found and (b, a) in found for a, b in planted)
     assert (600, 601) not in found and (601, 600) not in found
@@ -52,13 +53,13 @@ def test_bucketed_pass_finds_planted_near_duplicates_among_many_random_vectors()
 
 def test_bucketed_pass_agrees_with_the_exact_one_on_clustered_vectors(monkeypatch):
     # groups of near-copies, a bucket of identical rows larger than a tile, and top_k cuts
-    monkeypatch.setattr(candidates, "TILE", 256)
+    monkeypatch.setattr(buckets, "TILE", 256)
     rng = np.random.default_rng(11)
     centres = _unit(rng.standard_normal((200, 32)))
     matrix = _unit(np.repeat(centres, 10, axis=0) + 0.05 * rng.standard_normal((2000, 32)))
     matrix = np.vstack([matrix, np.repeat(matrix[:1], 300, axis=0)])
     exact = duplicates.neighbour_edges(matrix, top_k=4, min_score=0.9)
-    got = candidates.bucketed_edges(matrix, top_k=4, min_score=0.9)
+    got = buckets.bucketed_edges(matrix, top_k=4, min_score=0.9)
     want = _pairs(exact)
     have = _pairs(got)
     assert len(have) == len(got)  # a pair found in several rounds is held once
@@ -76,21 +77,21 @@ def test_bucketed_pass_agrees_with_the_exact_one_on_clustered_vectors(monkeypatc
 
 
 def test_rounds_follow_the_threshold_and_catch_a_pair_at_it_with_the_chance_asked():
-    bits = candidates.hash_bits(1_000_000)
-    assert bits == 10 and candidates.hash_bits(100_000) == 7  # about BUCKET_ROWS rows a bucket
-    plain = candidates.tables_needed(0.8, bits=bits, shaped=False)
-    assert candidates.caught(0.8, bits=bits, tables=plain) >= candidates.RECALL
-    assert candidates.caught(0.8, bits=bits, tables=plain - 1) < candidates.RECALL
-    assert candidates.tables_needed(0.9, bits=bits, shaped=False) < plain  # a higher cosine: fewer rounds
-    shaped = candidates.tables_needed(0.75, bits=bits, shaped=True)
+    bits = buckets.hash_bits(1_000_000)
+    assert bits == 10 and buckets.hash_bits(100_000) == 7  # about BUCKET_ROWS rows a bucket
+    plain = buckets.tables_needed(0.8, bits=bits, shaped=False)
+    assert buckets.caught(0.8, bits=bits, tables=plain) >= buckets.RECALL
+    assert buckets.caught(0.8, bits=bits, tables=plain - 1) < buckets.RECALL
+    assert buckets.tables_needed(0.9, bits=bits, shaped=False) < plain  # a higher cosine: fewer rounds
+    shaped = buckets.tables_needed(0.75, bits=bits, shaped=True)
     assert shaped < plain
     # with the shape bands beside it, a pair scoring 0.75 is missed by both sides at most 1% of the time
     for similarity in np.linspace(0, 0.75, 76):
         cosine = max(0.8, 1.5 - similarity)
         if cosine <= 1:
             shape_miss = (1 - similarity**shape.BAND_ROWS) ** shape.BANDS
-            cosine_miss = 1 - candidates.caught(cosine, bits=bits, tables=shaped)
-            assert shape_miss * cosine_miss <= 1 - candidates.RECALL + 1e-9
+            cosine_miss = 1 - buckets.caught(cosine, bits=bits, tables=shaped)
+            assert shape_miss * cosine_miss <= 1 - buckets.RECALL + 1e-9
 
 
 def test_switch_over_to_buckets_honours_the_row_count(monkeypatch):
@@ -98,9 +99,9 @@ def test_switch_over_to_buckets_honours_the_row_count(monkeypatch):
     rng = np.random.default_rng(2)
     matrix = _unit(rng.standard_normal((601, 8)))
     exact = duplicates.neighbour_edges(matrix, top_k=600, min_score=0.0)
-    bucketed = candidates.bucketed_edges(matrix, top_k=600, min_score=0.0)
+    bucketed = buckets.bucketed_edges(matrix, top_k=600, min_score=0.0)
     assert _pairs(exact) != _pairs(bucketed)
-    monkeypatch.setattr(candidates, "BUCKETED_FROM", 601)
+    monkeypatch.setattr(buckets, "BUCKETED_FROM", 601)
     at = duplicates.neighbour_edges(matrix, top_k=600, min_score=0.0)
     below = duplicates.neighbour_edges(matrix[:600], top_k=600, min_score=0.0)
     seeded = duplicates.neighbour_edges(matrix, top_k=600, min_score=0.0, queries=np.arange(601))
@@ -123,9 +124,9 @@ def test_duplicate_edges_through_buckets_find_shape_and_cosine_copies(monkeypatc
         matrix[a + 2] = 0.97 * matrix[a] + 0.243 * matrix[a + 2]
         sigs[a + 2, :40], sizes[a + 2] = sigs[a, :40], 10
     matrix = _unit(matrix)
-    shapes = duplicates.Shapes(sigs, sizes, np.ones(n, bool))
+    shapes = Shapes(sigs, sizes, np.ones(n, bool))
     exact = duplicates.duplicate_edges(matrix, shapes, top_k=3, min_score=min_score)
-    monkeypatch.setattr(candidates, "BUCKETED_FROM", 2)
+    monkeypatch.setattr(buckets, "BUCKETED_FROM", 2)
     got = duplicates.duplicate_edges(matrix, shapes, top_k=3, min_score=min_score)
     want = _pairs(exact)
     have = _pairs(got)

@@ -1,13 +1,13 @@
 """Cosine neighbours without all pairs: random-hyperplane (SimHash) buckets, verified exactly.
 
-Above BUCKETED_FROM rows the exact pass of sai/duplicates/edges.py, whose work grows with n^2,
-gives way to this one. Each of `tables` rounds draws `bits` random Gaussian hyperplanes and
-puts every row in the bucket of its sign pattern; within each bucket every pair is computed
-exactly (a bucket of about BUCKET_ROWS rows is one matrix product; a larger one, a tight
-group of near-copies, goes through the exact tiled pass; a bucket of ~1,000 rows keeps BLAS's
-threads busy, where products of ~200 rows spent more time waiting for them on a loaded
-machine than computing), so every edge reported carries its
-true cosine and only recall can be lost. Two rows at angle t fall on the same side of one
+Above BUCKETED_FROM rows the exact pass of sai/duplicates/exact.py, whose work grows with n^2,
+gives way to this one (the choice: sai/duplicates/score.py). Each of `tables` rounds draws
+`bits` random Gaussian hyperplanes and puts every row in the bucket of its sign pattern; within
+each bucket every pair is computed exactly (a bucket of about BUCKET_ROWS rows is one matrix
+product; a larger one, a tight group of near-copies, goes through the exact tiled pass; a
+bucket of ~1,000 rows keeps BLAS's threads busy, where products of ~200 rows spent more time
+waiting for them on a loaded machine than computing), so every edge reported carries its true
+cosine and only recall can be lost. Two rows at angle t fall on the same side of one
 random hyperplane with probability 1 - t/pi, so they share a bucket in one round with
 probability p^bits and are missed by all rounds with probability (1 - p^bits)^tables.
 
@@ -18,7 +18,7 @@ then ~ n * BUCKET_ROWS per round, not n^2), and `tables` from the threshold:
 - for the duplicate score, the cosine side is not alone: a pair with shape similarity J is also
   a candidate through shape.band_pairs unless its bands all differ, (1 - J^4)^16. A pair scoring
   min_score needs cosine >= 2 * min_score - J when J < min_score (the shape weighs at least half,
-  sai/duplicates/edges.py), so the rounds are enough when, for every J, missing it on both
+  sai/duplicates/score.py), so the rounds are enough when, for every J, missing it on both
   sides, (1 - J^4)^16 * (1 - p(c)^bits)^tables at that cosine c, stays within 1 - RECALL.
   At min_score 0.75 and 1M rows (10 bits) that is 11 rounds, where cosine alone at 0.8 takes 44.
 """
@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-from sai.duplicates.edges import COMPACT_AT, TILE, Edges, Nesting, _keep_top_k, _TopK, neighbour_edges
+from sai.duplicates.edges import Edges, Nesting, TopK, keep_top_k
+from sai.duplicates.exact import TILE, exact_edges
 from sai.text import shape
 
 BUCKETED_FROM = 200_000  # rows from which buckets replace the exact pass (measured: docs/design.md)
@@ -85,7 +86,7 @@ def bucketed_edges(
     n, dim = matrix.shape
     bits = hash_bits(n)
     tables = tables_needed(min_score if shaped_at is None else shaped_at, bits=bits, shaped=shaped_at is not None)
-    kept = _TopK(top_k, limit=max(COMPACT_AT, 2 * n * top_k), distinct_in=n)
+    kept = TopK(top_k, rows=n, distinct=True)
     for table in range(tables):
         planes = np.random.default_rng(SEED + table).standard_normal((dim, bits)).astype(np.float32)
         for rows in _buckets(_keys(matrix, planes)):
@@ -116,10 +117,9 @@ def _bucket_edges(
     matrix: np.ndarray, rows: np.ndarray, min_score: float, *, top_k: int, nesting: Nesting | None
 ) -> Edges:
     """Every pair of the bucket at cosine >= min_score, cut to each row's top_k."""
-    sub = None if nesting is None else Nesting(nesting.file[rows], nesting.start[rows], nesting.end[rows])
+    sub = None if nesting is None else nesting.take(rows)
     if len(rows) > TILE:  # a tight group: the exact tiled pass keeps its memory to a tile
-        every = None if len(rows) < BUCKETED_FROM else np.arange(len(rows))  # exact, whatever the size
-        edges = neighbour_edges(matrix[rows], top_k=top_k, min_score=min_score, queries=every, nesting=sub)
+        edges = exact_edges(matrix[rows], top_k=top_k, min_score=min_score, nesting=sub)
         return Edges(rows[edges.i], rows[edges.j], edges.s)
     vectors = matrix[rows]
     block = vectors @ vectors.T
@@ -129,4 +129,4 @@ def _bucket_edges(
         keep = ~sub.excluded(r, c)
         r, c = r[keep], c[keep]
     edges = Edges(rows[r], rows[c], block[r, c])
-    return _keep_top_k(edges, top_k) if len(edges) > top_k * len(rows) else edges
+    return keep_top_k(edges, top_k) if len(edges) > top_k * len(rows) else edges

@@ -1,0 +1,164 @@
+"""Small DuckDB stores of random vectors for the store tests (tests/store, tests/indexing), and the
+checks that their answers equal an exact scan of the file or copies read whole by a new process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from sai.models import FileRow, IndexMeta, NewChunk, chunk_id
+from sai.store.duckdb import DuckDBStore
+from sai.store.duckdb.chunk_reads import ChunkReads
+from sai.store.duckdb.sidecar import Manifest, Sidecar
+from sai.text.lexical import lexemes, query_lexemes
+
+DIM = 16
+COLLECTION = "code"
+META = IndexMeta(backend="duckdb", embedder="ollama", model="nomic-embed-text", prefix_style="nomic",
+                 vector_dim=DIM, chunker="ast", chunker_version=1)
+REPO = Path(__file__).resolve().parents[1]  # the checkout, for subprocesses
+
+# Shared by the subprocess scripts: write `count` chunks of file `key` with vectors drawn from `seed`.
+HELPERS = f"""
+import sys, os, time, signal
+import numpy as np
+from pathlib import Path
+from sai.models import FileRow, NewChunk
+from sai.store.duckdb import DuckDBStore
+DIM = {DIM}
+def chunks(key, count, seed):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((count, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    rows = [NewChunk(path=key, language="python", start_line=k + 1, end_line=k + 1, symbol=None,
+                     text=f"{{key}} {{seed}} {{k}}", content_hash=f"{{key}}-{{seed}}-{{k}}", file_hash=f"{{seed}}",
+                     no_duplicate=False, lexemes="x", shape=None) for k in range(count)]
+    return [FileRow(key, 1, seed, f"{{seed}}", count)], rows, v
+"""
+WORDS = ("parse", "header", "socket", "config", "compress", "encode", "body", "retry", "json", "tree",
+         "walk", "date", "quote", "split", "error", "stream")
+QUERIES = ("parse header", "compress the body", "retry json socket", "walk tree date", "quote split error")
+
+
+def subprocess_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def exact_top(db: Path, query: np.ndarray, k: int, *, paths: set[str] | None = None,
+           language: str | None = None) -> list[tuple[int, float]]:
+    """The top k by an exact scan of what the DuckDB file holds, read by a connection of its own."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(f"SELECT id, path, language, embedding FROM {COLLECTION} "
+                           "WHERE embedding IS NOT NULL").fetchall()
+    finally:
+        con.close()
+    rows = [r for r in rows if (paths is None or r[1] in paths) and (language is None or r[2] == language)]
+    if not rows:
+        return []
+    ids = np.array([r[0] for r in rows])
+    scores = np.array([r[3] for r in rows], np.float32) @ query
+    order = np.lexsort((ids, -scores))[:k]
+    return [(int(ids[i]), float(scores[i])) for i in order]
+
+
+def assert_same(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
+    assert [i for i, _ in found] == [i for i, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected], abs=1e-5)
+
+
+def unit_queries(n: int = 5) -> np.ndarray:
+    q = np.random.default_rng(99).standard_normal((n, DIM)).astype(np.float32)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def assert_nearest_exact(store: DuckDBStore, db: Path) -> None:
+    with store.read() as reader:
+        for q in unit_queries():
+            assert_same(reader.nearest(q, 10), exact_top(db, q, 10))
+            scope_paths = {"src/f1.py", "src/f2.py", "src/f7.py"}
+            table = reader.conn.vector_table()
+            assert_same(table.nearest(q, 4, mask=table.mask(paths=scope_paths)), exact_top(db, q, 4, paths=scope_paths))
+            assert_same(table.nearest(q, 6, mask=table.mask(language="rust")), exact_top(db, q, 6, language="rust"))
+
+
+def manifest_of(db: Path) -> Manifest:
+    found = Manifest.read(Sidecar.beside(db, COLLECTION).manifest_path)
+    assert found is not None
+    return found
+
+
+def worded_chunks(key: str, count: int, seed: int) -> tuple[list[FileRow], list[NewChunk], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((count, DIM)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    texts = [" ".join(rng.choice(WORDS, 6)) + f" {key} s{seed} k{k}" for k in range(count)]
+    rows = [NewChunk(path=key, language="python" if k % 3 else "rust", start_line=k + 1, end_line=k + 1,
+                     symbol=str(rng.choice(WORDS)) if k % 2 else None, text=text,
+                     content_hash=f"{key}-{seed}-{k}", file_hash=str(seed), no_duplicate=False,
+                     lexemes=lexemes(text, path=key, symbol=None), shape=None)
+            for k, text in enumerate(texts)]
+    return [FileRow(key, 1, seed, str(seed), count)], rows, v
+
+
+def build_worded(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
+    store = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+    with store.write() as writer:
+        writer.create(META)
+        for f in range(files):
+            writer.replace_files(*worded_chunks(f"src/f{f}.py", per_file, seed=f))
+    return store
+
+
+def answers_of(store: DuckDBStore) -> tuple[list[object], ...]:
+    """Every BM25 answer (whole and scoped), every chunk row and symbol look-ups, as this store's
+    copies give them (after the vector table, as a hybrid search reads them)."""
+    with store.read() as reader:
+        conn = reader.conn  # type: ignore[attr-defined]
+        conn.vector_table()
+        ids = [r[0] for r in conn.con.execute(f"SELECT id FROM {COLLECTION} ORDER BY id").fetchall()]
+        scope = np.asarray(ids[::3], np.int64)
+        hits = [conn.lexical(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
+        rows = conn.row_table().rows(ids + [10**6], lambda t: t.to_pylist())
+        symbols = reader.symbols()
+        defined = [[(d.symbol, d.path, d.start_line, d.chunk_id, d.match) for d in symbols.lookup(w[:k], limit=30)]
+                   for w in WORDS for k in (2, len(w))]
+        named = [symbols.row_id(chunk_id(r["path"], r["start_line"], r["end_line"], r["content_hash"])) for r in rows]
+    return [[(i, round(s, 9)) for i, s in found] for found in hits], rows, defined, named
+
+
+def assert_same_as_read_whole(store: DuckDBStore, db: Path) -> None:
+    """`store`'s copies (patched, or mapped from the shared files) answer as copies read whole
+    from DuckDB by a new process (the shared files removed first, so it cannot map them)."""
+    held = answers_of(store)
+    for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
+        shared.unlink()
+    fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
+    try:
+        assert held == answers_of(fresh)
+    finally:
+        fresh.close()
+
+
+def forbid_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a whole read of the rows, the postings or the symbols fail: what a process mapping the files never does."""
+    real_rows, real_postings = ChunkReads.row_rows, ChunkReads.lexicon_rows
+
+    def rows(self: ChunkReads, ids: np.ndarray | None = None) -> object:
+        assert ids is not None, "the row table was read whole"
+        return real_rows(self, ids)
+
+    def postings(self: ChunkReads, ids: np.ndarray | None = None, *, after_termid: int = -1) -> object:
+        assert ids is not None, "the postings were read whole"
+        return real_postings(self, ids, after_termid=after_termid)
+
+    def symbols(self: ChunkReads) -> object:
+        raise AssertionError("the symbol rows were read whole")
+
+    monkeypatch.setattr(ChunkReads, "row_rows", rows)
+    monkeypatch.setattr(ChunkReads, "lexicon_rows", postings)
+    monkeypatch.setattr(ChunkReads, "symbol_rows", symbols)
