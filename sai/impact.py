@@ -13,7 +13,7 @@ from sai.duplicates.copies import near_copies
 from sai.models import ChangedUnit, ChunkRow, Copy, Impact
 from sai.project import Project
 from sai.query.calls import callers_of
-from sai.query.references import open_references
+from sai.query.references import KnownUses, open_references
 from sai.source.git import changed_lines
 from sai.store import IndexReader
 
@@ -32,7 +32,8 @@ def impact(project: Project, *, since: str | None = None, limit: int = 10) -> Im
 
         copies = near_copies(reader, changed, keep=outside, min_score=project.config.similarity.duplicate_min_score,
                              limit=COPIES_PER_UNIT)
-        units = [_unit(reader, row, copies.get(row.id, [])) for row in changed]
+        known = KnownUses(reader, [row.symbol for row in changed if row.symbol])
+        units = [_unit(reader, row, copies.get(row.id, []), known) for row in changed]
     units.sort(key=lambda u: (u.symbol is None, -len(u.copies), -(len(u.callers) + u.callers_more), u.path,
                               u.start_line))
     shown = max(1, int(limit))
@@ -52,8 +53,8 @@ def _overlaps(row: ChunkRow, ranges: list[tuple[int, int]]) -> bool:
     return any(first <= row.end_line and row.start_line <= last for first, last in ranges)
 
 
-def _unit(reader: IndexReader, row: ChunkRow, copies: list[Copy]) -> ChangedUnit:
-    callers, more = callers_of(reader, row.symbol, limit=CALLERS_PER_UNIT) if row.symbol else ([], 0)
+def _unit(reader: IndexReader, row: ChunkRow, copies: list[Copy], known: KnownUses) -> ChangedUnit:
+    callers, more = callers_of(reader, row.symbol, limit=CALLERS_PER_UNIT, known=known) if row.symbol else ([], 0)
     return ChangedUnit(symbol=row.symbol, kind=row.kind, path=row.path, start_line=row.start_line,
                        end_line=row.end_line, chunk_id=row.chunk_id, callers=tuple(callers), callers_more=more,
                        copies=tuple(copies))

@@ -24,19 +24,21 @@ def near_copies(
         return {}
     position = {row.id: index for index, row in enumerate(rows)}
     sigs, sizes, known = shape.signatures(blobs)
-    admitted = np.array([keep(row) for row in rows], dtype=np.bool_) & known
+    admitted = np.flatnonzero(np.array([keep(row) for row in rows], dtype=np.bool_) & known)
+    vectors = matrix[admitted]  # gathered once: a diff after a merge has hundreds of targets
     out: dict[int, list[Copy]] = {}
     for target in targets:
         at = position.get(target.id)
         if at is None or not known[at]:
             continue
-        candidates = np.flatnonzero(admitted)
-        candidates = candidates[candidates != at]
-        cosine = matrix[candidates] @ matrix[at]
+        others = admitted != at
+        candidates = admitted[others]
+        cosine = (vectors @ matrix[at])[others]
         similarity = shape.similarity(sigs, np.full(len(candidates), at), candidates)
         score = duplicate_score(cosine, similarity, np.minimum(sizes[candidates], sizes[at]))
-        best = np.argsort(-score, kind="stable")[:limit]
-        out[target.id] = [_copy(rows[candidates[i]], float(score[i])) for i in best if score[i] >= min_score]
+        passing = np.flatnonzero(score >= min_score)
+        best = passing[np.argsort(-score[passing], kind="stable")[:limit]]
+        out[target.id] = [_copy(rows[candidates[i]], float(score[i])) for i in best]
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from sai.errors import UsageError
 from sai.models import CallNode, CallTree, Definition, Reference, Use
 from sai.project import Project
-from sai.query.references import UseFilter, open_references, resolver_for, split_name, uses_of
+from sai.query.references import KnownUses, UseFilter, open_references, resolver_for, split_name
 from sai.store import IndexReader
 
 MAX_DEPTH = 5
@@ -49,9 +49,11 @@ def callees(project: Project, name: str, *, depth: int = 1, limit: int = 10) -> 
     return CallTree(name=name.strip(), direction="callees", depth=depth, roots=tuple(roots), more=more)
 
 
-def callers_of(reader: IndexReader, name: str, *, limit: int) -> tuple[list[CallNode], int]:
-    """The units calling `name`, one level (what `sai impact` shows of each changed unit), and how many more."""
-    return _callers(reader, name, 1, limit, frozenset(), _Budget())
+def callers_of(reader: IndexReader, name: str, *, limit: int,
+               known: KnownUses | None = None) -> tuple[list[CallNode], int]:
+    """The units calling `name`, one level (what `sai impact` shows of each changed unit), and how many more;
+    `known` holds `name`'s uses when they were read with others'."""
+    return _callers(reader, name, 1, limit, frozenset(), _Budget(), known)
 
 
 def _checked(depth: int, limit: int) -> tuple[int, int]:
@@ -68,9 +70,9 @@ def _definitions(reader: IndexReader, name: str) -> list[Definition]:
 
 
 def _callers(reader: IndexReader, name: str, depth: int, limit: int, ancestors: frozenset[_Key],
-             budget: _Budget) -> tuple[list[CallNode], int]:
+             budget: _Budget, known: KnownUses | None = None) -> tuple[list[CallNode], int]:
     groups: dict[tuple[str, str | None, int, int], list[Use]] = defaultdict(list)
-    for use in uses_of(reader, name, _CALLS):
+    for use in (known or KnownUses(reader, [name])).of(name, _CALLS):
         ref = use.reference
         groups[(ref.path, ref.unit, ref.unit_start, ref.unit_end)].append(use)
     ordered = sorted(groups.items(), key=lambda g: (not any(u.resolved for u in g[1]), g[0][0], g[0][2]))

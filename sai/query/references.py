@@ -79,11 +79,27 @@ def open_references(project: Project) -> Iterator[IndexReader]:
 
 def uses_of(reader: IndexReader, name: str, wanted: UseFilter = UseFilter()) -> list[Use]:
     """Every use of `name` that `wanted` admits, narrowed by its qualifier, each resolved or not."""
-    qualifier, last = split_name(name)
-    refs = [ref for ref in reader.references([last]) if wanted.admits(ref)]
-    resolver = resolver_for(reader, {last})
-    uses = [Use(ref, target is not None, target) for ref in refs for target in [resolver.resolve(ref)]]
-    return [u for u in uses if _narrowed(u, qualifier)] if qualifier else uses
+    return KnownUses(reader, [name]).of(name, wanted)
+
+
+class KnownUses:
+    """The stored uses of some names, read in one query and resolved by one resolver: `sai impact`
+    asks for the callers of every unit a diff changes (hundreds after a merge), and a query per
+    name cost it ~3 ms each."""
+
+    def __init__(self, reader: IndexReader, names: list[str]) -> None:
+        lasts = sorted({split_name(name)[1] for name in names})
+        self._refs: dict[str, list[Reference]] = {last: [] for last in lasts}
+        for ref in reader.references(lasts):
+            self._refs[ref.name].append(ref)
+        self._resolver = resolver_for(reader, set(lasts))
+
+    def of(self, name: str, wanted: UseFilter = UseFilter()) -> list[Use]:
+        """uses_of(name, wanted) for one of the names given."""
+        qualifier, last = split_name(name)
+        refs = [ref for ref in self._refs[last] if wanted.admits(ref)]
+        uses = [Use(ref, target is not None, target) for ref in refs for target in [self._resolver.resolve(ref)]]
+        return [u for u in uses if _narrowed(u, qualifier)] if qualifier else uses
 
 
 def split_name(name: str) -> tuple[str, str]:

@@ -20,8 +20,8 @@ from sai.errors import SaiError
 from sai.indexing import indexer
 from sai.models import CallNode
 from sai.project import Project
-from sai.query.calls import callees, callers
-from sai.query.references import find_references
+from sai.query.calls import callees, callers, callers_of
+from sai.query.references import KnownUses, find_references, open_references
 
 PINGPONG = '''\
 def ping(n):
@@ -90,6 +90,15 @@ def test_callees_follow_resolved_definitions_until_the_cycle(project: Project) -
     tree = callees(project, "start", depth=3)
     assert shape(tree.roots) == [("ping", False, [("pong", False, [("ping", True, [])])])]
     assert tree.roots[0].path == "game/pingpong.py" and tree.roots[0].chunk_id
+
+
+def test_callers_read_with_other_names_in_one_query_are_those_read_alone(project: Project) -> None:
+    names = ["ping", "pong", "net_price", "start", "nowhere", "Cart.checkout"]
+    with open_references(project) as reader:
+        known = KnownUses(reader, names)
+        together = [callers_of(reader, name, limit=5, known=known) for name in names]
+        alone = [callers_of(reader, name, limit=5) for name in names]
+    assert together == alone and together[2][0][0].path == "shop/cart.py"
 
 
 def test_a_depth_beyond_the_limit_is_refused(project: Project) -> None:
