@@ -16,7 +16,10 @@ higher cosines), and prints:
 - recall@10 of the vector scan against an exact scan of the same rows;
 - find_similar from a stored chunk and from a snippet; a watcher's start over the whole tree and
   the time from a saved file to the batch that re-indexed it;
-- status, a symbol look-up after a write, and find_duplicates' time and peak RSS (a subprocess).
+- status, a symbol look-up after a write, and find_duplicates' time and peak RSS (a subprocess);
+- following the code: `find_references` and `callers` p50/p95 for names drawn from the stored
+  definitions, and `impact` after an edit of one function (the tree committed to a git repository
+  once, the edit refreshed, impact asked against HEAD; the edit then undone), in a warm process.
 
 Tree, index and figures are cached under `--cache` (reused when present).
 
@@ -53,9 +56,12 @@ sys.path.insert(0, str(REPO))
 from sai import find_duplicates, find_similar, index, refresh, search, status  # noqa: E402
 from sai.chunking import make_chunker  # noqa: E402
 from sai.config import load_config  # noqa: E402
+from sai.impact import impact  # noqa: E402
 from sai.indexing.watch import Watcher  # noqa: E402
 from sai.project import Project  # noqa: E402
+from sai.query.calls import callers  # noqa: E402
 from sai.query.lookup import find_symbol  # noqa: E402
+from sai.query.references import find_references  # noqa: E402
 from sai.settings import ALWAYS_PRUNED, SCHEMA  # noqa: E402
 from sai.source.files import has_generated_marker  # noqa: E402
 
@@ -331,6 +337,39 @@ def similar_latency(project: Project, keys: list[str], queries: int) -> dict[str
     return {"chunk": pct(by_chunk), "code": pct(by_code)}
 
 
+def following(project: Project, root: Path, keys: list[str], queries: int) -> dict[str, Any]:
+    """refs, callers and impact p50/p95, warm (the docstring's last item)."""
+    with project.store.read() as reader:
+        units = [row for key in keys[:queries] for row in reader.chunks_of_file(key)
+                 if row.symbol and row.kind in ("function", "method")]
+    units = units[:: max(1, len(units) // queries)][:queries]
+    names = [u.symbol.rsplit(".", 1)[-1] for u in units]
+    find_references(project, names[0])  # the symbol table built once, as a server holds it
+    timings: dict[str, list[float]] = {"refs": [], "callers": [], "impact": []}
+    for name in names:
+        for label, ask_one in (("refs", find_references), ("callers", callers)):
+            start = time.perf_counter()
+            ask_one(project, name)
+            timings[label].append(time.perf_counter() - start)
+    if not (root / ".git").is_dir():
+        for args in (("init", "-q"), ("add", "-A"), ("-c", "user.name=s", "-c", "user.email=s@example.com",
+                                                     "commit", "-qm", "tree")):
+            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    for unit in units:
+        path = root / unit.path
+        original = path.read_text(encoding="utf-8")
+        lines = original.splitlines(keepends=True)
+        lines[unit.end_line - 1] = lines[unit.end_line - 1].rstrip("\n") + "  # scale probe\n"  # the unit's last line
+        path.write_text("".join(lines), encoding="utf-8")
+        refresh(project, [unit.path])
+        start = time.perf_counter()
+        impact(project)
+        timings["impact"].append(time.perf_counter() - start)
+        path.write_text(original, encoding="utf-8")
+        refresh(project, [unit.path])
+    return {label: pct(values) for label, values in timings.items()} | {"names": len(names)}
+
+
 def watch_latency(project: Project, root: Path, key: str, saves: int = 3) -> dict[str, Any]:
     """A watcher over the whole tree: how long it takes to start (its first, no-op, index run)
     and, per saved file, from the save to the batch that re-indexed it, and its process's RSS."""
@@ -576,6 +615,8 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     print(f"memory: one {results['rss_one']}; four {results['rss_four']}", flush=True)
     results["watch"] = watch_latency(project, root, probe)
     print(f"watch: {results['watch']}", flush=True)
+    results["following"] = following(project, root, sorted(sizes), args.queries)
+    print(f"following the code: {results['following']}", flush=True)
     project.close()
 
     if not args.skip_duplicates:
