@@ -576,6 +576,11 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
 
     with project.store.read() as reader:
         sizes = {k: r.chunk_count for k, r in reader.files().items() if r.chunk_count >= 4}
+    if args.following_only:  # the section below alone, on the tree built before
+        results["following"] = following(project, root, sorted(sizes), args.queries)
+        print(f"following the code: {results['following']}", flush=True)
+        project.close()
+        return results
     selective = min(sizes, key=lambda k: (sizes[k], k))
     probe = max(sizes, key=lambda k: (sizes[k] < 40, sizes[k], k))  # a mid-size file to refresh
     filters = {"none": {}, f"glob {selective}": {"path_glob": selective}, "language py": {"language": "py"}}
@@ -638,6 +643,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=20, help="queries per mode and filter")
     parser.add_argument("--skip-duplicates", action="store_true")
     parser.add_argument("--build-only", action="store_true", help="build (or find) the index, measure nothing")
+    parser.add_argument("--following-only", action="store_true",
+                        help="build (or find) the index, measure refs, callers and impact alone")
     parser.add_argument("--duplicates-timeout", type=float, default=1200)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
@@ -682,7 +689,7 @@ def main() -> int:
         if server.stdin is not None:
             server.stdin.close()
         server.wait()
-    out = args.cache / f"results-{args.chunks}.json"
+    out = args.cache / f"results-{args.chunks}{'-following' if args.following_only else ''}.json"
     out.write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(json.dumps(results, indent=1))
     return 0

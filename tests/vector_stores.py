@@ -15,6 +15,7 @@ from sai.store.duckdb import DuckDBStore
 from sai.store.duckdb.chunk_reads import ChunkReads
 from sai.store.duckdb.sidecar import Manifest, Sidecar
 from sai.text.lexical import lexemes, query_lexemes
+from sai.text.shape import SIGNATURE_SIZE
 
 DIM = 16
 COLLECTION = "code"
@@ -78,7 +79,12 @@ def unit_queries(n: int = 5) -> np.ndarray:
 
 def assert_nearest_exact(store: DuckDBStore, db: Path) -> None:
     with store.read() as reader:
-        for q in unit_queries():
+        queries = unit_queries()
+        # each query without its own best hit (the last: an id the index does not hold), asked together
+        excluded = [exact_top(db, q, 1)[0][0] for q in queries[:-1]] + [10**6]
+        for q, e, found in zip(queries, excluded, reader.nearest_each(queries, 10, exclude=excluded), strict=True):
+            assert_same(found, [hit for hit in exact_top(db, q, 11) if hit[0] != e][:10])
+        for q in queries:
             assert_same(reader.nearest(q, 10), exact_top(db, q, 10))
             scope_paths = {"src/f1.py", "src/f2.py", "src/f7.py"}
             table = reader.conn.vector_table()
@@ -97,10 +103,13 @@ def worded_chunks(key: str, count: int, seed: int) -> tuple[list[FileRow], list[
     v = rng.standard_normal((count, DIM)).astype(np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     texts = [" ".join(rng.choice(WORDS, 6)) + f" {key} s{seed} k{k}" for k in range(count)]
+    # shape signatures of minima drawn from 4 values: chunks share some by chance (every 4th has none)
+    shapes = [np.append(rng.integers(0, 4, SIGNATURE_SIZE), 20).astype("<u4").tobytes() if k % 4 else None
+              for k in range(count)]
     rows = [NewChunk(path=key, language="python" if k % 3 else "rust", start_line=k + 1, end_line=k + 1,
                      symbol=str(rng.choice(WORDS)) if k % 2 else None, text=text,
                      content_hash=f"{key}-{seed}-{k}", file_hash=str(seed), no_duplicate=False,
-                     lexemes=lexemes(text, path=key, symbol=None), shape=None)
+                     lexemes=lexemes(text, path=key, symbol=None), shape=shapes[k])
             for k, text in enumerate(texts)]
     return [FileRow(key, 1, seed, str(seed), count)], rows, v
 
@@ -115,8 +124,9 @@ def build_worded(db: Path, files: int = 20, per_file: int = 5) -> DuckDBStore:
 
 
 def answers_of(store: DuckDBStore) -> tuple[list[object], ...]:
-    """Every BM25 answer (whole and scoped), every chunk row and symbol look-ups, as this store's
-    copies give them (after the vector table, as a hybrid search reads them)."""
+    """Every BM25 answer (whole and scoped), every chunk row, symbol look-ups and shape signatures
+    (each chunk's, and the chunks of a shape alike), as this store's copies give them (after the
+    vector table, as a hybrid search reads them)."""
     with store.read() as reader:
         conn = reader.conn  # type: ignore[attr-defined]
         conn.vector_table()
@@ -128,7 +138,11 @@ def answers_of(store: DuckDBStore) -> tuple[list[object], ...]:
         defined = [[(d.symbol, d.path, d.start_line, d.chunk_id, d.match) for d in symbols.lookup(w[:k], limit=30)]
                    for w in WORDS for k in (2, len(w))]
         named = [symbols.row_id(chunk_id(r["path"], r["start_line"], r["end_line"], r["content_hash"])) for r in rows]
-    return [[(i, round(s, 9)) for i, s in found] for found in hits], rows, defined, named
+        shapes = reader.shapes()
+        sigs, sizes = shapes.of(np.asarray(ids + [10**6]))
+        alike = [[a.tolist() for a in shapes.alike(sig, 0.4)] for sig in sigs[::7]]
+    hits = [[(i, round(s, 9)) for i, s in found] for found in hits]
+    return hits, rows, defined, named, (sigs.tolist(), sizes.tolist(), alike, len(shapes))
 
 
 def assert_same_as_read_whole(store: DuckDBStore, db: Path) -> None:
@@ -145,12 +159,17 @@ def assert_same_as_read_whole(store: DuckDBStore, db: Path) -> None:
 
 
 def forbid_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make a whole read of the rows, the postings or the symbols fail: what a process mapping the files never does."""
-    real_rows, real_postings = ChunkReads.row_rows, ChunkReads.lexicon_rows
+    """Make a whole read of the rows, the postings, the symbols or the shapes fail: what a
+    process mapping the files never does."""
+    real_rows, real_postings, real_shapes = ChunkReads.row_rows, ChunkReads.lexicon_rows, ChunkReads.shape_rows
 
     def rows(self: ChunkReads, ids: np.ndarray | None = None) -> object:
         assert ids is not None, "the row table was read whole"
         return real_rows(self, ids)
+
+    def shapes(self: ChunkReads, ids: np.ndarray | None = None) -> object:
+        assert ids is not None, "the shape signatures were read whole"
+        return real_shapes(self, ids)
 
     def postings(self: ChunkReads, ids: np.ndarray | None = None, *, after_termid: int = -1) -> object:
         assert ids is not None, "the postings were read whole"
@@ -162,3 +181,4 @@ def forbid_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ChunkReads, "row_rows", rows)
     monkeypatch.setattr(ChunkReads, "lexicon_rows", postings)
     monkeypatch.setattr(ChunkReads, "symbol_rows", symbols)
+    monkeypatch.setattr(ChunkReads, "shape_rows", shapes)

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from sai.duplicates.edges import Edges, Nesting, TopK, keep_top_k
+from sai.duplicates.edges import Edges, Nesting, TopK, cosine_floor, keep_top_k
 from sai.duplicates.exact import TILE, exact_edges
 from sai.text import shape
 
@@ -58,7 +58,7 @@ def tables_needed(min_score: float, *, bits: int, shaped: bool) -> int:
     miss = 1.0 - RECALL
     if not shaped:
         return _rounds(min_score, bits, miss)
-    floor = max(min_score, 2 * min_score - shape.FOUND_FROM)
+    floor = cosine_floor(min_score)
     needed = 1
     for similarity in np.linspace(0.0, 1.0, 201):
         cosine = max(floor, 2 * min_score - similarity) if similarity < min_score else floor

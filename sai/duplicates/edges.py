@@ -18,6 +18,14 @@ from sai.text import shape
 COMPACT_AT = 4_000_000  # candidate edges held before they are cut to each row's top k
 
 
+def cosine_floor(min_score: float) -> float:
+    """The cosine a pair needs to reach min_score when band_pairs may miss its shape (shape
+    similarity below shape.FOUND_FROM): the shape weighs at least half of a duplicate score
+    (score.shape_weight), so such a pair needs cosine >= 2 * min_score - FOUND_FROM. Conversely
+    a pair below this cosine reaches min_score only with shape similarity >= 2 * min_score - floor."""
+    return max(min_score, 2 * min_score - shape.FOUND_FROM)
+
+
 @dataclass(frozen=True)
 class Edges:
     """Directed candidate edges i -> j with similarity s (parallel arrays)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from sai.duplicates import buckets
-from sai.duplicates.edges import Edges, Nesting, Shapes, keep_top_k
+from sai.duplicates.edges import Edges, Nesting, Shapes, cosine_floor, keep_top_k
 from sai.duplicates.exact import dots, exact_edges
 from sai.text import shape
 
@@ -69,8 +69,7 @@ def duplicate_edges(
     if n < 2 or top_k <= 0:
         return Edges.empty()
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    # a pair whose shape band_pairs may miss (J < FOUND_FROM) needs cosine >= this to score min_score
-    floor = max(min_score, 2 * min_score - shape.FOUND_FROM)
+    floor = cosine_floor(min_score)
     by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting,
                                 shaped_at=min_score)
     # each part scored as it comes and cut to min_score: the candidates are never held together

@@ -126,11 +126,15 @@ _FILE_KEYS: dict[str, FileKeys] = {}  # index token -> its keys' tables (the lat
 
 
 def _file_keys(reader: IndexReader) -> FileKeys:
-    """The file keys of the index state `reader` sees, built once per state (a token names one)."""
+    """The file keys of the index state `reader` sees, read once per state (a token names one);
+    a state with the same keys as the one before (a write that changed files, added or removed
+    none) keeps its tables: building them cost 30 ms at 5,000 files, after every refresh."""
     token = reader.meta().get("token", "")
     found = _FILE_KEYS.get(token)
     if found is None or not token:
-        found = FileKeys(reader.files())
+        keys = sorted(reader.files())
+        before = next(iter(_FILE_KEYS.values()), None)
+        found = before if before is not None and before.keys == keys else FileKeys(keys)
         _FILE_KEYS.clear()
         _FILE_KEYS[token] = found
     return found

@@ -32,7 +32,6 @@ class Resolver:
     def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]]) -> None:
         self._files = files
         self._definitions = definitions  # last name segment -> its definitions
-        self._modules: dict[tuple[str, str], frozenset[str]] = {}
 
     def definitions(self, name: str) -> list[Definition]:
         """The definitions of a (last-segment) name this resolver knows."""
@@ -61,14 +60,15 @@ class Resolver:
     def module_files(self, ref: Reference) -> frozenset[str]:
         """The repository files the module `ref` was imported from may be (empty: outside it)."""
         head = ref.qualifier.split(".", 1)[0] if ref.qualifier else ""
-        key = (ref.module, posixpath.dirname(ref.path) + "\0" + head)
-        if key not in self._modules:
-            folders = ref.language == "go"  # a Go import names a package: a folder
+        folders = ref.language == "go"  # a Go import names a package: a folder
+        key = (ref.module, posixpath.dirname(ref.path), head, folders)
+        modules = self._files.modules
+        if key not in modules:
             found = self._files_of(ref.module, ref.path, folders=folders)
             if head and head != ref.module.rsplit(".", 1)[-1]:  # `from pkg import mod; mod.f()`
                 found |= self._files_of(f"{ref.module}.{head}", ref.path, folders=folders)
-            self._modules[key] = frozenset(found)
-        return self._modules[key]
+            modules[key] = frozenset(found)
+        return modules[key]
 
     def _files_of(self, module: str, source: str, *, folders: bool) -> set[str]:
         module = module.strip().strip("\"'<>")
@@ -104,6 +104,9 @@ class FileKeys:
 
     def __init__(self, keys: Iterable[str]) -> None:
         self.keys = list(keys)
+        # (module, importing folder, its qualifier's head, Go) -> the files it may be: they
+        # depend on the keys alone, so every resolver over these keys shares them
+        self.modules: dict[tuple[str, str, str, bool], frozenset[str]] = {}
 
     @cached_property
     def key_set(self) -> frozenset[str]:

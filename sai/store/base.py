@@ -35,6 +35,7 @@ import numpy as np
 
 from sai.errors import StoreCorruptError
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, Reference
+from sai.store.shapes import ShapeTable
 from sai.store.symbols import SymbolTable
 
 
@@ -125,6 +126,11 @@ class IndexReader(ABC):
         `scope`, best first. Exact on Qdrant, and on DuckDB up to 150,000 rows; above that a sign-bit
         pass picks the rows scored exactly (recall@10 0.997 against the exact scan at 1M chunks)."""
 
+    def nearest_each(self, vectors: np.ndarray, k: int, *, exclude: list[int]) -> list[list[tuple[int, float]]]:
+        """nearest(vectors[i], k, exclude=exclude[i]) over the whole index for each row: what
+        `impact` asks for every unit a diff changes. A store may answer them together."""
+        return [self.nearest(v, k, exclude=e) for v, e in zip(vectors, exclude, strict=True)]
+
     @abstractmethod
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
         """The k chunks (id, BM25) best matching the query's lexemes (sai.text.lexical.query_lexemes)
@@ -153,6 +159,12 @@ class IndexReader(ABC):
     @abstractmethod
     def symbols(self) -> SymbolTable:
         """Where names are defined and which chunk a chunk_id names (store/symbols.py)."""
+
+    def shapes(self) -> ShapeTable:
+        """Every chunk's shape signature by id (store/shapes.py): what `impact` finds copies by.
+        Read from all_chunks here; a store that holds a copy of them answers from it."""
+        rows, _, blobs = self.all_chunks()
+        return ShapeTable.of_blobs("", np.array([row.id for row in rows], dtype=np.int64), blobs)
 
     # -- pending vectors (stores with `pending_vectors`; the others never hold a chunk without one)
     def pending_count(self) -> int:

@@ -52,14 +52,16 @@ def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
     tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _indexed_tree(tmp_path, ollama_server)
-    assert sorted(_shared(root)) == ["lexicon.arrow", "rows.arrow", "symbols.arrow"]
+    assert sorted(_shared(root)) == ["lexicon.arrow", "rows.arrow", "shapes.arrow", "symbols.arrow"]
 
-    forbid_whole_reads(monkeypatch)  # a whole read of the rows, postings or symbols now fails
+    forbid_whole_reads(monkeypatch)  # a whole read of the rows, postings, symbols or shapes now fails
     project = _project(root)
     try:
         hits = search(project, "gen_7 value", limit=5, mode="hybrid")
         assert hits and hits[0].path == "gen/mod_000.py"
         assert [d.symbol for d in find_symbol(project, "gen_42")] == ["gen_42"]
+        with project.store.read() as reader:  # what `sai impact` finds copies by
+            assert len(reader.shapes()) == reader.chunk_count()
     finally:
         project.close()
 

@@ -20,6 +20,7 @@ from sai.errors import SaiError
 from sai.indexing import indexer
 from sai.models import CallNode
 from sai.project import Project
+from sai.query import references
 from sai.query.calls import callees, callers, callers_of
 from sai.query.references import KnownUses, find_references, open_references
 
@@ -142,6 +143,28 @@ def test_refreshing_one_file_replaces_its_references_only(tmp_path: Path, standi
         (root / "a.py").unlink()
         indexer.refresh(project, ["a.py"])
         assert find_references(project, "k").total == 0
+    finally:
+        project.close()
+
+
+def test_imports_resolve_into_a_file_a_refresh_added(tmp_path: Path, standin: OllamaStandIn) -> None:
+    """The file keys' module tables are kept while a write leaves the set of files as it was,
+    and read again when it adds one (resolution would otherwise miss the new file)."""
+    app = "from shop.pricing import discount\n\n\ndef checkout(total):\n    return discount(total)\n"
+    root = write_tree(tmp_path, {"shop/__init__.py": "", "shop/app.py": app, "sai-cfg.yml": CONFIG})
+    project = open_served(root, standin)
+    try:
+        indexer.index(project)
+        assert [u.resolved for u in find_references(project, "discount", kinds=["call"]).uses] == [False]
+        keys = next(iter(references._FILE_KEYS.values()))
+        (root / "shop/app.py").write_text(app + "\n\ndef refund(total):\n    return discount(-total)\n")
+        indexer.refresh(project, ["shop/app.py"])
+        assert [u.resolved for u in find_references(project, "discount", kinds=["call"]).uses] == [False, False]
+        assert next(iter(references._FILE_KEYS.values())) is keys  # the same files: the same tables
+        (root / "shop/pricing.py").write_text("def discount(total):\n    return total * 0.9\n")
+        indexer.refresh(project, ["shop/pricing.py"])
+        found = find_references(project, "discount", kinds=["call"]).uses
+        assert [(u.resolved, u.target and u.target.path) for u in found] == [(True, "shop/pricing.py")] * 2
     finally:
         project.close()
 

@@ -1,4 +1,4 @@
-"""The row, BM25 and symbol tables shared through files beside the sidecar (store/duckdb/copies.py):
+"""The row, BM25, symbol and shape tables shared through files beside the sidecar (store/duckdb/copies.py):
 another process maps them instead of reading DuckDB, a later token patches the mapped copy, and
 answers equal copies read whole after writes, deletions, damage, compactions and kills."""
 
@@ -60,7 +60,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
     store = build_worded(db)
     try:
         expected = answers_of(store)
-        assert _shared(db) == ["lexicon.arrow", "rows.arrow", "symbols.arrow"]
+        assert _shared(db) == ["lexicon.arrow", "rows.arrow", "shapes.arrow", "symbols.arrow"]
         forbid_whole_reads(monkeypatch)
         other = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:
@@ -69,6 +69,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
                 lexicon = reader.conn.lexical_table()  # type: ignore[attr-defined]
                 assert not lexicon.rows.flags.owndata and not lexicon.rows.flags.writeable  # the file's pages
                 assert not reader.symbols().arrays["def_row"].flags.writeable
+                assert not reader.shapes().columns.flags.writeable
         finally:
             other.close()
     finally:
@@ -94,6 +95,7 @@ def test_a_process_at_a_later_token_patches_the_mapped_copies(
             conn.vector_table()
             rows, lexicon, symbols = conn.row_table(), conn.lexical_table(), reader.symbols()
             assert rows.added is not None and lexicon.delta is not None  # the mapped copies, patched
+            assert reader.shapes().added is not None
             assert symbols.patched_files
     try:
         assert_same_as_read_whole(later, db)

@@ -19,6 +19,7 @@ from sai.store import Scope
 from sai.store.base import Store
 from sai.store.duckdb import DuckDBStore
 from sai.store.qdrant import QdrantStore
+from sai.text.shape import SIGNATURE_SIZE
 
 BACKENDS = ["duckdb", "qdrant-local", "memory"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
 DIM = 8
@@ -60,10 +61,16 @@ def store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
 def _chunk(key: str, language: str | None, start: int, end: int, symbol: str | None, kind: str | None,
            lexemes: str, *, version: int = 0) -> NewChunk:
     text = f"# {symbol or 'notes'} v{version}\n" + "\n".join(f"line {n}" for n in range(start, end))
-    shape = bytes([start, end]) * 4 if symbol else None
+    shape = _signature(start, end) if symbol else None
     return NewChunk(path=key, language=language, start_line=start, end_line=end, symbol=symbol, text=text,
                     content_hash=f"h:{key}:{start}:{end}:{version}", file_hash=f"f:{key}:{version}",
                     no_duplicate=symbol == "renderAll", lexemes=lexemes, shape=shape, kind=kind)
+
+
+def _signature(start: int, end: int) -> bytes:
+    """A stored shape signature (sai/text/shape.py's layout): SIGNATURE_SIZE minima, then the element count."""
+    minima = np.arange(SIGNATURE_SIZE) + 1_000 * start + end
+    return np.append(minima, 12 + start).astype("<u4").tobytes()
 
 
 def _vectors(n: int, seed: int = 3) -> np.ndarray:
@@ -238,6 +245,18 @@ def test_nearest_within_a_scope_and_excluding_a_chunk(filled) -> None:
     assert own not in [i for i, _ in without] and len(without) == len(CHUNKS) - 1
 
 
+def test_nearest_each_answers_as_nearest_asked_alone(filled) -> None:
+    store, _, vectors = filled
+    ids = list(_ids(store).values())
+    excluded = [ids[0], ids[3], 10**9]  # the last: an id the index does not hold
+    with store.read() as reader:
+        together = reader.nearest_each(vectors[[0, 3, 5]], 4, exclude=excluded)
+        alone = [reader.nearest(v, 4, exclude=e) for v, e in zip(vectors[[0, 3, 5]], excluded, strict=True)]
+    assert [[i for i, _ in found] for found in together] == [[i for i, _ in found] for found in alone]
+    assert [[s for _, s in found] for found in together] == [pytest.approx([s for _, s in f], abs=1e-6) for f in alone]
+    assert all(len(found) == 4 for found in together)
+
+
 def test_vectors_by_id_leave_unknown_ids_out(filled) -> None:
     store, chunks, vectors = filled
     ids = _ids(store)
@@ -323,6 +342,24 @@ def test_all_chunks_align_rows_vectors_and_shapes(filled) -> None:
     assert np.allclose(matrix, vectors[order], atol=1e-6)
     assert shapes == [chunks[k].shape for k in order]
     assert all(isinstance(r, ChunkRow) and r.text == "" for r in rows)
+
+
+def test_shapes_hold_each_chunks_signature_by_id(filled) -> None:
+    store, chunks, _ = filled
+    ids = _ids(store)
+    with store.read() as reader:
+        table = reader.shapes()
+    wanted = [ids[(c.path, c.start_line, c.end_line)] for c in chunks]
+    sigs, sizes = table.of(np.array([*wanted, 10**9]))
+    assert sizes.tolist() == [12 + c.start_line if c.shape else 0 for c in chunks] + [0]  # unknown: no shape
+    assert sigs[0].tobytes() == chunks[0].shape[:4 * SIGNATURE_SIZE]
+    alike, similarity = table.alike(sigs[1], 0.5)
+    assert alike.tolist() == [wanted[1]] and similarity.tolist() == [1.0]  # no other minimum is equal
+    half = sigs[1].copy()
+    half[::2] = 7  # half of Cart.add's minima
+    assert [a.tolist() for a in table.alike(half, 0.5)] == [[wanted[1]], [0.5]]
+    assert not len(table.alike(half, 0.51)[0])
+    assert len(table) == len(chunks)
 
 
 def test_symbols_find_definitions_and_chunk_ids(filled) -> None:

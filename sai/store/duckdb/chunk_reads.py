@@ -79,7 +79,15 @@ class ChunkReads:
 
     def row_rows(self, ids: np.ndarray | None = None) -> pa.Table:
         """Every chunk's row without its text (of these chunk ids; None: all), by id."""
-        sql = f"SELECT {chunk_cols(text=False)} FROM {self.table}"
+        return self._by_id(chunk_cols(text=False), ids)
+
+    def shape_rows(self, ids: np.ndarray | None = None) -> tuple[np.ndarray, list[bytes | None]]:
+        """Every chunk's id and shape signature (of these chunk ids; None: all), by id."""
+        table = self._by_id("id, shape", ids)
+        return table.column("id").to_numpy().astype(np.int64), table.column("shape").to_pylist()
+
+    def _by_id(self, columns: str, ids: np.ndarray | None) -> pa.Table:
+        sql = f"SELECT {columns} FROM {self.table}"
         if ids is None:
             return arrow(self.con, f"{sql} ORDER BY id")
         with registered(self.con, "sai_wanted", id_table(ids)):

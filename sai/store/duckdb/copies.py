@@ -1,8 +1,9 @@
 """The copies a process derives from a collection's chunk rows, and their one owner.
 
-Four copies answer the read path without SQL: the vectors (vectors.VectorTable, over the shared
+Five copies answer the read path without SQL: the vectors (vectors.VectorTable, over the shared
 sidecar of sidecar.py), the rows without their text (chunkrows.RowTable), the BM25 CSR
-(postings.LexicalTable) and the symbols (store/symbols.SymbolTable). `Copies` holds each for the
+(postings.LexicalTable), the symbols (store/symbols.SymbolTable) and the shape signatures
+(store/shapes.ShapeTable). `Copies` holds each for the
 index token it was read at, shared by the process's threads (store/cache.TokenCache), and gets
 every copy by one rule:
 
@@ -44,7 +45,9 @@ from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LEXICON_VERSION, LexicalTable
 from sai.store.duckdb.sidecar import Sidecar, VectorSource
 from sai.store.duckdb.vectors import VectorTable
+from sai.store.shapes import ShapeTable
 from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
+from sai.text.shape import SIGNATURE_SIZE
 
 FORMAT = f"2-{LEXICON_VERSION}"  # the layout above and the postings' terms: a file of another is written again
 PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
@@ -52,7 +55,7 @@ PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of
 # takes (with its fsyncs): the end of a write leaves such a file behind for the next reader.
 WARM_MIN_CHUNKS = 1_000
 log = logging.getLogger(__name__)
-T = TypeVar("T", RowTable, LexicalTable, SymbolTable)
+T = TypeVar("T", RowTable, LexicalTable, SymbolTable, ShapeTable)
 
 
 class CopySource(VectorSource, Protocol):
@@ -68,6 +71,7 @@ class CopySource(VectorSource, Protocol):
     def vector_rows(self) -> pa.Table: ...
     def row_rows(self, ids: np.ndarray | None = None) -> pa.Table: ...
     def symbol_rows(self) -> pa.Table: ...
+    def shape_rows(self, ids: np.ndarray | None = None) -> tuple[np.ndarray, list[bytes | None]]: ...
     def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]: ...
     def files_of(self, ids: np.ndarray) -> set[str]: ...
     def lexicon_rows(self, ids: np.ndarray | None = None, *, after_termid: int = -1
@@ -230,6 +234,14 @@ def _too_many(changed: int, base: int) -> bool:
     return changed > PATCH_SHARE * max(base, 1)
 
 
+def _patches_too_many(old: RowTable | ShapeTable, touched: np.ndarray) -> bool:
+    """Whether a copy of rows read whole, masked and added to (RowTable, ShapeTable), would hold
+    too many patched rows once these are."""
+    written = 0 if old.added is None else len(old.added)
+    dead = 0 if old.alive is None else len(old.ids) - int(np.count_nonzero(old.alive))
+    return _too_many(written + dead + len(touched), len(old.ids))
+
+
 class _Kind:
     def shareable(self, source: CopySource) -> bool:
         """Whether a shared file may hold this copy at the source's token."""
@@ -244,9 +256,7 @@ class Rows(_Kind):
 
     def patched(self, source: CopySource, old: RowTable, token: str, touched: np.ndarray) -> RowTable | None:
         """`old` without the touched chunks, with their rows read now."""
-        written = 0 if old.added is None else len(old.added)
-        dead = 0 if old.alive is None else len(old.ids) - int(np.count_nonzero(old.alive))
-        if _too_many(written + dead + len(touched), len(old.ids)):
+        if _patches_too_many(old, touched):
             return None
         return old.patched(token, touched, source.row_rows(touched))
 
@@ -303,5 +313,29 @@ class Symbols(_Kind):
         return SymbolTable.of_arrays(token, _unpacked(data, ARRAYS))
 
 
-ROWS, LEXICON, SYMBOLS = Rows(), Lexicon(), Symbols()
-KINDS: tuple[Copy[Any], ...] = (ROWS, LEXICON, SYMBOLS)
+_SHAPE_ARRAYS = ("ids", "columns", "sizes")
+
+
+class Shapes(_Kind):
+    name = "shapes"
+
+    def build(self, source: CopySource, token: str) -> ShapeTable:
+        return ShapeTable.of_blobs(token, *source.shape_rows())
+
+    def patched(self, source: CopySource, old: ShapeTable, token: str, touched: np.ndarray) -> ShapeTable | None:
+        """`old` without the touched chunks, with their signatures read now."""
+        if _patches_too_many(old, touched):
+            return None
+        return old.patched(token, touched, ShapeTable.of_blobs(token, *source.shape_rows(touched)))
+
+    def save(self, table: ShapeTable) -> pa.Table:
+        return _packed({"ids": table.ids, "columns": table.columns.ravel(), "sizes": table.sizes})
+
+    def load(self, token: str, data: pa.Table) -> ShapeTable:
+        arrays = _unpacked(data, _SHAPE_ARRAYS)
+        return ShapeTable(token=token, ids=arrays["ids"], columns=arrays["columns"].reshape(SIGNATURE_SIZE, -1),
+                          sizes=arrays["sizes"])
+
+
+ROWS, LEXICON, SYMBOLS, SHAPES = Rows(), Lexicon(), Symbols(), Shapes()
+KINDS: tuple[Copy[Any], ...] = (ROWS, LEXICON, SYMBOLS, SHAPES)

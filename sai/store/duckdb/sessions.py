@@ -15,6 +15,7 @@ from sai.store.base import IndexReader, IndexSummary, IndexWriter, Pending, Scop
 from sai.store.duckdb import schema
 from sai.store.duckdb.tables import Connection
 from sai.store.duckdb.vectors import VectorTable
+from sai.store.shapes import ShapeTable
 from sai.store.symbols import SymbolTable
 
 
@@ -63,6 +64,11 @@ class DuckDBReader(IndexReader):
         table = self.conn.vector_table()
         return table.nearest(vector, k, mask=self._mask(table, scope), exclude=exclude)
 
+    def nearest_each(self, vectors: np.ndarray, k: int, *, exclude: list[int]) -> list[list[tuple[int, float]]]:
+        if not self.has_index():
+            return [[] for _ in exclude]
+        return self.conn.vector_table().nearest_each(vectors, k, exclude=exclude)
+
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
         if not self.has_index():
             return []
@@ -105,6 +111,9 @@ class DuckDBReader(IndexReader):
 
     def symbols(self) -> SymbolTable:
         return self.conn.symbols() if self.has_index() else SymbolTable("", [])
+
+    def shapes(self) -> ShapeTable:
+        return self.conn.shapes() if self.has_index() else super().shapes()
 
     def pending_count(self) -> int:
         return self.conn.pending_count() if self.has_index() else 0

@@ -31,7 +31,7 @@ from sai.store.cache import TokenCache
 from sai.store.duckdb import changelog, postings
 from sai.store.duckdb.chunk_reads import ChunkReads
 from sai.store.duckdb.chunkrows import RowTable
-from sai.store.duckdb.copies import LEXICON, ROWS, SYMBOLS, Copies
+from sai.store.duckdb.copies import LEXICON, ROWS, SHAPES, SYMBOLS, Copies
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.references import References
 from sai.store.duckdb.rows import (
@@ -53,6 +53,7 @@ from sai.store.duckdb.rows import (
 )
 from sai.store.duckdb.sidecar import Sidecar
 from sai.store.duckdb.vectors import VectorTable
+from sai.store.shapes import ShapeTable
 from sai.store.symbols import SymbolTable
 
 T = TypeVar("T")
@@ -554,6 +555,9 @@ class Connection:
 
     def symbols(self) -> SymbolTable:
         return self.copies.get(SYMBOLS)
+
+    def shapes(self) -> ShapeTable:
+        return self.copies.get(SHAPES)
 
     def vectors_complete(self) -> bool:
         """Whether the meta records that no chunk waits for a vector: set by an index run whose
