@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from anyio.from_thread import BlockingPortal
 from fixtures_tree import open_served, run_cli, write_tree
@@ -16,13 +17,17 @@ from mcp_sessions import mcp_session, standin_env
 from memory_store import MemoryStore
 from ollama_standin import OllamaStandIn
 
+from sai.duplicates.copies import near_copies
+from sai.duplicates.edges import cosine_floor
+from sai.duplicates.score import duplicate_score
 from sai.errors import SaiError
 from sai.indexing import indexer
-from sai.models import CallNode
+from sai.models import CallNode, ChunkRow
 from sai.project import Project
 from sai.query import references
 from sai.query.calls import callees, callers, callers_of
 from sai.query.references import KnownUses, find_references, open_references
+from sai.text.shape import signatures, similarity
 
 PINGPONG = '''\
 def ping(n):
@@ -100,6 +105,59 @@ def test_callers_read_with_other_names_in_one_query_are_those_read_alone(project
         together = [callers_of(reader, name, limit=5, known=known) for name in names]
         alone = [callers_of(reader, name, limit=5) for name in names]
     assert together == alone and together[2][0][0].path == "shop/cart.py"
+
+
+# Functions of three structures over five vocabularies: a vocabulary's functions share their
+# words (a docstring, which has no shape, repeats them: high cosine) and not their shape, a
+# structure's share their shape and not their words.
+DOC = "    \"\"\"{a} {b} {c}: the {a} of {b} past {c}; {a} {b} {c} {a} {b} {c}.\"\"\"\n"
+STRUCTURES = (
+    "def {a}_{n}({b}, {c}):\n    total = 0\n    for item in {b}:\n        if item > {c}:\n"
+    "            total += item * {c}\n        else:\n            total -= item\n    return total\n",
+    "def {a}_{n}({b}, {c}):\n    found = [x for x in {b} if x]\n    while found and found[-1] < {c}:\n"
+    "        found.pop()\n    return {{'{a}': len(found), '{c}': sum(found)}}\n",
+    "def {a}_{n}({b}, {c}):\n    try:\n        value = {b}[{c}]\n    except KeyError:\n"
+    "        value = None\n    if value is None:\n        raise ValueError('{a} {b} {c}')\n    return value\n",
+)
+WORDS = (("invoice", "lines", "rate"), ("packet", "frames", "limit"), ("sensor", "samples", "threshold"),
+         ("ledger", "entries", "cutoff"), ("player", "scores", "bonus"))
+
+
+@pytest.mark.parametrize("min_score", [0.25, 0.75])
+def test_copies_left_behind_are_those_a_score_of_every_pair_finds(
+        tmp_path: Path, standin: OllamaStandIn, min_score: float) -> None:
+    """near_copies reads only the candidates its rule admits (the nearest by cosine, and every
+    chunk of a shape alike); scoring every stored pair finds the same copies."""
+    tree = {f"pkg/{a}_{n}.py": STRUCTURES[n].replace(":\n", ":\n" + DOC, 1).format(a=a, b=b, c=c, n=n)
+            for a, b, c in WORDS for n in range(3)}
+    root = write_tree(tmp_path, {**tree, "sai-cfg.yml": CONFIG})
+    project = open_served(root, standin)
+    pairs = by_cosine = 0
+    try:
+        indexer.index(project)
+        with open_references(project) as reader:
+            rows, matrix, blobs = reader.all_chunks()
+            sigs, sizes, known = signatures(blobs)
+            floor = cosine_floor(min_score)
+            for t, target in enumerate(rows):
+                def keep(row: ChunkRow, target: ChunkRow = target) -> bool:
+                    return row.path != target.path
+                others = np.array([j for j, row in enumerate(rows) if j != t and known[j] and keep(row)], np.int64)
+                if not known[t] or not len(others):
+                    continue
+                cosine = matrix[others] @ matrix[t]
+                alike = similarity(sigs, np.full(len(others), t), others)
+                score = duplicate_score(cosine, alike, np.minimum(sizes[others], sizes[t]))
+                passing = sorted((-float(s), rows[j].path, rows[j].start_line, rows[j].chunk_id)
+                                 for s, j in zip(score, others, strict=True) if s >= min_score)
+                found = near_copies(reader, [target], keep=keep, min_score=min_score, limit=8).get(target.id, [])
+                assert [c.chunk_id for c in found] == [p[3] for p in passing[:8]]
+                assert [c.score for c in found] == pytest.approx([-p[0] for p in passing[:8]], abs=1e-5)
+                pairs += len(passing)
+                by_cosine += int(np.count_nonzero((score >= min_score) & (alike < 2 * min_score - floor)))
+    finally:
+        project.close()
+    assert pairs >= 10 and (by_cosine >= 10 or min_score > 0.5)  # both of the rule's sides are exercised
 
 
 def test_a_depth_beyond_the_limit_is_refused(project: Project) -> None:
