@@ -81,6 +81,14 @@ NAME_LEAVES = frozenset({"constant", "name", "word", "variable", "constructor", 
                          "value_name", "module_name", "field_name", "constructor_name", "type_constructor",  # OCaml
                          "bareword", "varname", "function", "method", "package"})  # Perl
 
+# A member read (Python's `a.b.c`): its name's qualifier is the object as written (`a.b`), as a call's is.
+MEMBER_ACCESS = frozenset({"attribute"})
+# A call's keyword argument (Python's `f(locate=True)`): its `name` is the callee's parameter, not a use.
+KEYWORD_ARGUMENTS = frozenset({"keyword_argument"})
+# An import of every name of a module (Python's `from m import *`): recorded as an import of `*`,
+# so that a bare name of that file may be one of the module's (query/resolution.py).
+WILDCARD_IMPORTS = frozenset({"wildcard_import"})
+
 # A leaf in one of these fields of such a parent is the name being defined, not a use.
 DEFINING_FIELDS = frozenset({"name", "declarator", "pattern", "left", "left_side"})
 # ...and an object literal's key written as a name (JS/TS `{protocol: …}`; a Python dict's key is an expression)

@@ -21,7 +21,7 @@ from sai.chunking.sections import COMPONENTS, script_view
 from sai.chunking.treesitter import node_text, resolve
 from sai.models import Chunk, Reference, chunk_id
 
-REFS_VERSION = 1  # bump when extraction changes: indexes then read every file again (no re-embedding)
+REFS_VERSION = 2  # bump when extraction changes: indexes then read every file again (no re-embedding)
 MAX_QUALIFIER = 80  # characters of a receiver kept (`a.b(c).d` reads as written up to this)
 _SEPARATORS = re.compile(r"(?:\?\.|\.|->|::|:|\\)\s*$")
 _METHOD_KINDS = frozenset({"method", "constructor", "destructor", "operator"})
@@ -81,6 +81,8 @@ def _walk(root: Node, receivers: list[tuple[int, int, str]]) -> Iterator[_Found]
             else:
                 if context == "import" and kind in tables.IMPORTS and not _has_name(node):
                     yield _module_use(node, module)
+                if context == "import" and kind in tables.WILDCARD_IMPORTS:
+                    yield ("*", "import", node.start_point[0] + 1, node.start_point[1], "", module)
                 if cursor.goto_first_child():
                     contexts.append((context, module))
                     continue
@@ -174,7 +176,7 @@ def _use(node: Node, field: str | None, context: str, module: str, claimed: dict
         return (name, "call", row + 1, column, call, "")
     if context == "import":
         return (name, "import", row + 1, column, "", module)
-    if name in tables.SELF_RECEIVERS or _defines(node, field):
+    if name in tables.SELF_RECEIVERS or _defines(node, field) or _keyword(node, field):
         return None
     if context == "other" and node.type.endswith("type_identifier"):
         context = "type"
@@ -194,6 +196,11 @@ def _defines(node: Node, field: str | None) -> bool:
     return _assigned_member(node, parent)
 
 
+def _keyword(node: Node, field: str | None) -> bool:
+    """`locate` of `f(locate=True)`: the name of the callee's parameter."""
+    return field == "name" and node.parent is not None and node.parent.type in tables.KEYWORD_ARGUMENTS
+
+
 def _assigned_member(node: Node, parent: Node) -> bool:
     """`self.items = []`: the member written is defined there (as `items = []` defines a name)."""
     target = parent.parent
@@ -204,12 +211,15 @@ def _assigned_member(node: Node, parent: Node) -> bool:
 
 
 def _receiver(node: Node) -> str:
-    """The object a member is read from (`self` of `self.items`), when it is a plain name."""
+    """The object a member is read from: `self` of `self.items`, and in a member read
+    (MEMBER_ACCESS) any object as written (`click.utils` of `click.utils.open_file`)."""
     parent = node.parent
     if parent is None or parent.named_child_count != 2 or parent.named_children[-1].id != node.id:
         return ""
     first = parent.named_children[0]
-    return node_text(first) if first.child_count == 0 else ""
+    if first.child_count == 0:
+        return node_text(first)
+    return "".join(node_text(first).split())[:MAX_QUALIFIER] if parent.type in tables.MEMBER_ACCESS else ""
 
 
 def _bound(found: list[_Found], chunks: list[Chunk], receivers: list[tuple[int, int, str]]) -> list[Reference]:
@@ -224,7 +234,7 @@ def _bound(found: list[_Found], chunks: list[Chunk], receivers: list[tuple[int, 
         head = qualifier.split(".", 1)[0] if qualifier else ""
         if kind != "import":
             module = bindings.get(head if head else name, "")
-        target = _own_member(name, line, chunk, head, receivers)
+        target = _own_member(name, line, chunk, qualifier, receivers)
         if chunk is None:
             out.append(Reference(name, kind, line, column, qualifier, module, target))
             continue
@@ -233,11 +243,13 @@ def _bound(found: list[_Found], chunks: list[Chunk], receivers: list[tuple[int, 
     return out
 
 
-def _own_member(name: str, line: int, chunk: Chunk | None, head: str, receivers: list[tuple[int, int, str]]) -> str:
-    """`Cart.total` for `self.total` (or Go's `s.total` with receiver `s`) in a method of Cart."""
-    if not head:
+def _own_member(name: str, line: int, chunk: Chunk | None, qualifier: str,
+                receivers: list[tuple[int, int, str]]) -> str:
+    """`Cart.total` for `self.total` (or Go's `s.total` with receiver `s`) in a method of Cart;
+    never for a member of a member (`self.items.append`)."""
+    if not qualifier:
         return ""
-    own = head in tables.SELF_RECEIVERS or any(a <= line <= b and head == n for a, b, n in receivers)
+    own = qualifier in tables.SELF_RECEIVERS or any(a <= line <= b and qualifier == n for a, b, n in receivers)
     if not own or chunk is None or chunk.kind not in _METHOD_KINDS or not chunk.symbol:
         return ""
     owner = chunk.symbol.rpartition(".")[0]

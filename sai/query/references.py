@@ -90,14 +90,18 @@ class KnownUses:
     def __init__(self, reader: IndexReader, names: list[str]) -> None:
         lasts = sorted({split_name(name)[1] for name in names})
         self._refs: dict[str, list[Reference]] = {last: [] for last in lasts}
-        for ref in reader.references(lasts):
-            self._refs[ref.name].append(ref)
-        self._resolver = resolver_for(reader, set(lasts))
+        stars = set()
+        for ref in reader.references([*lasts, "*"]):
+            if ref.name == "*" and ref.kind == "import":
+                stars.add(ref.path)
+            if ref.name in self._refs:
+                self._refs[ref.name].append(ref)
+        self._resolver = resolver_for(reader, set(lasts), frozenset(stars))
 
     def of(self, name: str, wanted: UseFilter = UseFilter()) -> list[Use]:
         """uses_of(name, wanted) for one of the names given."""
         qualifier, last = split_name(name)
-        refs = [ref for ref in self._refs[last] if wanted.admits(ref)]
+        refs = [ref for ref in self._refs[last] if wanted.admits(ref) and not self._resolver.unrelated(ref)]
         uses = [Use(ref, target is not None, target) for ref in refs for target in [self._resolver.resolve(ref)]]
         return [u for u in uses if _narrowed(u, qualifier)] if qualifier else uses
 
@@ -111,15 +115,16 @@ def split_name(name: str) -> tuple[str, str]:
     return qualifier, last
 
 
-def resolver_for(reader: IndexReader, names: set[str]) -> Resolver:
-    """A resolver knowing the definitions of these (last-segment) names and every file key."""
+def resolver_for(reader: IndexReader, names: set[str], star_files: frozenset[str] = frozenset()) -> Resolver:
+    """A resolver knowing the definitions of these (last-segment) names, every file key and
+    the files that import every name of a module."""
     table = reader.symbols()
     definitions: dict[str, list[Definition]] = {}
     for name in names:
         found = table.lookup(name, limit=MAX_DEFINITIONS)
         definitions[name] = [d for d in found if d.match in ("exact", "qualified")
                              and d.symbol.rsplit(".", 1)[-1] == name]
-    return Resolver(_file_keys(reader), definitions)
+    return Resolver(_file_keys(reader), definitions, star_files)
 
 
 _FILE_KEYS: dict[str, FileKeys] = {}  # index token -> its keys' tables (the latest only)

@@ -8,7 +8,11 @@
 3. a bare name (no qualifier) defined once in the use's own file, at top level or inside the
    use's own unit (a nested function), never a class member (Go: in its package's directory).
 
-Anything else is only name-matched: `resolved` false, never a guess among the candidates.
+Anything else is only name-matched: `resolved` false, never a guess among the candidates,
+except where the language's scopes say a use cannot mean any definition of its name the
+repository holds (`unrelated`, Python only): a bare name its file neither defines, imports nor
+may import with `*` is a local, a parameter or a built-in; a method called on a name its file
+did not import (`items.pop()`) is no top-level function or class. Those are left out.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ _SUFFIX_DEPTH = 4  # path segments a module is matched on from its end (`a/b/c/d
 class Resolver:
     """Resolves uses against the definitions of their names and the repository's file keys."""
 
-    def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]]) -> None:
+    def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]],
+                 star_files: frozenset[str] = frozenset()) -> None:
         self._files = files
         self._definitions = definitions  # last name segment -> its definitions
+        self._star_files = star_files  # files importing every name of a module (`from m import *`)
 
     def definitions(self, name: str) -> list[Definition]:
         """The definitions of a (last-segment) name this resolver knows."""
@@ -56,6 +62,17 @@ class Resolver:
             folder = posixpath.dirname(ref.path)
             local = [d for d in candidates if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
         return local[0] if len(local) == 1 else None
+
+    def unrelated(self, ref: Reference) -> bool:
+        """Whether `ref` cannot mean any definition of its name this resolver knows (the
+        module's last paragraph): Python's scopes, for a use bound to no import and to no own
+        member; a name without definitions in the repository keeps every use."""
+        candidates = self._definitions.get(ref.name)
+        if ref.language != "python" or ref.module or not candidates:
+            return False
+        if ref.qualifier:  # a call's receiver as written (another use's may be a subscript's value: `list[T]`)
+            return ref.kind == "call" and all("." not in d.symbol for d in candidates)
+        return ref.path not in self._star_files and all(d.path != ref.path for d in candidates)
 
     def module_files(self, ref: Reference) -> frozenset[str]:
         """The repository files the module `ref` was imported from may be (empty: outside it)."""

@@ -70,6 +70,15 @@ def test_definitions_and_parameters_are_not_uses() -> None:
     assert [(r.name, r.line) for r in references(text, "python", chunks)] == [("subtotal", 3), ("rate", 3)]
 
 
+def test_a_keyword_arguments_name_is_not_a_use_and_a_star_import_is_an_import_of_star() -> None:
+    text = "from shop.models import *\n\ndef f(locate):\n    return launch(url, locate=locate)\n"
+    chunks = TreeSitterChunker().chunk("f.py", text, "python")
+    found = [(r.name, r.kind, r.line, r.module) for r in references(text, "python", chunks)]
+    assert found == [("shop", "import", 1, "shop.models"), ("models", "import", 1, "shop.models"),
+                     ("*", "import", 1, "shop.models"), ("launch", "call", 4, ""), ("url", "other", 4, ""),
+                     ("locate", "other", 4, "")]  # the value `locate`, not the keyword
+
+
 def test_an_import_binds_the_names_used_later_to_its_module() -> None:
     text = "from shop.models import Cart\n\ndef f():\n    return Cart()\n"
     chunks = TreeSitterChunker().chunk("f.py", text, "python")

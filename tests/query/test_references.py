@@ -227,3 +227,32 @@ def test_c_and_cpp_calls_includes_and_base_classes(project: Project) -> None:
     assert ("c/mathx.c", 1) in places(find_references(project, "mathx").uses, "import")
     step = find_references(project, "Counter.step", kinds=["call"])
     assert places(step.uses) == {("c/counter.cpp", 6)} and step.uses[0].resolved
+
+
+SCOPES = {  # `app` and `pop` are defined once each; most other uses of those names are locals or members
+    "pkg/__init__.py": "",
+    "pkg/server.py": "def app(environ):\n    return environ\n\n\ndef pop(items):\n    return items[-1]\n",
+    "pkg/wsgi.py": "class Handler:\n    def __init__(self, app):\n        self.app = app\n\n"
+                   "    def run(self, items):\n        items.pop()\n        return self.app(items)\n",
+    "pkg/client.py": "from pkg.server import app\n\n\ndef call():\n    return app({})\n",
+    "pkg/star.py": "from pkg.server import *\n\n\ndef call():\n    return app({})\n",
+    "pkg/mod.py": "from pkg import server\n\n\ndef last(items):\n    return server.pop(items)\n",
+}
+
+
+def test_python_uses_its_scopes_say_are_locals_or_members_are_left_out(
+        tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
+    root = write_tree(tmp_path_factory.mktemp("scopes"), {**SCOPES, "sai-cfg.yml": "root: .\next: [py]\n"})
+    project = open_served(root, standin, store=MemoryStore())
+    try:
+        indexer.index(project)
+        app = find_references(project, "app", limit=50)
+        # wsgi.py's `app` is a parameter and `self.app` a member: neither is pkg/server.py's app
+        assert places(app.uses) - places(app.uses, "import") == {("pkg/client.py", 5), ("pkg/star.py", 5)}
+        assert [u.resolved for u in app.uses if u.reference.path == "pkg/star.py"] == [False]  # may be it
+        pop = find_references(project, "pop", kinds=["call"])
+        assert places(pop.uses) == {("pkg/mod.py", 5)}  # `items.pop()` is a list's
+        assert pop.uses[0].resolved
+        assert find_references(project, "environ").total == 1  # no definition: every use of the name
+    finally:
+        project.close()
