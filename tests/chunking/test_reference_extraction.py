@@ -79,6 +79,16 @@ def test_a_keyword_arguments_name_is_not_a_use_and_a_star_import_is_an_import_of
                      ("locate", "other", 4, "")]  # the value `locate`, not the keyword
 
 
+def test_a_member_of_a_member_is_not_the_classes_own_and_keeps_its_object_as_qualifier() -> None:
+    text = ("import click.utils\n\nclass C:\n    def m(self):\n        self.items.append(1)\n"
+            "        return self.helper(click.utils.KeepOpen)\n")
+    chunks = TreeSitterChunker().chunk("f.py", text, "python")
+    found = {r.name: (r.qualifier, r.module, r.target) for r in references(text, "python", chunks) if r.line > 4}
+    assert found["append"] == ("self.items", "", "")  # not C.append
+    assert found["helper"] == ("self", "", "C.helper")
+    assert found["KeepOpen"] == ("click.utils", "click.utils", "")
+
+
 def test_an_import_binds_the_names_used_later_to_its_module() -> None:
     text = "from shop.models import Cart\n\ndef f():\n    return Cart()\n"
     chunks = TreeSitterChunker().chunk("f.py", text, "python")
