@@ -115,6 +115,11 @@ class NewChunk:
     kind: str | None = None
 
 
+# References naming no identifier, written by sai/chunking/references.py for query/resolution.py:
+STAR_IMPORT = "*"  # an import of every name of a module (`from m import *`)
+MODULE_MARK = "<module>"  # its file is an ES module (it imports or exports): no name leaks in or out
+
+
 @dataclass(frozen=True)
 class Reference:
     """One use of a name in a file (sai/chunking/references.py): its kind (REFERENCE_KINDS), where

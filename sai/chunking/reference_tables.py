@@ -81,6 +81,9 @@ NAME_LEAVES = frozenset({"constant", "name", "word", "variable", "constructor", 
                          "value_name", "module_name", "field_name", "constructor_name", "type_constructor",  # OCaml
                          "bareword", "varname", "function", "method", "package"})  # Perl
 
+# A JavaScript or TypeScript file with one of these statements at its top is an ES module.
+ES_MODULE_GRAMMARS = frozenset({"javascript", "typescript", "tsx"})
+ES_MODULE_STATEMENTS = frozenset({"import_statement", "export_statement"})
 # A member read (Python's `a.b.c`): its name's qualifier is the object as written (`a.b`), as a call's is.
 MEMBER_ACCESS = frozenset({"attribute"})
 # A call's keyword argument (Python's `f(locate=True)`): its `name` is the callee's parameter, not a use.

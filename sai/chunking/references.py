@@ -19,7 +19,7 @@ from sai.chunking.macros import blank_macros
 from sai.chunking.parsers import parse
 from sai.chunking.sections import COMPONENTS, script_view
 from sai.chunking.treesitter import node_text, resolve
-from sai.models import Chunk, Reference, chunk_id
+from sai.models import MODULE_MARK, STAR_IMPORT, Chunk, Reference, chunk_id
 
 REFS_VERSION = 2  # bump when extraction changes: indexes then read every file again (no re-embedding)
 MAX_QUALIFIER = 80  # characters of a receiver kept (`a.b(c).d` reads as written up to this)
@@ -50,6 +50,9 @@ def references(text: str, language: str | None, chunks: list[Chunk]) -> list[Ref
         return []
     receivers: list[tuple[int, int, str]] = []
     found = list(_walk(tree.root_node, receivers))
+    if grammar_name in tables.ES_MODULE_GRAMMARS and any(
+            child.type in tables.ES_MODULE_STATEMENTS for child in tree.root_node.children):
+        found.insert(0, (MODULE_MARK, "import", 1, 0, "", ""))
     return _bound(found, chunks, receivers)
 
 
@@ -82,7 +85,7 @@ def _walk(root: Node, receivers: list[tuple[int, int, str]]) -> Iterator[_Found]
                 if context == "import" and kind in tables.IMPORTS and not _has_name(node):
                     yield _module_use(node, module)
                 if context == "import" and kind in tables.WILDCARD_IMPORTS:
-                    yield ("*", "import", node.start_point[0] + 1, node.start_point[1], "", module)
+                    yield (STAR_IMPORT, "import", node.start_point[0] + 1, node.start_point[1], "", module)
                 if cursor.goto_first_child():
                     contexts.append((context, module))
                     continue

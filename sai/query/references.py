@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from sai.chunking.reference_tables import REFERENCE_KINDS
 from sai.errors import SaiError, UsageError
-from sai.models import Definition, Reference, Use, Uses
+from sai.models import MODULE_MARK, STAR_IMPORT, Definition, Reference, Use, Uses
 from sai.project import Project
 from sai.query.lookup import path_filter
 from sai.query.resolution import FileKeys, Resolver
@@ -90,13 +90,13 @@ class KnownUses:
     def __init__(self, reader: IndexReader, names: list[str]) -> None:
         lasts = sorted({split_name(name)[1] for name in names})
         self._refs: dict[str, list[Reference]] = {last: [] for last in lasts}
-        stars = set()
-        for ref in reader.references([*lasts, "*"]):
-            if ref.name == "*" and ref.kind == "import":
-                stars.add(ref.path)
+        marks: dict[str, set[str]] = {STAR_IMPORT: set(), MODULE_MARK: set()}  # -> the files they mark
+        for ref in reader.references([*lasts, *marks]):
+            if ref.name in marks and ref.kind == "import":
+                marks[ref.name].add(ref.path)
             if ref.name in self._refs:
                 self._refs[ref.name].append(ref)
-        self._resolver = resolver_for(reader, set(lasts), frozenset(stars))
+        self._resolver = resolver_for(reader, set(lasts), frozenset(marks[STAR_IMPORT]), frozenset(marks[MODULE_MARK]))
 
     def of(self, name: str, wanted: UseFilter = UseFilter()) -> list[Use]:
         """uses_of(name, wanted) for one of the names given."""
@@ -115,16 +115,17 @@ def split_name(name: str) -> tuple[str, str]:
     return qualifier, last
 
 
-def resolver_for(reader: IndexReader, names: set[str], star_files: frozenset[str] = frozenset()) -> Resolver:
-    """A resolver knowing the definitions of these (last-segment) names, every file key and
-    the files that import every name of a module."""
+def resolver_for(reader: IndexReader, names: set[str], star_files: frozenset[str] = frozenset(),
+                 es_modules: frozenset[str] = frozenset()) -> Resolver:
+    """A resolver knowing the definitions of these (last-segment) names, every file key, the
+    files that import every name of a module and the ES modules (query/resolution.py)."""
     table = reader.symbols()
     definitions: dict[str, list[Definition]] = {}
     for name in names:
         found = table.lookup(name, limit=MAX_DEFINITIONS)
         definitions[name] = [d for d in found if d.match in ("exact", "qualified")
                              and d.symbol.rsplit(".", 1)[-1] == name]
-    return Resolver(_file_keys(reader), definitions, star_files)
+    return Resolver(_file_keys(reader), definitions, star_files, es_modules)
 
 
 _FILE_KEYS: dict[str, FileKeys] = {}  # index token -> its keys' tables (the latest only)

@@ -10,9 +10,12 @@
 
 Anything else is only name-matched: `resolved` false, never a guess among the candidates,
 except where the language's scopes say a use cannot mean any definition of its name the
-repository holds (`unrelated`, Python only): a bare name its file neither defines, imports nor
-may import with `*` is a local, a parameter or a built-in; a method called on a name its file
-did not import (`items.pop()`) is no top-level function or class. Those are left out.
+repository holds (`unrelated`). In Python a bare name its file neither defines, imports nor may
+import with `*` is a local, a parameter or a built-in, and a method called on a name its file
+did not import (`items.pop()`) is no top-level function or class. In an ES module (a JavaScript
+or TypeScript file that imports or exports) a bare name it neither declares nor imports is a
+local or a global of the platform (`new Response()`), when every definition of the name is in
+another ES module and none in a `.d.ts` file (which may declare globals). Those are left out.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from functools import cached_property
 
 from sai.models import Definition, Reference
 
+_ES_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts", "/index.ts", "/index.tsx", "/index.js")
 _SEGMENT_SPLIT = re.compile(r"::|[./\\:]+")
 _ROOTS = frozenset({"crate", "self", "super", "", "*"})
@@ -34,10 +38,11 @@ class Resolver:
     """Resolves uses against the definitions of their names and the repository's file keys."""
 
     def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]],
-                 star_files: frozenset[str] = frozenset()) -> None:
+                 star_files: frozenset[str] = frozenset(), es_modules: frozenset[str] = frozenset()) -> None:
         self._files = files
         self._definitions = definitions  # last name segment -> its definitions
         self._star_files = star_files  # files importing every name of a module (`from m import *`)
+        self._es_modules = es_modules  # JavaScript and TypeScript files that import or export
 
     def definitions(self, name: str) -> list[Definition]:
         """The definitions of a (last-segment) name this resolver knows."""
@@ -68,11 +73,16 @@ class Resolver:
         module's last paragraph): Python's scopes, for a use bound to no import and to no own
         member; a name without definitions in the repository keeps every use."""
         candidates = self._definitions.get(ref.name)
-        if ref.language != "python" or ref.module or not candidates:
+        if ref.module or not candidates:
             return False
-        if ref.qualifier:  # a call's receiver as written (another use's may be a subscript's value: `list[T]`)
-            return ref.kind == "call" and all("." not in d.symbol for d in candidates)
-        return ref.path not in self._star_files and all(d.path != ref.path for d in candidates)
+        if ref.language == "python":
+            if ref.qualifier:  # a call's receiver as written (another use's may be a subscript's value: `list[T]`)
+                return ref.kind == "call" and all("." not in d.symbol for d in candidates)
+            return ref.path not in self._star_files and all(d.path != ref.path for d in candidates)
+        if ref.language in _ES_LANGUAGES and not ref.qualifier and ref.path in self._es_modules:
+            return all(d.path != ref.path and d.path in self._es_modules and not d.path.endswith(".d.ts")
+                       for d in candidates)
+        return False
 
     def module_files(self, ref: Reference) -> frozenset[str]:
         """The repository files the module `ref` was imported from may be (empty: outside it)."""

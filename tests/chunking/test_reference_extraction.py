@@ -89,6 +89,14 @@ def test_a_member_of_a_member_is_not_the_classes_own_and_keeps_its_object_as_qua
     assert found["KeepOpen"] == ("click.utils", "click.utils", "")
 
 
+@pytest.mark.parametrize(("language", "text", "module"), [
+    ("typescript", "export const x = 1\n", True), ("javascript", "import a from 'a'\na()\n", True),
+    ("javascript", "function f() {}\nf()\n", False), ("tsx", "const x = <a/>\n", False)])
+def test_an_es_module_is_marked_and_a_script_is_not(language: str, text: str, module: bool) -> None:
+    found = [(r.name, r.kind, r.line) for r in references(text, language, [])]
+    assert (("<module>", "import", 1) in found) == module
+
+
 def test_an_import_binds_the_names_used_later_to_its_module() -> None:
     text = "from shop.models import Cart\n\ndef f():\n    return Cart()\n"
     chunks = TreeSitterChunker().chunk("f.py", text, "python")

@@ -256,3 +256,30 @@ def test_python_uses_its_scopes_say_are_locals_or_members_are_left_out(
         assert find_references(project, "environ").total == 1  # no definition: every use of the name
     finally:
         project.close()
+
+
+ES_SCOPES = {  # `Response` is declared once in an ES module; most files mean the platform's
+    "src/types.ts": "export interface Response {\n  ok: boolean\n}\n",
+    "src/client.ts": "import { Response } from './types'\n\nexport function ok(r: Response): boolean {\n"
+                     "  return r.ok\n}\n",
+    "src/server.ts": "export function reply(): Response {\n  return new Response('hi')\n}\n",
+    "src/script.js": "function legacy() {\n  return new Response('old')\n}\n",  # no import or export: a script
+    "types/env.d.ts": "declare function fetchAll(): void\n",
+    "src/use.ts": "export function go() {\n  fetchAll()\n}\n",
+}
+
+
+def test_an_es_modules_undeclared_names_are_globals_unless_a_d_ts_declares_them(
+        tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
+    root = write_tree(tmp_path_factory.mktemp("es"), {**ES_SCOPES, "sai-cfg.yml": "root: .\next: [ts, js]\n"})
+    project = open_served(root, standin, store=MemoryStore())
+    try:
+        indexer.index(project)
+        response = find_references(project, "Response", limit=50)
+        # server.ts is a module that neither declares nor imports it; script.js is no module
+        assert places(response.uses) - places(response.uses, "import") == {("src/client.ts", 3),
+                                                                           ("src/script.js", 2)}
+        assert [u.resolved for u in response.uses if u.reference.path == "src/client.ts"] == [True, True]
+        assert places(find_references(project, "fetchAll").uses) == {("src/use.ts", 2)}  # a .d.ts declares it
+    finally:
+        project.close()
