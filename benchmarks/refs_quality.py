@@ -19,6 +19,10 @@ Cost (`--cost DIR`): the tree's Python files indexed twice into fresh directorie
 embedder is the hash stand-in, so the time is SAI's own CPU work: the relative cost is the
 worst case (a real embedder's time dilutes it).
 
+TypeScript (`--typescript DIR`, its src/) and JavaScript (`--javascript DIR`, its src/ or lib/):
+the same comparison against the TypeScript language service's findReferences (benchmarks/ts_refs.js,
+the `typescript` npm package: `npm install typescript@5` in the directory --ts-module names).
+
 Latency (`--latency DIR`): an index of DIR built once with references (cached beside the
 repositories), then `find_references` and `callers` for 200 names drawn from its definitions:
 p50 and p95 in ms, warm.
@@ -215,18 +219,21 @@ def print_totals(totals: dict[str, int], truth: str) -> None:
           f"recall {ratio(totals['resolved_hit'], totals['jedi'])}")
 
 
-def ts_quality(source: Path, work: Path, count: int, module: str) -> None:
-    """The same comparison on TypeScript, against the language service's findReferences."""
+def ts_quality(source: Path, work: Path, count: int, module: str, *, language: str = "typescript") -> None:
+    """The same comparison on TypeScript (its src/) or JavaScript (its src/, else lib/), against
+    the language service's findReferences (which reads JavaScript too: allowJs)."""
     root = work / source.name
     keys = []
-    for path in sorted((source / "src").rglob("*.ts")):
-        if path.name.endswith((".test.ts", ".d.ts")):
+    ext = "ts" if language == "typescript" else "js"
+    folder = source / "src" if (source / "src").is_dir() or ext == "ts" else source / "lib"
+    for path in sorted(folder.rglob(f"*.{ext}")):
+        if path.name.endswith((".test.ts", ".d.ts", ".test.js", ".spec.js", ".min.js")):
             continue
         key = path.relative_to(source).as_posix()
         (root / key).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, root / key)
         keys.append(key)
-    project = open_project(root, extensions="ts")
+    project = open_project(root, extensions=ext)
     index(project)
     wanted = ("function", "method", "class", "interface", "type")
     with open_references(project) as reader:
@@ -245,7 +252,7 @@ def ts_quality(source: Path, work: Path, count: int, module: str) -> None:
                      if not definition and not _import_line(root / f, line)}
             _add(totals, truth, target, reader, root)
     project.close()
-    print(f"{source.name} (TypeScript, src/ without tests): {len(keys)} files, {len(placed)} targets "
+    print(f"{source.name} ({language}, {folder.name}/ without tests): {len(keys)} files, {len(placed)} targets "
           f"(language service {time.perf_counter() - started:.0f} s)")
     print_totals(totals, "TypeScript")
 
@@ -365,6 +372,7 @@ def main() -> None:
     parser.add_argument("--latency", type=Path, metavar="DIR", help="p50/p95 of refs and callers over DIR")
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--typescript", type=Path, metavar="DIR", help="a TypeScript repository (its src/)")
+    parser.add_argument("--javascript", type=Path, metavar="DIR", help="a JavaScript repository (its src/ or lib/)")
     parser.add_argument("--ts-module", default=TS_MODULE, help="the typescript npm package's directory")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sai-bench/refs-cache"))
     args = parser.parse_args()
@@ -374,6 +382,8 @@ def main() -> None:
             quality(repo, work, args.targets)
         if args.typescript:
             ts_quality(args.typescript, work, args.targets, args.ts_module)
+        if args.javascript:
+            ts_quality(args.javascript, work, args.targets, args.ts_module, language="javascript")
         if args.cost:
             cost(args.cost, work)
     if args.latency:

@@ -149,8 +149,9 @@ def _claim_callee(node: Node, claimed: dict[tuple[int, int], str]) -> None:
     leaf = _last_name(callee)
     if leaf is None:
         return
-    before = node_text(callee)[: leaf.start_byte - callee.start_byte]
-    qualifier = _SEPARATORS.sub("", "".join(before.split()))[:MAX_QUALIFIER]
+    before = "".join(node_text(callee)[: leaf.start_byte - callee.start_byte].split())
+    # inside an unclosed parenthesis the name is no member: `(ok ? f : g)(x)` calls g itself
+    qualifier = "" if before.count("(") > before.count(")") else _SEPARATORS.sub("", before)[:MAX_QUALIFIER]
     claimed[(leaf.start_byte, leaf.end_byte)] = qualifier
 
 

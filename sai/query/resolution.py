@@ -14,8 +14,9 @@ repository holds (`unrelated`). In Python a bare name its file neither defines, 
 import with `*` is a local, a parameter or a built-in, and a method called on a name its file
 did not import (`items.pop()`) is no top-level function or class. In an ES module (a JavaScript
 or TypeScript file that imports or exports) a bare name it neither declares nor imports is a
-local or a global of the platform (`new Response()`), when every definition of the name is in
-another ES module and none in a `.d.ts` file (which may declare globals). Those are left out.
+local or a global of the platform (`new Response()`), and a method called on a name it did not
+import (`header.trim()`) is no top-level function or class, when every definition of the name
+is in an ES module and none in a `.d.ts` file (which may declare globals). Those are left out.
 """
 
 from __future__ import annotations
@@ -79,9 +80,11 @@ class Resolver:
             if ref.qualifier:  # a call's receiver as written (another use's may be a subscript's value: `list[T]`)
                 return ref.kind == "call" and all("." not in d.symbol for d in candidates)
             return ref.path not in self._star_files and all(d.path != ref.path for d in candidates)
-        if ref.language in _ES_LANGUAGES and not ref.qualifier and ref.path in self._es_modules:
-            return all(d.path != ref.path and d.path in self._es_modules and not d.path.endswith(".d.ts")
-                       for d in candidates)
+        if ref.language in _ES_LANGUAGES and ref.path in self._es_modules:
+            modules = all(d.path in self._es_modules and not d.path.endswith(".d.ts") for d in candidates)
+            if ref.qualifier:
+                return ref.kind == "call" and modules and all("." not in d.symbol for d in candidates)
+            return modules and all(d.path != ref.path for d in candidates)
         return False
 
     def module_files(self, ref: Reference) -> frozenset[str]:

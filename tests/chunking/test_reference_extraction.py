@@ -57,6 +57,12 @@ def test_the_first_languages_give_calls_imports_bases_and_types(language: str) -
     assert KINDS[language] <= found, (language, uses(language, FIRST[language]))
 
 
+def test_a_name_called_from_inside_parentheses_has_no_qualifier() -> None:
+    text = "export const f = (ok) => (ok ? a : b)(1) + String(h).trim()\n"
+    calls = {(r.name, r.qualifier) for r in references(text, "typescript", []) if r.kind == "call"}
+    assert calls == {("b", ""), ("String", ""), ("trim", "String(h)")}
+
+
 def test_a_call_is_its_callees_last_name_with_the_receiver_as_qualifier() -> None:
     text = "def f():\n    os.path.join(a)\n    self.items.append(b)\n"
     chunks = TreeSitterChunker().chunk("f.py", text, "python")

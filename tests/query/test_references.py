@@ -265,6 +265,9 @@ ES_SCOPES = {  # `Response` is declared once in an ES module; most files mean th
     "src/server.ts": "export function reply(): Response {\n  return new Response('hi')\n}\n",
     "src/script.js": "function legacy() {\n  return new Response('old')\n}\n",  # no import or export: a script
     "types/env.d.ts": "declare function fetchAll(): void\n",
+    "src/utils.ts": "export function trim(s: string): string {\n  return s\n}\nexport default { trim }\n",
+    "src/headers.ts": "import utils from './utils'\n\nexport function clean(h: string) {\n"
+                      "  return utils.trim(h) + h.trim()\n}\n",
     "src/use.ts": "export function go() {\n  fetchAll()\n}\n",
 }
 
@@ -281,5 +284,7 @@ def test_an_es_modules_undeclared_names_are_globals_unless_a_d_ts_declares_them(
                                                                            ("src/script.js", 2)}
         assert [u.resolved for u in response.uses if u.reference.path == "src/client.ts"] == [True, True]
         assert places(find_references(project, "fetchAll").uses) == {("src/use.ts", 2)}  # a .d.ts declares it
+        trim = find_references(project, "trim", kinds=["call"])
+        assert [(u.reference.path, u.reference.qualifier) for u in trim.uses] == [("src/headers.ts", "utils")]
     finally:
         project.close()
