@@ -4,7 +4,9 @@ contract's, tests/store/test_store_contract.py): what `sai refs` finds, resolves
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fixtures_tree import open_served, write_tree
@@ -144,13 +146,21 @@ TREE = {
 CONFIG = "root: .\next: [py, ts, go, rs, java, c, h, cpp]\n"
 
 
+@contextlib.contextmanager
+def indexed(where: Path, standin: OllamaStandIn, files: dict[str, str], config: str) -> Iterator[Project]:
+    """`files` and `config` (sai-cfg.yml) written under `where`, indexed into a MemoryStore."""
+    project = open_served(write_tree(where, {**files, "sai-cfg.yml": config}), standin, store=MemoryStore())
+    try:
+        indexer.index(project)
+        yield project
+    finally:
+        project.close()
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> Iterator[Project]:
-    root = write_tree(tmp_path_factory.mktemp("refs"), {**TREE, "sai-cfg.yml": CONFIG})
-    opened = open_served(root, standin, store=MemoryStore())
-    indexer.index(opened)
-    yield opened
-    opened.close()
+    with indexed(tmp_path_factory.mktemp("refs"), standin, TREE, CONFIG) as opened:
+        yield opened
 
 
 def places(uses: tuple[Use, ...], kind: str | None = None) -> set[tuple[str, int]]:
@@ -242,10 +252,7 @@ SCOPES = {  # `app` and `pop` are defined once each; most other uses of those na
 
 def test_python_uses_its_scopes_say_are_locals_or_members_are_left_out(
         tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
-    root = write_tree(tmp_path_factory.mktemp("scopes"), {**SCOPES, "sai-cfg.yml": "root: .\next: [py]\n"})
-    project = open_served(root, standin, store=MemoryStore())
-    try:
-        indexer.index(project)
+    with indexed(tmp_path_factory.mktemp("scopes"), standin, SCOPES, "root: .\next: [py]\n") as project:
         app = find_references(project, "app", limit=50)
         # wsgi.py's `app` is a parameter and `self.app` a member: neither is pkg/server.py's app
         assert places(app.uses) - places(app.uses, "import") == {("pkg/client.py", 5), ("pkg/star.py", 5)}
@@ -254,8 +261,6 @@ def test_python_uses_its_scopes_say_are_locals_or_members_are_left_out(
         assert places(pop.uses) == {("pkg/mod.py", 5)}  # `items.pop()` is a list's
         assert pop.uses[0].resolved
         assert find_references(project, "environ").total == 1  # no definition: every use of the name
-    finally:
-        project.close()
 
 
 ES_SCOPES = {  # `Response` is declared once in an ES module; most files mean the platform's
@@ -274,10 +279,7 @@ ES_SCOPES = {  # `Response` is declared once in an ES module; most files mean th
 
 def test_an_es_modules_undeclared_names_are_globals_unless_a_d_ts_declares_them(
         tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
-    root = write_tree(tmp_path_factory.mktemp("es"), {**ES_SCOPES, "sai-cfg.yml": "root: .\next: [ts, js]\n"})
-    project = open_served(root, standin, store=MemoryStore())
-    try:
-        indexer.index(project)
+    with indexed(tmp_path_factory.mktemp("es"), standin, ES_SCOPES, "root: .\next: [ts, js]\n") as project:
         response = find_references(project, "Response", limit=50)
         # server.ts is a module that neither declares nor imports it; script.js is no module
         assert places(response.uses) - places(response.uses, "import") == {("src/client.ts", 3),
@@ -286,5 +288,3 @@ def test_an_es_modules_undeclared_names_are_globals_unless_a_d_ts_declares_them(
         assert places(find_references(project, "fetchAll").uses) == {("src/use.ts", 2)}  # a .d.ts declares it
         trim = find_references(project, "trim", kinds=["call"])
         assert [(u.reference.path, u.reference.qualifier) for u in trim.uses] == [("src/headers.ts", "utils")]
-    finally:
-        project.close()
