@@ -169,3 +169,9 @@ def file_asks(asked: Config, answering: Config) -> tuple[str, str] | None:
 def _schema_number(value: str | None) -> int:
     """A stored schema_version as a number; anything unreadable counts as this version's."""
     return int(value) if value and value.isdigit() else SCHEMA_VERSION
+
+
+def chunks_part(signature: str) -> str:
+    """A chunking signature without its references' part (`chunking_signature` writes `/refs=N`
+    last): what the chunks themselves depend on."""
+    return signature.partition("/refs=")[0]

@@ -16,7 +16,7 @@ from typing import Any
 
 from sai.errors import StoreError, UsageError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta, NewChunk
-from sai.project import Project
+from sai.project import Project, chunks_part
 from sai.store import open_store
 from sai.text.lexical import lexemes
 
@@ -78,8 +78,7 @@ def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
 
 def without_references(chunking: str) -> str:
     """A chunking signature saying its index holds no references (sai/project.py writes `refs=N`)."""
-    head, _, _ = chunking.partition("/refs=")
-    return f"{head}/refs=0"
+    return f"{chunks_part(chunking)}/refs=0"
 
 
 def _meta_for(meta: dict[str, str], backend: str) -> IndexMeta:

@@ -20,7 +20,7 @@ from sai.errors import EmbedderError
 from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread
 from sai.indexing.stage_times import StageTimes
 from sai.models import FileRow, IndexProgress, NewChunk, SourceFile
-from sai.project import Project
+from sai.project import Project, chunks_part
 from sai.store import IndexWriter
 
 if TYPE_CHECKING:  # the CPU stage (tree-sitter and its grammars) loads when a file is read:
@@ -86,6 +86,7 @@ class Run:
         self.wrote = False
         self.merge = False  # write ready batches together (large runs)
         self.rechunk = False  # chunking settings changed since the index was built
+        self.references_only = False  # ...and of them only the references' (chunks as they were)
         self.complete = True  # no chunk waited for a vector when the run began (store: vectors_complete)
         self.stored_pending = False  # this run stored a chunk without a vector
 
@@ -99,7 +100,9 @@ class Run:
             self.meta = reader.meta()
             if reader.has_index():
                 self.project.check_meta(self.meta)
-                self.rechunk = self.meta.get("chunking") != self.project.chunking_signature()
+                built, wanted = self.meta.get("chunking", ""), self.project.chunking_signature()
+                self.rechunk = built != wanted
+                self.references_only = self.rechunk and chunks_part(built) == chunks_part(wanted)
                 self.stored = reader.files(keys)
                 self.had_rows = set(self.stored)
                 self._known = None  # read when a file changed: a no-op run never needs them
@@ -193,6 +196,14 @@ class Run:
             writer.create(self.project.expected_meta(dim))
 
     def _write_files(self, writer: IndexWriter, batch: list[Prepared]) -> None:
+        if self.references_only:  # a file as it was stored keeps its chunk rows: only its uses are new
+            same = {item.source.key for item in batch if item.file_hash == self._file_hash(item.source.key)}
+            if same and self.project.store.references:
+                writer.replace_references({item.source.key: item.refs for item in batch if item.source.key in same})
+            self.counts.unchanged += sum(len(item.chunks) for item in batch if item.source.key in same)
+            batch = [item for item in batch if item.source.key not in same]
+            if not batch:
+                return
         keys = [item.source.key for item in batch]
         indexed = [key for key in keys if key in self.had_rows]  # new files have no rows to look up
         old_hashes = writer.chunk_hashes(indexed) if indexed else {}
@@ -213,6 +224,10 @@ class Run:
         if self.project.store.references:
             writer.replace_references({item.source.key: item.refs for item in batch})
         self.stored_pending = self.stored_pending or any(not len(row) or np.isnan(row[0]) for row in matrix)
+
+    def _file_hash(self, key: str) -> str | None:
+        old = self.stored.get(key)
+        return None if old is None else old.file_hash
 
     def _matrix(self, chunks: list[NewChunk], vectors: dict[str, np.ndarray]) -> np.ndarray:
         """The chunks' vectors, row-aligned; a deferred run's chunks without one get a row of NaN
@@ -346,3 +361,4 @@ def count_kept(old: list[str], new: list[str]) -> int:
             remaining.remove(digest)
             kept += 1
     return kept
+

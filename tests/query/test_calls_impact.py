@@ -23,7 +23,7 @@ from sai.duplicates.score import duplicate_score
 from sai.errors import SaiError
 from sai.indexing import indexer
 from sai.models import CallNode, ChunkRow
-from sai.project import Project
+from sai.project import Project, chunks_part
 from sai.query import references
 from sai.query.calls import callees, callers, callers_of
 from sai.query.references import KnownUses, find_references, open_references
@@ -244,6 +244,45 @@ def test_an_index_of_format_5_gains_references_without_embedding(tmp_path: Path,
         indexer.index(project)
         assert standin.inputs_embedded == 0
         assert [u.reference.line for u in find_references(project, "g").uses] == [2]
+    finally:
+        project.close()
+
+
+def test_an_older_reference_extraction_reads_the_uses_again_and_leaves_the_chunks(
+        tmp_path: Path, standin: OllamaStandIn) -> None:
+    """Only the references' version changed: every file's uses are read again, no chunk row is
+    rewritten (their ids stay) and nothing is embedded; a file edited meanwhile is indexed whole."""
+    files = {"a.py": "def f():\n    return g()\n", "b.py": "def h():\n    return g()\n"}
+    root = write_tree(tmp_path, {**files, "sai-cfg.yml": CONFIG})
+
+    def written() -> dict[str, list[object]]:  # each file's chunk rows as written: their ids and times
+        with project.store.read() as reader:
+            rows = reader.conn.con.execute(  # type: ignore[attr-defined]
+                "SELECT path, id, indexed_at FROM source_code ORDER BY path, id").fetchall()
+        return {key: [row[1:] for row in rows if row[0] == key] for key in files}
+
+    project = open_served(root, standin)
+    try:
+        indexer.index(project)
+        before = written()
+        with project.store.write() as writer:  # as an older extraction left it: other uses, another version
+            writer.conn.con.execute("DELETE FROM source_code__refs")  # type: ignore[attr-defined]
+            writer.set_meta({"chunking": chunks_part(writer.meta()["chunking"]) + "/refs=1"})
+    finally:
+        project.close()
+    (root / "b.py").write_text("def h():\n    return g() + g()\n", encoding="utf-8")
+    standin.reset_counts()
+    project = open_served(root, standin)
+    try:
+        report = indexer.index(project)
+        after = written()
+        assert after["a.py"] == before["a.py"] and after["b.py"] != before["b.py"]  # b.py was edited
+        assert standin.inputs_embedded == 1 and report.embedded == 1  # b.py's new text alone
+        assert sorted((u.reference.path, u.reference.column) for u in find_references(project, "g").uses) == [
+            ("a.py", 11), ("b.py", 11), ("b.py", 17)]
+        with project.store.read() as reader:
+            assert reader.meta()["chunking"] == project.chunking_signature()
+        assert indexer.index(project).embedded == 0  # settled
     finally:
         project.close()
 
