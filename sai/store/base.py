@@ -194,6 +194,13 @@ class IndexReader(ABC):
         """Every stored use in lines start..end of one file, by position."""
         return []
 
+    def files_using(self, names: list[str]) -> dict[str, set[str]]:
+        """The files holding a stored use of each name (name -> keys), without the uses."""
+        out: dict[str, set[str]] = {name: set() for name in names}
+        for ref in self.references(names):
+            out[ref.name].add(ref.path)
+        return out
+
 
 class IndexWriter(IndexReader):
     """A write session, committed when it ends cleanly: one transaction on a `transactional`

@@ -390,6 +390,8 @@ def test_references_are_found_by_name_and_by_lines_and_go_with_their_file(filled
         within = reader.references_in("src/cart.py", 1, 6)
         assert [(r.name, r.line) for r in within] == [("dates", 1), ("parse_date", 5)]
         assert reader.references(["parse_date"])[0].chunk_id == unit
+        assert reader.files_using(["Cart", "render", "absent"]) == {
+            "Cart": {"src/cart.py"}, "render": {"web/view.js"}, "absent": set()}
     with store.write() as writer:
         writer.replace_references({"src/cart.py": []})  # the file holds none now
         writer.remove_files(["web/view.js"])  # its references go with it

@@ -70,6 +70,15 @@ class References:
         return self._read("name_key IN (SELECT unnest(?::BIGINT[])) AND name IN (SELECT unnest(?::VARCHAR[]))",
                           [[name_key(n) for n in names], names])
 
+    def files_using(self, names: list[str]) -> dict[str, set[str]]:
+        """The files holding a use of each name (name -> keys)."""
+        out: dict[str, set[str]] = {name: set() for name in names}
+        for name, path in self.con.execute(
+                f"SELECT DISTINCT name, path FROM {self.table} WHERE name_key IN (SELECT unnest(?::BIGINT[])) "
+                "AND name IN (SELECT unnest(?::VARCHAR[]))", [[name_key(n) for n in names], names]).fetchall():
+            out[name].add(path)
+        return out
+
     def within(self, key: str, start: int, end: int) -> list[Reference]:
         """Every use in lines start..end of one file, by position."""
         return self._read("path = ? AND line BETWEEN ? AND ?", [key, int(start), int(end)])

@@ -134,6 +134,11 @@ class DuckDBReader(IndexReader):
     def references_in(self, key: str, start: int, end: int) -> list[Reference]:
         return self.conn.references.within(key, start, end) if self.conn.has_references() else []
 
+    def files_using(self, names: list[str]) -> dict[str, set[str]]:
+        if not names or not self.conn.has_references():
+            return {name: set() for name in names}
+        return self.conn.references.files_using(names)
+
 
 class DuckDBWriter(DuckDBReader, IndexWriter):
     """A write transaction on the file (store.py opens, commits or rolls it back)."""
