@@ -126,8 +126,9 @@ class Run:
             self.check_vectors(["probe"], self.project.embedder.embed_documents(["vector_dim probe"]))
 
     def _stored_hash(self, source: SourceFile) -> str | None:
-        old = self.stored.get(source.key)
-        return None if old is None or self.rechunk else old.file_hash
+        """The stored file's hash the CPU stage may skip an unchanged file by (none when every
+        file is chunked again)."""
+        return None if self.rechunk else self._file_hash(source.key)
 
     def add(self, batch: Batch, item: Prepared) -> None:
         for stage, seconds in item.times.items():
@@ -361,4 +362,3 @@ def count_kept(old: list[str], new: list[str]) -> int:
             remaining.remove(digest)
             kept += 1
     return kept
-

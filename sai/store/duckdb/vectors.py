@@ -154,6 +154,10 @@ class VectorTable:
         else:
             rows = np.flatnonzero(keep)
             scores = (self.matrix @ query)[rows]
+        return self._best(rows, scores, limit)
+
+    def _best(self, rows: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, score) of the `limit` best of these rows, best first (ties by id)."""
         if len(rows) > limit:
             best = np.argpartition(-scores, limit - 1)[:limit]
             rows, scores = rows[best], scores[best]
@@ -182,10 +186,7 @@ class VectorTable:
                 if row >= 0:
                     col[row] = -np.inf
                 kept = np.flatnonzero(col > -np.inf)
-                if len(kept) > limit:
-                    kept = kept[np.argpartition(-col[kept], limit - 1)[:limit]]
-                order = kept[np.lexsort((self.ids[kept], -col[kept]))]
-                out.append([(int(i), float(v)) for i, v in zip(self.ids[order], col[order], strict=True)])
+                out.append(self._best(kept, col[kept], limit))
         return out
 
     def _first_pass(self, query: np.ndarray, keep: np.ndarray | None, count: int) -> np.ndarray:
