@@ -26,7 +26,7 @@ from vector_stores import (
 from sai.store.duckdb import DuckDBStore, copies
 from sai.store.duckdb.sidecar import Sidecar
 
-# A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows or the symbols):
+# A reader that dies by SIGKILL while writing a shared copy (argv[3]: the rows, the symbols or the shapes):
 # with the file written aside (`aside`), or as it is renamed into place (`rename`).
 KILLED_WRITE = HELPERS + """
 from sai.store.duckdb import copies
@@ -42,7 +42,7 @@ copies.os.replace = replace
 store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
 with store.read() as reader:
     reader.conn.vector_table()
-    reader.conn.row_table() if sys.argv[3] == "rows" else reader.symbols()
+    {"rows": reader.conn.row_table, "shapes": reader.shapes}.get(sys.argv[3], reader.symbols)()
 """
 
 
@@ -147,7 +147,7 @@ def test_a_damaged_shared_copy_is_read_again_from_the_index(db: Path) -> None:
     assert not older.exists()  # removed by the first write of a shared copy
 
 
-@pytest.mark.parametrize("name", ["rows", "symbols"])
+@pytest.mark.parametrize("name", ["rows", "symbols", "shapes"])
 @pytest.mark.parametrize("where", ["aside", "rename"])
 @pytest.mark.slow
 def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, where: str, name: str) -> None:
