@@ -8,8 +8,8 @@ queries through SAI and scores them with semble's metric, reproduced here (not i
 
 - a target is found at the first of the top 10 chunks whose file is the target's file and, when
   the target has a line span, whose lines overlap it; relevant and secondary targets weigh 1 (a
-  hit's lines are those it shows: with the chunks hybrid search folds into it, `span`, and the
-  near-identical copies in other files it lists);
+  hit's lines are those it shows: its own, each chunk hybrid search folds into it as a range of
+  its own, and the near-identical copies in other files it lists);
 - NDCG@10 = DCG of a 0/1 relevance list over ranks 1..10 (a rank holding several found targets
   counts once) divided by the DCG of min(10, number of targets) ones; 0 with no targets;
 - a repository's figure is the mean over its queries; a category's figure is the mean of the
@@ -128,17 +128,11 @@ def covers(hit: tuple[str, int, int], target: Target) -> bool:
 
 def target_rank(hits: list[tuple[str, int, int]], target: Target,
                 copies: list[list[tuple[str, int, int]]] | None = None) -> int | None:
-    """1-based rank of the first hit covering the target, itself or one of the `copies` hybrid
-    search folded into it (near-identical chunks of other files, listed with the hit), or None."""
+    """1-based rank of the first hit covering the target, itself or one of the parts hybrid search
+    folded into it (`copies`: the chunks of its file and the near-identical chunks of other files
+    listed with the hit), or None."""
     return next((i for i, hit in enumerate(hits, 1)
                  if covers(hit, target) or any(covers(c, target) for c in (copies[i - 1] if copies else ()))), None)
-
-
-def span(hit) -> tuple[int, int]:
-    """The lines a hit shows: its chunk's, or in hybrid mode those of the chunks folded into it (a
-    container and its member, a unit's next window: sai/query/places.py), which are contiguous."""
-    parts = [(hit.start_line, hit.end_line), *((c.start_line, c.end_line) for c in hit.chunks or ())]
-    return min(s for s, _ in parts), max(e for _, e in parts)
 
 
 def dcg(gains: list[int]) -> float:
@@ -382,8 +376,11 @@ def run_query(project, repo: Repo, q: Query, mode: str) -> Outcome:
 
     prefix = (repo.benchmark_root.strip("/") + "/") if repo.benchmark_root else ""
     found = search(project, q.text, limit=TOP, mode=mode)
-    hits = [(prefix + h.path, *span(h)) for h in found]
-    copies = [[(prefix + c.path, c.start_line, c.end_line) for c in h.copies or ()] for h in found]
+    hits = [(prefix + h.path, h.start_line, h.end_line) for h in found]
+    # the other parts a hit shows, each its own range: the chunks folded into it (its file's, which
+    # need not be contiguous) and the near-identical copies it lists in other files
+    copies = [[*((prefix + h.path, c.start_line, c.end_line) for c in h.chunks or ()),
+               *((prefix + c.path, c.start_line, c.end_line) for c in h.copies or ())] for h in found]
     return Outcome(q, mode, query_ndcg(hits, q.targets, copies=copies), first_hit_in_target_file(hits, q.targets),
                    distinct_files(hits), [target_rank(hits, t, copies) for t in q.targets], hits)
 

@@ -39,7 +39,7 @@ holds (the budget may leave some out; a hit's folded copies in other files count
 answer lists them with it).
 Methods:
 - `sai`: `sai.search`, hybrid, 10 hits (the independent check's answer; the MCP tool's default is 8);
-- `sai-file`: the same grouped by file (group_by "file", 10 files);
+- `sai-chunk`: the same one hit per chunk (group_by "chunk": a file's chunks take places of their own);
 - `bm25`: Okapi BM25 (k1 1.2, b 0.75) over whole files, terms by SAI's own lexical tokens
   (`sai.text.lexical.tokens`: identifiers whole and split, lower case; the path's included)
   on both sides, the query's distinct terms less a fixed stopword list;
@@ -86,7 +86,7 @@ from _tasks_select import Task, git, query_of, select
 
 TASKS_PER_REPO = 30
 DEFAULT_CACHE = Path(os.environ.get("SAI_BENCH_CACHE", "/tmp/sai-bench")) / "tasks"
-METHODS = ("sai", "sai-file", "bm25", "grep")
+METHODS = ("sai", "sai-chunk", "bm25", "grep")
 TOP = 10
 
 
@@ -246,12 +246,12 @@ def ask(project: Any, tree: Path, task: Task, terms: FileTerms) -> Outcome | Non
         return None
     query = query_of(task.subject)
     listed, chars = answer(sai.search(project, query, limit=TOP, mode="hybrid"))
-    grouped, grouped_chars = answer(sai.search(project, query, limit=TOP, mode="hybrid", group_by="file"))
+    chunked, chunked_chars = answer(sai.search(project, query, limit=TOP, mode="hybrid", group_by="chunk"))
     corpus = terms.corpus(tree, files)
     words = query_terms(query)
-    ranked = {"sai": listed, "sai-file": grouped, "bm25": bm25_files(corpus, words), "grep": grep_files(corpus, words)}
+    ranked = {"sai": listed, "sai-chunk": chunked, "bm25": bm25_files(corpus, words), "grep": grep_files(corpus, words)}
     return Outcome(task, targets, {m: score(r, targets) for m, r in ranked.items()},
-                   {"sai": chars, "sai-file": grouped_chars}, ranked)
+                   {"sai": chars, "sai-chunk": chunked_chars}, ranked)
 
 
 # ---------------------------------------------------------------- one repository
