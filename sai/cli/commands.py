@@ -149,8 +149,9 @@ def _default(project: Project, args: argparse.Namespace, as_json: bool) -> int:
         raise UsageError("--query-only needs --query")
     if args.explain and not args.query:
         raise UsageError("--explain needs --query; it says why each search hit ranked where it did")
-    if args.files and not args.query:
-        raise UsageError("--files needs --query; it groups the search hits by file")
+    if (args.files or args.chunks) and not args.query:
+        flag = "--files" if args.files else "--chunks"
+        raise UsageError(f"{flag} needs --query; it says how the search hits are grouped")
     if args.dry_run:
         from sai.source.files import walk
 
@@ -187,7 +188,7 @@ EARLY_ANSWER_PENDING = 256  # `sai --query` answers before embedding when this m
 def _answer(project: Project, args: argparse.Namespace, as_json: bool) -> int:
     hits = search(project, args.query, limit=args.limit, mode=args.mode,
                          language=args.language, path_glob=args.path_glob, explain=args.explain,
-                         group_by="file" if args.files else "chunk")
+                         group_by="chunk" if args.chunks else "file")
     budget = _budget(args, "search")
     return _emit_fitted(as_json, lambda: payloads.fitted_hits_json(hits, budget=budget), lambda: payloads.fit_hits(
         hits, lambda cut: render.query_results(args.query, hits, explain=args.explain, cut=cut, budget=budget),

@@ -47,8 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--language", metavar="L", help="search only this language (name or extension: ts, py)")
     parser.add_argument("--path-glob", metavar="G", help="search only files whose key matches this glob")
     parser.add_argument("--explain", action="store_true", help="say why each hit ranked where it did")
-    parser.add_argument("--files", action="store_true",
-                        help="one hit per file (its best chunk), with the lines of its best chunks")
+    grouping = parser.add_mutually_exclusive_group()
+    grouping.add_argument("--chunks", action="store_true",
+                          help="one hit per chunk: a file's other chunks take places of their own")
+    grouping.add_argument("--files", action="store_true",
+                          help="one hit per file, its best chunk with the lines of its others (the default)")
     _add_budget(parser, "search")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_duplicates(sub.add_parser("duplicates", parents=[common], help="near-duplicate clusters"))

@@ -132,7 +132,7 @@ class SaiTools(LookupTools, UseTools):
     def sai_search_code(
         self, query: Query, limit: Limit = 8, language: Language = None, path_glob: Glob = None,
         include_text: IncludeText = False, mode: Mode = "hybrid", explain: Explain = False,
-        group_by: GroupBy = "chunk", max_tokens: MaxTokens = DEFAULT_TOKENS["search"],
+        group_by: GroupBy = "file", max_tokens: MaxTokens = DEFAULT_TOKENS["search"],
     ) -> Annotated[CallToolResult, HitsOut]:
         """Search code by meaning and words: find where logic is implemented, how something
         works, which file does it. Hits best first: path, lines, symbol, snippet, chunk_id.

@@ -23,11 +23,12 @@ COPY_LINES = 0.8  # and the least ratio of their line counts
 def places(reader: IndexReader, ordered: list[Candidate], limit: int, *, fold: bool, by_file: bool
            ) -> list[list[Candidate]]:
     """The first `limit` places of the ranked candidates, each led by its best: grouped by file,
-    a file's best chunks; with `fold`, a place and what folds into it; else one chunk each."""
-    joins: Joins = _same_file if by_file else _never
-    if fold and not by_file:
-        joins = _place_or_copy(_copy_pairs(reader, ordered[:COPY_POOL * limit]))
-    return _grouped(ordered, limit, joins=joins)
+    a file's best chunks; else one chunk each. With `fold` (hybrid search), near-identical copies
+    in other files join a place too, and ungrouped, so do the chunks of one place (`_same_place`)."""
+    same: Joins = _same_file if by_file else _same_place if fold else _never
+    if fold:
+        return _grouped(ordered, limit, joins=_or_copy(same, _copy_pairs(reader, ordered[:COPY_POOL * limit])))
+    return _grouped(ordered, limit, joins=same)
 
 
 Joins = Callable[[list[Candidate], Candidate], bool]
@@ -69,28 +70,41 @@ def _similar_length(a: ChunkRow, b: ChunkRow) -> bool:
     return min(la, lb) >= COPY_LINES * max(la, lb)
 
 
-def _place_or_copy(copies: set[tuple[int, int]]) -> Joins:
-    """The place a candidate joins: its own (`_same_place`), or that of a chunk it is a copy of."""
+def _or_copy(same: Joins, copies: set[tuple[int, int]]) -> Joins:
+    """The place a candidate joins: its own (`same`), or that of a chunk it is a copy of."""
     def joins(group: list[Candidate], c: Candidate) -> bool:
-        return _same_place(group, c) or any((m.row.id, c.row.id) in copies or (c.row.id, m.row.id) in copies
-                                            for m in group)
+        return same(group, c) or any((m.row.id, c.row.id) in copies or (c.row.id, m.row.id) in copies
+                                     for m in group)
     return joins
 
 
-def with_members(hit: Hit, group: list[Candidate], *, by_file: bool) -> Hit:
-    """The hit with the chunks folded into it: of its file in `chunks` (grouped by file, the
-    file's best with the hit's own first; else only those folded in, the hit's own lines being its
-    start and end), of other files in `copies`."""
+def with_members(hit: Hit, group: list[Candidate]) -> Hit:
+    """The hit with the chunks folded into it: the others of its file in `chunks` (best first,
+    the windows of one unit that overlap or touch as one range), of other files in `copies`."""
     own = [c for c in group if c.row.path == hit.path]
     others = [c for c in group if c.row.path != hit.path]
-    if by_file:
-        hit = replace(hit, chunks=tuple(_file_chunk(c) for c in own))
-    elif len(own) > 1:
-        hit = replace(hit, chunks=tuple(_file_chunk(c) for c in own[1:]))
+    if len(own) > 1:
+        hit = replace(hit, chunks=_ranges(own[1:]))
     if others:
         hit = replace(hit, copies=tuple(ClusterMember(c.row.path, c.row.start_line, c.row.end_line, c.row.symbol,
                                                       c.row.chunk_id) for c in others))
     return hit
+
+
+def _ranges(chunks: list[Candidate]) -> tuple[FileChunk, ...]:
+    """One entry per chunk, in order, except that a window of a unit listed already joins it
+    when their lines overlap or touch (the entry keeps the first window's chunk_id)."""
+    out: list[FileChunk] = []
+    for c in chunks:
+        r = c.row
+        at = next((i for i, f in enumerate(out) if f.symbol is not None and f.symbol == r.symbol
+                   and r.start_line <= f.end_line + 1 and f.start_line <= r.end_line + 1), None)
+        if at is None:
+            out.append(FileChunk(r.start_line, r.end_line, r.symbol, r.chunk_id))
+        else:
+            f = out[at]
+            out[at] = replace(f, start_line=min(f.start_line, r.start_line), end_line=max(f.end_line, r.end_line))
+    return tuple(out)
 
 
 def _same_file(group: list[Candidate], c: Candidate) -> bool:
@@ -126,7 +140,3 @@ def _nested_names(x: ChunkRow, y: ChunkRow) -> bool:
 
 def _member_of(member: str, container: str) -> bool:
     return member.rpartition(".")[0] == container
-
-
-def _file_chunk(c: Candidate) -> FileChunk:
-    return FileChunk(c.row.start_line, c.row.end_line, c.row.symbol, c.row.chunk_id)

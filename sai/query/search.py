@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from sai.query.definitions import CALLABLE, line_definition, preferred
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
 from sai.query.places import places, with_members
-from sai.query.ranking import Candidate, bare_name, fuse, merge
+from sai.query.ranking import Candidate, bare_name, fuse, in_scope, merge, scopes_of
 from sai.source import vendored as vendored_code
 from sai.store import IndexReader, Scope
 from sai.text.lexical import query_lexemes
@@ -24,6 +25,7 @@ CANDIDATES = 50  # per list, at least 4 x limit: what hybrid ranking fuses
 DEFINITIONS = 5  # a bare name's definitions added to hybrid's candidates (docs/design.md, "Search")
 DEFINITIONS_READ = 50  # of which the closest are chosen (query/definitions.py): a partial class has many
 LINE_DEFINITIONS_READ = 1000  # the chunks holding a name no unit defines, read for a line defining it
+SCOPED = 20  # per list: the best chunks of the place a leading scope names, ranked after the list's own
 
 
 def search(
@@ -35,7 +37,7 @@ def search(
     path_glob: str | None = None,
     mode: str = "hybrid",
     explain: bool = False,
-    group_by: str = "chunk",
+    group_by: str = "file",
 ) -> list[Hit]:
     """Chunks that answer `query`, best first, among those passing the language and glob filters.
 
@@ -65,16 +67,20 @@ def search(
         if vector is not None:
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
         semantic, lexical = _candidates(reader, query, vector, wanted, mode=mode, scope=scope)
+        named = _named_place(reader, query, scope) if mode == "hybrid" else None
+        if named is not None:
+            more = _candidates(reader, query, vector, SCOPED, mode=mode, scope=named)
+            semantic, lexical = _extended(semantic, more[0]), _extended(lexical, more[1])
         defined, defining = _definitions(reader, query, scope) if mode == "hybrid" else ([], frozenset())
         weight = _vector_share(reader) if mode == "hybrid" and vector is not None else 1.0
         ordered = _order(mode, semantic, lexical, query, defined, defining=defining, semantic_weight=weight,
-                         vendored=vendored_code.from_meta(meta))
+                         vendored=vendored_code.from_meta(meta), by_file=by_file)
         groups = places(reader, ordered, limit, fold=mode == "hybrid", by_file=by_file)
         chosen, pending = _with_bodies(reader, [group[0] for group in groups], vector, mode=mode)
         stored = reader.files([c.row.path for c in chosen])
     stale = stale_keys(project.config.root, stored, [c.row.path for c in chosen])
     hits = [_ranked_hit(c, rank, mode, stale) for rank, c in enumerate(chosen, start=1)]
-    hits = [with_members(h, group, by_file=by_file) for h, group in zip(hits, groups, strict=True)]
+    hits = [with_members(h, group) for h, group in zip(hits, groups, strict=True)]
     if not explain:
         return hits
     model = meta.get("model") if vector is not None else None
@@ -132,6 +138,28 @@ def _candidates(
     return semantic, lexical
 
 
+def _named_place(reader: IndexReader, query: str, scope: Scope) -> Scope | None:
+    """The chunks of the place a leading scope names (`fix(etag): …`, `ignore/types: …`) within
+    the question's filters, or None: what the lists search a second time, so the files of the
+    place that neither list reached can still be answered (the scope_match signal ranks them)."""
+    scopes = scopes_of(query)
+    if not scopes:
+        return None
+    keys = frozenset(k for k in (scope.keys if scope.keys is not None else reader.files()) if in_scope(k, scopes))
+    return Scope(scope.language, keys) if keys else None
+
+
+T = TypeVar("T", ChunkRow, tuple[ChunkRow, float])
+
+
+def _extended(ranked: list[T], more: list[T]) -> list[T]:
+    """A candidate list followed by the chunks of `more` it lacks, in their order."""
+    def row(item: T) -> ChunkRow:
+        return item if isinstance(item, ChunkRow) else item[0]
+    held = {row(item).id for item in ranked}
+    return ranked + [item for item in more if row(item).id not in held]
+
+
 def _with_bodies(
     reader: IndexReader, chosen: list[Candidate], vector: np.ndarray | None, *, mode: str
 ) -> tuple[list[Candidate], set[int]]:
@@ -183,14 +211,14 @@ def _line_definitions(reader: IndexReader, name: str, scope: Scope) -> list[Chun
 def _order(
     mode: str, semantic: list[ChunkRow], lexical: list[tuple[ChunkRow, float]], query: str,
     defined: Sequence[ChunkRow] = (), *, defining: frozenset[int] = frozenset(), semantic_weight: float = 1.0,
-    vendored: tuple[str, ...] = (),
+    vendored: tuple[str, ...] = (), by_file: bool = False,
 ) -> list[Candidate]:
     if mode == "semantic":
         return merge(semantic, [])
     if mode == "lexical":
         return merge([], lexical)
     return fuse(merge(semantic, lexical, defined), query, semantic_weight=semantic_weight, defining=defining,
-                vendored=vendored)
+                vendored=vendored, by_file=by_file)
 
 
 def _vector_share(reader: IndexReader) -> float:

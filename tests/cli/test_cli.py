@@ -776,20 +776,20 @@ def ast_project(tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytes
 def test_files_lists_each_file_once_with_its_best_chunks_lines(
     ast_project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    plain = sai(capsys, "--silent", "--json", "--query", "shape area width height", "--limit", "8")
+    plain = sai(capsys, "--silent", "--json", "--query", "shape area width height", "--limit", "8", "--chunks")
     paths = [h["path"] for h in json.loads(plain.out)["hits"]]
-    assert paths.count("src/shapes.py") > 1  # without --files, one file holds several hits
-    grouped = sai(capsys, "--json", "--query", "shape area width height", "--limit", "8", "--files",
-                  "--query-only")
-    assert grouped.code == 0, grouped.err
-    hits = json.loads(grouped.out)["hits"]
-    assert sorted(h["path"] for h in hits) == sorted(set(paths)) and len(hits) == 3
-    shapes = next(h for h in hits if h["path"] == "src/shapes.py")
-    lines = [(c["start_line"], c["end_line"]) for c in shapes["chunks"]]
-    assert lines[0] == (shapes["start_line"], shapes["end_line"])  # the hit is its file's best chunk
-    assert 1 < len(lines) <= 5 and len(set(lines)) == len(lines)
-    assert all(c["symbol"].startswith("shape_area_") and len(c["chunk_id"]) == 16 for c in shapes["chunks"])
-    assert [h["rank"] for h in hits] == [1, 2, 3]
+    assert paths.count("src/shapes.py") > 1  # with --chunks, one file holds several hits
+    for flags in (("--files",), ()):  # --files is the default
+        grouped = sai(capsys, "--json", "--query", "shape area width height", "--limit", "8", *flags, "--query-only")
+        assert grouped.code == 0, grouped.err
+        hits = json.loads(grouped.out)["hits"]
+        assert sorted(h["path"] for h in hits) == sorted(set(paths)) and len(hits) == 3
+        shapes = next(h for h in hits if h["path"] == "src/shapes.py")
+        lines = [(c["start_line"], c["end_line"]) for c in shapes["chunks"]]
+        assert (shapes["start_line"], shapes["end_line"]) not in lines  # the hit's own lines are its own
+        assert 1 <= len(lines) <= 4 and len(set(lines)) == len(lines)
+        assert all(c["symbol"].startswith("shape_area_") and len(c["chunk_id"]) == 16 for c in shapes["chunks"])
+        assert [h["rank"] for h in hits] == [1, 2, 3]
 
     text = sai(capsys, "--query", "shape area width height", "--files", "--query-only")
     rows = text.out.splitlines()
@@ -799,10 +799,13 @@ def test_files_lists_each_file_once_with_its_best_chunks_lines(
 
 def test_files_without_query_is_a_usage_error(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert_one_error_line(sai(capsys, "--files"), "--files needs --query", code=2)
+    assert_one_error_line(sai(capsys, "--chunks"), "--chunks needs --query", code=2)
 
 
 def test_files_as_a_process(ast_project: Path) -> None:
     result = sai_process(ast_project, "--silent", "--json", "--query", "shape area", "--files")
     assert result.code == 0, result.err
     hits = json.loads(result.out)["hits"]
-    assert len({h["path"] for h in hits}) == len(hits) and all("chunks" in h for h in hits)
+    assert len({h["path"] for h in hits}) == len(hits)
+    shapes = next(h for h in hits if h["path"] == "src/shapes.py")  # the file several chunks answer
+    assert shapes["chunks"] and all(c["start_line"] != shapes["start_line"] for c in shapes["chunks"])

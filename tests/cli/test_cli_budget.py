@@ -17,7 +17,7 @@ HANDLERS = "".join(f"def handler_{i}(request):\n    return request.get('field_{i
 PARSER = "def parse_pairs(text):\n    return dict(line.split('=') for line in text.splitlines())\n"
 REPORT = "def long_report(rows):\n" + "".join(f"    total_{i} = sum(row[{i}] for row in rows)\n" for i in range(80))
 COMMANDS = (
-    ("--query", "handler request field", "--query-only", "--mode", "lexical", "--limit", "40"),
+    ("--query", "handler request field", "--query-only", "--mode", "lexical", "--limit", "40", "--chunks"),
     ("similar", "--path", "src/handlers.py", "--line", "1", "--min-score", "0", "--limit", "40"),
     ("read", "--path", "src/handlers.py", "--start-line", "41", "--neighbours", "5"),
     ("read", "--path", "src/report.py", "--start-line", "1"),

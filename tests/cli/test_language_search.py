@@ -95,7 +95,8 @@ def test_the_cli_searches_one_new_language_by_name_or_extension(
                            "--language", language, "--json")
         hits = payload["hits"]
         assert hits and {h["path"] for h in hits} == {"Sources/Retry.swift"}
-        assert {"RetryPolicy.shouldRetry", "RetryPolicy.retryDelay"} <= {h["symbol"] for h in hits}
+        shown = {h["symbol"] for h in hits} | {c["symbol"] for h in hits for c in h.get("chunks", ())}
+        assert {"RetryPolicy.shouldRetry", "RetryPolicy.retryDelay"} <= shown
     elixir = cli_json(capsys, mixed_tree, standin, "--query-only", "--query", "retry", "--language", "ex", "--json")
     assert {h["path"] for h in elixir["hits"]} == {"lib/cart.ex"}
 

@@ -538,7 +538,7 @@ def test_removing_most_chunks_leaves_exact_search_over_the_rest(
     report = _index(root)
     assert (report.removed, report.chunks) == (20, 10)
     project = open_project(root)
-    hits = search.search(project, "gen_25 value", limit=10, mode="semantic")
+    hits = search.search(project, "gen_25 value", limit=10, mode="semantic", group_by="chunk")
     project.close()
     assert len(hits) == 10 and all(hit.path == "gen/mod_002.py" for hit in hits)
 

@@ -140,7 +140,7 @@ def test_tools_flag_serves_the_same_tools_over_http(
 # ---------------------------------------------------------------- answers within max_tokens
 def test_default_search_answers_are_within_2000_tokens(plain: Session) -> None:
     for arguments in ({"query": "hash a password"}, {"query": "handler request field", "limit": 50},
-                      {"query": "sum of the rows", "include_text": True, "limit": 50}):
+                      {"query": "sum of the rows", "include_text": True, "limit": 50, "group_by": "chunk"}):
         text = _text(plain, "sai_search_code", **arguments)
         assert len(text) <= 2000 * 4, arguments
     assert "truncated" in json.loads(text)  # 50 whole chunks do not fit

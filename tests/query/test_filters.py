@@ -49,10 +49,11 @@ def _subset(tmp_path: Path, server: OllamaStandIn, keys: list[str]) -> Path:
     return root
 
 
-def _answers(root: Path, query: str, mode: str, **filters: str) -> list[tuple[str, int, float]]:
+def _answers(root: Path, query: str, mode: str, group_by: str = "chunk", **filters: str
+             ) -> list[tuple[str, int, float]]:
     project = open_project(root)
     try:
-        hits = search.search(project, query, limit=8, mode=mode, **filters)
+        hits = search.search(project, query, limit=8, mode=mode, group_by=group_by, **filters)
     finally:
         project.close()
     return [(h.path, h.start_line, round(h.score, 4)) for h in hits]
@@ -68,6 +69,9 @@ def test_a_glob_on_one_small_file_searches_that_file(
         filtered = _answers(indexed, query, mode, path_glob="gen/mod_017.py")
         assert len(filtered) == 8 or mode == "lexical"
         assert filtered == _answers(alone, query, mode)
+        by_file = _answers(indexed, query, mode, group_by="file", path_glob="gen/mod_017.py")
+        assert by_file == _answers(alone, query, mode, group_by="file")
+        assert [p for p, _, _ in by_file] == ["gen/mod_017.py"] * len(by_file) and len(by_file) <= 1
 
 
 @pytest.mark.parametrize("language", ["typescript", "ts", "TypeScript"])
@@ -135,7 +139,7 @@ def test_after_many_refreshes_searches_stay_exact(
         # the exact top 10, ties at the tenth cosine included: search breaks ties by place, the
         # matrix by row id, and ids follow the order the chunking pool returned files in
         exact = {rows[i].id for i in np.flatnonzero(cosines >= tenth - 1e-6)}
-        hits = search.search(project, query, limit=10, mode="semantic")
+        hits = search.search(project, query, limit=10, mode="semantic", group_by="chunk")
         with project.store.read() as reader:
             found = [reader.chunks_of_file(h.path, line=h.start_line)[0].id for h in hits]
         recalls.append(len(set(found) & exact) / 10)

@@ -241,11 +241,13 @@ def test_hybrid_explain_adds_up_to_the_fused_score_and_orders_the_hits(session: 
 
 
 def test_semantic_and_lexical_explain_hold_only_their_list(session: Session) -> None:
-    semantic = session.call("sai_search_code", query="compute total", mode="semantic", explain=True)["hits"]
+    semantic = session.call("sai_search_code", query="compute total", mode="semantic", explain=True,
+                            group_by="chunk")["hits"]
     assert [h["explain"]["semantic_rank"] for h in semantic] == [h["rank"] for h in semantic]
     assert all(h["explain"]["lexical_rank"] is h["explain"]["fused"] is h["explain"]["signals"] is None
                for h in semantic)
-    lexical = session.call("sai_search_code", query="compute total", mode="lexical", explain=True)["hits"]
+    lexical = session.call("sai_search_code", query="compute total", mode="lexical", explain=True,
+                           group_by="chunk")["hits"]
     assert [h["explain"]["lexical_rank"] for h in lexical] == [h["rank"] for h in lexical]
     assert all(h["explain"]["bm25"] == h["score"] and h["explain"]["cosine"] is None for h in lexical)
     assert all(h["explain"]["semantic_rank"] is h["explain"]["fused"] is None for h in lexical)

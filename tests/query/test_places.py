@@ -69,8 +69,10 @@ def test_copies_in_sibling_modules_fold_into_one_hit_and_free_its_slots(tmp_path
 def test_a_class_head_and_its_method_are_one_place_and_a_sibling_method_another(tmp_path, ollama_server):
     project = index_held(tmp_path, ollama_server.url, {"client/timeouts.py": CLASS, "d/headers.py": OTHER})
     try:
-        every = search.search(project, "timeout settings read timeout setting connect", limit=5, mode="lexical")
-        folded = search.search(project, "timeout settings read timeout setting connect", limit=5)
+        every = search.search(project, "timeout settings read timeout setting connect", limit=5, mode="lexical",
+                              group_by="chunk")
+        folded = search.search(project, "timeout settings read timeout setting connect", limit=5, group_by="chunk")
+        by_file = search.search(project, "timeout settings read timeout setting connect", limit=5)
     finally:
         project.close()
     symbols = {h.symbol for h in every}  # unfolded: the class head (lines 1-2) and both methods
@@ -82,6 +84,11 @@ def test_a_class_head_and_its_method_are_one_place_and_a_sibling_method_another(
     assert (lead.chunks[0].start_line, lead.chunks[0].end_line) != (lead.start_line, lead.end_line)
     assert "TimeoutSettings" in {lead.symbol, lead.chunks[0].symbol}
     assert {lead.symbol, lead.chunks[0].symbol, ours[1].symbol} == {
+        "TimeoutSettings", "TimeoutSettings.read_timeout_setting", "TimeoutSettings.connect_timeout"}
+    # by file (the default), the file is one hit: its best chunk, the other two listed with it
+    ours = [h for h in by_file if h.path == "client/timeouts.py"]
+    assert len(ours) == 1 and ours[0].chunks is not None and len(ours[0].chunks) == 2
+    assert {ours[0].symbol, *(c.symbol for c in ours[0].chunks)} == {
         "TimeoutSettings", "TimeoutSettings.read_timeout_setting", "TimeoutSettings.connect_timeout"}
 
 

@@ -274,7 +274,7 @@ def test_a_chunk_under_the_scope_ranks_above_closer_chunks_elsewhere():
 ])
 def test_a_scope_names_folders_and_files_in_order(path, inside):
     scope = facts_of("ignore/types: add a type").scopes if "pki" not in path else (("pki",),)
-    assert ranking.signals._in_scope(path, scope) is inside
+    assert ranking.in_scope(path, scope) is inside
 
 
 def test_ci_scripts_and_regression_tests_rank_as_tests_do_unless_asked_for():

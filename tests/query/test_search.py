@@ -309,16 +309,28 @@ def test_renamed_copy_is_the_nearest_similar_chunk(local_project, monkeypatch):
 
 
 def test_search_on_a_real_index_spreads_a_topic_over_files_and_keeps_a_docstring_query_per_function(http_project):
-    topic = search.search(http_project, "header parsing", limit=4, explain=True)
+    topic = search.search(http_project, "header parsing", limit=4, explain=True, group_by="chunk")
     paths = [h.path for h in topic]
     assert len(set(paths[:2])) == 2  # the second place goes to another file's best chunk
     for i, hit in enumerate(topic):
         again = hit.path in paths[:i]
         assert (hit.explain.signals.repeat < 1.0) is again
     assert topic[0].explain.signals.file_support > 0
-    docstring = search.search(http_project, "Parse a header line into its name and value", limit=4, explain=True)
+    docstring = search.search(http_project, "Parse a header line into its name and value", limit=4, explain=True,
+                              group_by="chunk")
     assert all(h.explain.signals.repeat == 1.0 and h.explain.signals.file_support == 0.0 for h in docstring)
     assert docstring[0].symbol == "parse_header"
+
+
+def test_search_by_file_ranks_files_for_any_query_and_lists_a_files_other_chunks(http_project):
+    # the default answer is one hit per file: file-level signals rank the files whatever the query
+    # reads like, and the function a description asks for leads its file's hit
+    hits = search.search(http_project, "Parse a header line into its name and value", limit=4, explain=True)
+    paths = [h.path for h in hits]
+    assert len(paths) == len(set(paths))
+    assert hits[0].explain.signals.file_support > 0 and hits[0].symbol == "parse_header"
+    for hit in hits:
+        assert all(c.chunk_id != hit.chunk_id for c in hit.chunks or ())  # a hit's own chunk is not listed again
 
 
 def test_search_on_a_real_index_brings_the_file_a_bare_name_names(http_project):

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from sai.query.intent import asks_for_place, starts_with_verb
-from sai.text.lexical import identifiers, tokens, word_stem
+from sai.text.lexical import identifiers, split_identifier, tokens, word_stem
 
 _STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how if in into is it its not of on or "
@@ -85,6 +85,30 @@ def scopes_of(query: str) -> tuple[tuple[str, ...], ...]:
         return ()
     scopes = (tuple(p for p in map(_squash, scope.split("/")) if p) for scope in found.group(1).split(","))
     return tuple(s for s in scopes if s and not (len(s) == 1 and s[0] in _CHANGE_TYPES))
+
+
+def in_scope(path: str, scopes: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether the path's folders and file, in order, hold every part of one of the scopes."""
+    components = path.split("/")
+    for scope in scopes:
+        found = 0
+        for component in components:
+            if found < len(scope) and _scope_part(component, scope[found]):
+                found += 1
+        if found == len(scope):
+            return True
+    return False
+
+
+def _scope_part(component: str, part: str) -> bool:
+    """A scope's part names a folder or file: the file's whole name when it has a dot, else the name
+    less its extension, one of its words (`types`, default_types.rs), or its end (`pki`, caddypki)."""
+    squashed = re.sub(r"[^a-z0-9.]", "", component.lower())
+    if "." in part:
+        return squashed == part
+    stem = squashed.split(".")[0]
+    words = split_identifier(component.split(".")[0])
+    return part == stem or part in words or (len(part) > 2 and stem.endswith(part))
 
 
 def _squash(name: str) -> str:

@@ -33,9 +33,13 @@ def merge(
 
 def fuse(
     candidates: list[Candidate], query: str, *, semantic_weight: float = 1.0, defining: frozenset[int] = frozenset(),
-    vendored: tuple[str, ...] = (),
+    vendored: tuple[str, ...] = (), by_file: bool = False,
 ) -> list[Candidate]:
     """Candidates ordered by fused score (ties broken by path and line: deterministic).
+
+    The file-level signals apply when the query asks for a place, or when the answer is one hit
+    per file (`by_file`): its places are files, whatever the query reads like. A one-name query
+    is answered by its definitions either way.
 
     `semantic_weight` scales the semantic list's reciprocal rank: the share of the chunks that
     have a vector while an index run is still embedding (only they can be in that list).
@@ -44,7 +48,7 @@ def fuse(
     """
     pool = Pool([c.row for c in candidates], facts_of(query), defining, vendored)
     scored = [_scored(c, pool, semantic_weight) for c in candidates]
-    if not pool.facts.wants_place:
+    if not (pool.facts.wants_place or (by_file and not pool.facts.bare)):
         return sorted(scored, key=order_key)
     for signal in _LIST_LEVEL:
         assert signal.apply is not None

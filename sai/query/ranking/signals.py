@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 from sai.models import ChunkRow
 from sai.query import definitions
 from sai.query.ranking.candidate import Candidate, order_key
-from sai.query.ranking.facts import QueryFacts
+from sai.query.ranking.facts import QueryFacts, in_scope
 from sai.source.vendored import under
 from sai.text.lexical import split_identifier, word_stem
 
@@ -54,15 +54,17 @@ _TESTISH = re.compile(
 # Continuous-integration scripts and settings: ranked as tests are, unless the query asks about CI.
 _CI = re.compile(r"(^|/)(\.github|\.circleci|\.gitlab|\.travis|\.buildkite|ci)/")
 
-# How a signal enters the fused score. "file" and "spread" apply only when the query asks for a
-# place (a question or a short topic, sai/query/intent.py): a function's description asks for
-# one function, whose confusers share its file.
+# How a signal enters the fused score. "file" and "spread" apply when the answer is one hit per
+# file (the default), or when the query asks for a place (a question or a short topic,
+# sai/query/intent.py): hit by chunk, a function's description asks for one function, whose
+# confusers share its file.
 Kind = Literal["add", "factor", "file", "spread"]
 KINDS: dict[Kind, str] = {
     "add": "added to the reciprocal-rank score",
     "factor": "multiplies that sum",
-    "file": "added after the factors, to each file's best chunk (a query asking for a place)",
-    "spread": "multiplies the result last, per earlier chunk of the same file (a query asking for a place)",
+    "file": "added after the factors, to each file's best chunk (hits by file, or a query asking for a place)",
+    "spread": "multiplies the result last, per earlier chunk of the same file (hits by file, or a query asking "
+              "for a place)",
 }
 
 
@@ -136,7 +138,7 @@ def path_match(row: ChunkRow, pool: Pool) -> float:
 def scope_match(row: ChunkRow, pool: Pool) -> float:
     if not pool.facts.scopes:
         return 0.0
-    return pool.once(("scope", row.path), lambda: SCOPE_MATCH if _in_scope(row.path, pool.facts.scopes) else 0.0)
+    return pool.once(("scope", row.path), lambda: SCOPE_MATCH if in_scope(row.path, pool.facts.scopes) else 0.0)
 
 
 def test_penalty(row: ChunkRow, pool: Pool) -> float:
@@ -286,30 +288,6 @@ def _path_signal(path: str, q: QueryFacts) -> float:
     stem = definitions.squashed(path.rsplit("/", 1)[-1].split(".")[0])
     named = (q.names and stem in {definitions.squashed(n) for n in q.names}) or stem in q.compounds
     return PATH_MATCH * _path_share(path, q.words) + (NAMED_INSIDE if named else 0.0)
-
-
-def _in_scope(path: str, scopes: tuple[tuple[str, ...], ...]) -> bool:
-    """Whether the path's folders and file, in order, hold every part of one of the scopes."""
-    components = path.split("/")
-    for scope in scopes:
-        found = 0
-        for component in components:
-            if found < len(scope) and _scope_part(component, scope[found]):
-                found += 1
-        if found == len(scope):
-            return True
-    return False
-
-
-def _scope_part(component: str, part: str) -> bool:
-    """A scope's part names a folder or file: the file's whole name when it has a dot, else the name
-    less its extension, one of its words (`types`, default_types.rs), or its end (`pki`, caddypki)."""
-    squashed = re.sub(r"[^a-z0-9.]", "", component.lower())
-    if "." in part:
-        return squashed == part
-    stem = squashed.split(".")[0]
-    words = split_identifier(component.split(".")[0])
-    return part == stem or part in words or (len(part) > 2 and stem.endswith(part))
 
 
 def _path_share(path: str, words: frozenset[str]) -> float:
