@@ -10,6 +10,7 @@ file `Cart`, for `pkg.func`), and the unresolved ones written with that qualifie
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from sai.query.resolution import FileKeys, Resolver
 from sai.source.languages import canonical_language
 from sai.store import IndexReader
 
+# a package's own file stands for its folder (`pkg/__init__.py`, `lib/index.ts`, Rust's `mod.rs`)
+_PACKAGE_FILE = re.compile(r"/(?:__init__|index|mod)$")
 MAX_DEFINITIONS = 500  # definitions of one name weighed when resolving its uses
 _KIND_ORDER = {kind: index for index, kind in enumerate(REFERENCE_KINDS)}
 
@@ -103,8 +106,9 @@ class KnownUses:
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """(`Cart`, `total`) of `Cart.total` (`::`, `#` and `->` read as '.'), ('', name) of a bare name."""
-    cleaned = name.strip().replace("::", ".").replace("#", ".").replace("->", ".")
+    """(`Cart`, `total`) of `Cart.total` (`::`, `#` and `->` read as '.'; a `#` after a '.' begins
+    a private name: `Hono.#clone`), ('', name) of a bare name."""
+    cleaned = re.sub(r"(?<!\.)#", ".", name.strip().replace("::", ".").replace("->", "."))
     if not cleaned or not cleaned.strip("."):
         raise UsageError("the name is empty; give a name such as computeTotal or Cart.computeTotal")
     qualifier, _, last = cleaned.strip(".").rpartition(".")
@@ -123,7 +127,30 @@ def resolver_for(reader: IndexReader, names: set[str], *, scopes: bool = False) 
                              and d.symbol.rsplit(".", 1)[-1] == name]
     marks = _marks(reader) if scopes else {}
     return Resolver(_file_keys(reader), definitions, marks.get(STAR_IMPORT, frozenset()),
-                    marks.get(MODULE_MARK, frozenset()))
+                    marks.get(MODULE_MARK, frozenset()), _imports_reader(reader))
+
+
+_IMPORTS: dict[str, dict[str, dict[str, list[str]]]] = {}  # index token -> file -> its imports (the latest only)
+
+
+def _imports_reader(reader: IndexReader) -> Callable[[str], dict[str, list[str]]]:
+    """A file's imports (bound name -> modules; "*" for whole modules), read when the resolver
+    follows a re-export through that file, kept per index state."""
+    token = reader.meta().get("token", "")
+    if token not in _IMPORTS or not token:
+        _IMPORTS.clear()
+        _IMPORTS[token] = {}
+    known = _IMPORTS[token]
+
+    def imports_of(key: str) -> dict[str, list[str]]:
+        if key not in known:
+            found: dict[str, list[str]] = {}
+            for ref in reader.references_in(key, 1, 1 << 30):
+                if ref.kind == "import" and ref.module:
+                    found.setdefault(ref.name, []).append(ref.module)
+            known[key] = found
+        return known[key]
+    return imports_of
 
 
 _MARKS: dict[str, dict[str, frozenset[str]]] = {}  # index token -> the files each mark names (the latest only)
@@ -162,12 +189,17 @@ def _file_keys(reader: IndexReader) -> FileKeys:
 def _narrowed(use: Use, qualifier: str) -> bool:
     if use.target is not None:
         symbol = use.target.symbol
-        stem = use.target.path.rsplit(".", 1)[0].replace("/", ".")
+        stem = _PACKAGE_FILE.sub("", use.target.path.rsplit(".", 1)[0]).replace("/", ".")
         full = f"{qualifier}.{use.reference.name}"
-        in_module = stem.endswith(qualifier) and symbol == use.reference.name  # `pkg.func`
+        # `pkg.func`: the module's file, or a Go package's folder
+        folder = use.target.path.rpartition("/")[0].replace("/", ".") if use.target.language == "go" else stem
+        in_module = (stem.endswith(qualifier) or folder.endswith(qualifier)) and symbol == use.reference.name
         return symbol == full or symbol.endswith("." + full) or in_module
+    asked = _folded(qualifier.rsplit(".", 1)[-1])
+    if use.reference.target:  # the receiver's class is known, its member is not defined there (inherited)
+        return _folded(use.reference.target.rsplit(".", 1)[0].rsplit(".", 1)[-1]) == asked
     written = use.reference.qualifier.replace("::", ".").replace("->", ".").rsplit(".", 1)[-1]
-    return _folded(written) == _folded(qualifier.rsplit(".", 1)[-1]) or (
+    return _folded(written) == asked or (
         bool(use.reference.module) and use.reference.module.replace("/", ".").endswith(qualifier))
 
 

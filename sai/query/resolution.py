@@ -1,12 +1,18 @@
 """Which definition a use means, by cheap rules only (docs/cli.md, "What is resolved"):
 
-1. a receiver that is the use's own class (`self.total()` in a method of `Cart`): `Cart.total`
-   defined in the same file (an inherited method is not followed);
+1. a receiver whose class the file tells (`self.total()` in a method of `Cart`; `cart.total()`
+   after `cart: Cart` or `cart = Cart()`; `Cart().total()`; `super().total()` in a class whose
+   first base is `Cart`): `Cart.total` defined in the same file, else in the files of the module
+   the file imported `Cart` from (Go: in its package's directory); an inherited method is not
+   followed;
 2. a name its file imported from a module of the repository (`from pkg.mod import f`, JS
-   `import {f} from "./mod"`, Go's `pkg.F` after importing `…/pkg`, Java `import a.b.C`, Rust
-   `use crate::a::f`): the definition of that name in the module's files;
-3. a bare name (no qualifier) defined once in the use's own file, at top level or inside the
-   use's own unit (a nested function), never a class member (Go: in its package's directory).
+   `import {f} from "./mod"`, CommonJS `const f = require("./mod")`, Go's `pkg.F` after
+   importing `…/pkg`, Java `import a.b.C`, Rust `use crate::a::f`): the definition of that name
+   in the module's files, or where those files import it from (a package's `__init__.py`, an
+   `index.ts` re-exporting it), up to REEXPORT_DEPTH files on;
+3. a bare name (no qualifier) defined in the use's own file, at top level or inside a unit
+   enclosing the use (a nested function, a namespace), the innermost first, never a class
+   member (Go: in its package's directory).
 
 Anything else is only name-matched: `resolved` false, never a guess among the candidates,
 except where the language's scopes say a use cannot mean any definition of its name the
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 from sai.models import Definition, Reference
@@ -33,14 +39,20 @@ _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts", "/ind
 _SEGMENT_SPLIT = re.compile(r"::|[./\\:]+")
 _ROOTS = frozenset({"crate", "self", "super", "", "*"})
 _SUFFIX_DEPTH = 4  # path segments a module is matched on from its end (`a/b/c/d.py` from `b.c.d`)
+REEXPORT_DEPTH = 3  # files an imported name is followed through (`pkg/__init__.py` -> `pkg/core.py`)
+_MEMBER_KINDS = frozenset({"method", "constructor", "destructor", "operator", "field", "property"})
+# A file's imports: bound name -> the modules it was imported from ("*": every module imported whole).
+ImportsOf = Callable[[str], dict[str, list[str]]]
 
 
 class Resolver:
     """Resolves uses against the definitions of their names and the repository's file keys."""
 
     def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]],
-                 star_files: frozenset[str] = frozenset(), es_modules: frozenset[str] = frozenset()) -> None:
+                 star_files: frozenset[str] = frozenset(), es_modules: frozenset[str] = frozenset(),
+                 imports_of: ImportsOf | None = None) -> None:
         self._files = files
+        self._imports_of = imports_of or (lambda key: {})
         self._definitions = definitions  # last name segment -> its definitions
         self._star_files = star_files  # files importing every name of a module (`from m import *`)
         self._es_modules = es_modules  # JavaScript and TypeScript files that import or export
@@ -55,19 +67,50 @@ class Resolver:
         if not candidates:
             return None
         if ref.target:
-            return _first(d for d in candidates if d.symbol == ref.target and d.path == ref.path)
+            return self._member(ref, [d for d in candidates if d.symbol == ref.target])
         if ref.module:
-            files = self.module_files(ref)
-            return _first(d for d in candidates if d.path in files) if files else None
+            return self._imported(ref.name, self.module_files(ref), candidates)
         if ref.qualifier:
             return None
-        # a bare name reaches a top-level definition or one nested in its own unit, never a member
-        reachable = {ref.name, f"{ref.unit}.{ref.name}" if ref.unit else ref.name}
-        local = [d for d in candidates if d.path == ref.path and d.symbol in reachable]
+        local = [d for d in candidates if d.path == ref.path and _encloses(ref, d)]
         if not local and ref.language == "go":
             folder = posixpath.dirname(ref.path)
             local = [d for d in candidates if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
-        return local[0] if len(local) == 1 else None
+        depths = sorted((d.symbol.count(".") for d in local), reverse=True)
+        # the innermost scope's definition; two at the same depth (`if x: def f` / `else: def f`) are ambiguous
+        return None if not local or depths[1:2] == depths[:1] else max(local, key=lambda d: d.symbol.count("."))
+
+    def _member(self, ref: Reference, named: list[Definition]) -> Definition | None:
+        """`ref.target` (`Cart.total`) in the use's own file, else where its class was imported from."""
+        same = _first(d for d in named if d.path == ref.path)
+        if same is not None or not named:
+            return same
+        go = ref.language == "go"
+        if ref.module:
+            key = (ref.module, posixpath.dirname(ref.path), "", go)
+            if key not in self._files.modules:
+                self._files.modules[key] = frozenset(self._files_of(ref.module, ref.path, folders=go))
+            return self._imported(ref.target.rsplit(".", 1)[0], self._files.modules[key], named)
+        if go:
+            folder = posixpath.dirname(ref.path)
+            return _first(d for d in named if posixpath.dirname(d.path) == folder)
+        return None
+
+    def _imported(self, name: str, files: frozenset[str], candidates: list[Definition]) -> Definition | None:
+        """The definition of `name` in `files`, or in the files they import it from (re-exports)."""
+        seen: set[str] = set()
+        for _ in range(REEXPORT_DEPTH + 1):
+            found = _first(d for d in candidates if d.path in files)
+            if found is not None or not files:
+                return found
+            seen |= files
+            onward: set[str] = set()
+            for key in sorted(files):
+                imports = self._imports_of(key)
+                for module in imports.get(name, []) + imports.get("*", []):
+                    onward |= self._files_of(module, key, folders=False)
+            files = frozenset(onward - seen)
+        return None
 
     def unrelated(self, ref: Reference) -> bool:
         """Whether `ref` cannot mean any definition of its name this resolver knows (the
@@ -164,6 +207,16 @@ def _suffixes(keys: list[str], *, folders: bool) -> dict[str, list[str]]:
         for depth in range(1, min(_SUFFIX_DEPTH, len(parts)) + 1):
             table.setdefault("/".join(parts[-depth:]), []).append(key)
     return table
+
+
+def _encloses(ref: Reference, definition: Definition) -> bool:
+    """Whether a bare use reaches `definition` by scope: a top-level one, or one inside a unit
+    enclosing the use (`outer.helper` from `outer` or `outer.inner`), not a member of a class."""
+    if definition.symbol == ref.name:
+        return True
+    scope = definition.symbol[: -len(ref.name) - 1]
+    unit = ref.unit or ""
+    return definition.kind not in _MEMBER_KINDS and (unit == scope or unit.startswith(scope + "."))
 
 
 def _first(definitions: Iterable[Definition]) -> Definition | None:
