@@ -23,9 +23,12 @@ class LanguageServer:
                                         stderr=subprocess.DEVNULL, env=env)
         self._next = 0
         self.diagnosed: set[str] = set()  # the files the server has parsed (it published their diagnostics)
+        self.broken: set[str] = set()  # ... and those it could not compile (an error among them)
+        self.progress_ended: set[str] = set()  # work-done progress tokens the server has ended
         self.request("initialize", {"processId": None, "rootUri": self.root.as_uri(),
                                     "workspaceFolders": [{"uri": self.root.as_uri(), "name": "root"}],
-                                    "capabilities": {"workspace": {"workspaceFolders": True}}})
+                                    "capabilities": {"workspace": {"workspaceFolders": True},
+                                                     "window": {"workDoneProgress": True}}})
         self.notify("initialized", {})
 
     def open(self, keys: list[str]) -> None:
@@ -35,13 +38,19 @@ class LanguageServer:
                 "uri": path.as_uri(), "languageId": LANGUAGE_IDS.get(path.suffix, "plaintext"), "version": 1,
                 "text": path.read_text(encoding="utf-8", errors="replace")}})
 
-    def wait_parsed(self, keys: list[str], timeout: float = 600) -> None:
+    def wait_parsed(self, keys: list[str], *, progress: str = "", timeout: float = 600) -> None:
         """Until the server has published diagnostics for each file (clangd indexes a file as it
-        parses it: a reference asked before that is not found)."""
+        parses it: a reference asked before that is not found) and ended the `progress` named."""
         wanted = {(self.root / key).as_uri() for key in keys}
         deadline = time.monotonic() + timeout
-        while not wanted <= self.diagnosed and time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (
+                wanted <= self.diagnosed and (not progress or progress in self.progress_ended)):
             self._answer(self._read())
+
+    def broken_keys(self) -> set[str]:
+        """The files whose diagnostics hold an error (they do not compile here: a missing header)."""
+        return {Path(unquote(uri.removeprefix("file://"))).relative_to(self.root).as_posix() for uri in self.broken
+                if Path(unquote(uri.removeprefix("file://"))).is_relative_to(self.root)}
 
     def references(self, key: str, line: int, column: int) -> set[tuple[str, int, int]]:
         """(key, 1-based line, 0-based column) of every reference the server gives, declaration left out."""
@@ -85,7 +94,12 @@ class LanguageServer:
         if "method" in message and "id" in message:  # the server asks the client something
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
         elif message.get("method") == "textDocument/publishDiagnostics":
-            self.diagnosed.add(message["params"]["uri"])
+            uri = message["params"]["uri"]
+            self.diagnosed.add(uri)
+            if any(d.get("severity") == 1 for d in message["params"]["diagnostics"]):
+                self.broken.add(uri)
+        elif message.get("method") == "$/progress" and message["params"]["value"].get("kind") == "end":
+            self.progress_ended.add(str(message["params"]["token"]))
 
     def _send(self, message: dict[str, Any]) -> None:
         body = json.dumps(message).encode()

@@ -179,9 +179,15 @@ def _import_line(path: Path, line: int) -> bool:
 def asked_name(target: Definition, homes: list[str]) -> str:
     """The name an agent asks for `target`: its symbol (`Class.method`), and for a top-level
     definition its module's path before it, as many trailing segments as tell its file from the
-    other files (`homes`) defining the name (`_api.head`; `aws-lambda.types.Handler`)."""
-    if "." in target.symbol or target.language in ("c", "cpp"):  # C has one namespace: `add` is asked as is
+    other files (`homes`) defining the name (`_api.head`; `aws-lambda.types.Handler`). C has one
+    namespace for functions: a name is asked bare there, unless two source files define it
+    (`static` functions of the same name)."""
+    if "." in target.symbol:
         return target.symbol
+    if target.language in ("c", "cpp"):  # one namespace: `add` is asked as is, unless two .c files define it
+        sources = [home for home in homes if home.endswith((".c", ".cc", ".cpp"))]
+        if len(sources) < 2:
+            return target.symbol
     mine = _module_path(target.path)
     others = [_module_path(home) for home in homes if home != target.path]
     for depth in range(1, len(mine) + 1):
@@ -328,30 +334,36 @@ def lsp_quality(source: Path, work: Path, count: int, language: str) -> None:
         server.open(keys)
         if language == "c":
             server.wait_parsed(keys)
-        answers = [server.references(d.path, line + 0, column) for d, (line, column) in placed]
+        answers = [server.references(d.path, line, column) for d, (line, column) in placed]
+        broken = server.broken_keys()
     finally:
         server.close()
+    placed_kept = [(d, at) for d, at in placed if d.path not in broken]
     totals = dict.fromkeys(("jedi", "sai", "hit", "resolved", "resolved_hit", "bare", "bare_hit"), 0)
     with open_references(project) as reader:
         for (target, _), found in zip(placed, answers, strict=True):
-            _add(totals, {f for f in found if not _import_line(root / f[0], f[1])}, target, reader, root)
+            if target.path not in broken:
+                _add(totals, {f for f in found if not _import_line(root / f[0], f[1])}, target, reader, root,
+                     left_out=broken)
     project.close()
     truth = {"go": "gopls", "c": "clangd"}[language]
-    print(f"{source.name} ({language}, tests left out): {len(keys)} files, {len(placed)} targets "
-          f"({truth} {time.perf_counter() - started:.0f} s)")
+    print(f"{source.name} ({language}, tests left out): {len(keys)} files ({len(broken)} that do not compile here "
+          f"left out on both sides), {len(placed_kept)} targets ({truth} {time.perf_counter() - started:.0f} s)")
     print_totals(totals, truth)
 
 
 def _add(totals: dict[str, int], truth: set[tuple[str, int, int]], target: Definition, reader: object,
-         root: Path) -> None:
+         root: Path, *, left_out: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     every, resolved = sai_uses(reader, target, root)
+    every = {u for u in every if u[0] not in left_out}
+    resolved = {u for u in resolved if u[0] not in left_out}
     for label, places in (("fp", every - truth), ("fn", truth - every)):
         for path, line, column in sorted(places):
             text = (root / path).read_text(encoding="utf-8").split("\n")[line - 1]
             _MISSES.append({"repo": root.name, "target": f"{target.path}:{target.symbol}", "miss": label,
                             "asked": asked_name(target, [d.path for d in _HOMES.get(target.symbol, ())]),
                             "place": f"{path}:{line}:{column}", "text": text.strip()[:160]})
-    bare, _ = sai_uses(reader, target, root, bare=True)
+    bare = {u for u in sai_uses(reader, target, root, bare=True)[0] if u[0] not in left_out}
     totals["jedi"] += len(truth)
     totals["sai"] += len(every)
     totals["hit"] += len(every & truth)

@@ -99,7 +99,7 @@ PROPERTY_KEYS = frozenset({"property_identifier"})
 DEFINING_PARENT = re.compile(r"definition|declaration|declarator|_spec$|_item$|parameter|signature|"
                              r"class_specifier|struct_specifier|enum_specifier|union_specifier|"
                              r"^function$|function_expression|^method$|^class$|^module$|assignment$|binding|"
-                             r"_def$")
+                             r"_def$|^enumerator$")
 # Receivers meaning the enclosing class: `self.x()` in a method calls the class's own `x`.
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "@", "$this", "Self"})
 # Methods naming their receiver (Go's `func (s *Server) Start()`): that name means the class too.
@@ -146,3 +146,5 @@ REQUIRED_NAMES = frozenset({"shorthand_property_identifier_pattern"})
 MEMBER_FIELDS = frozenset({"attribute", "property", "field", "name", "member", "method", "selector"})
 # JS/TS `export {a} from "./m"` and `export * from "./m"`: imports too (an index file re-exports).
 REEXPORTS = frozenset({"export_statement"})
+# C/C++ `struct s`, `enum e`: a definition with a body (`struct s {…}`), else a use of the type.
+TAG_SPECIFIERS = frozenset({"struct_specifier", "enum_specifier", "union_specifier", "class_specifier"})

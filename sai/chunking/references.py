@@ -234,7 +234,8 @@ def _defines(node: Node, field: str | None, member_declares: bool) -> bool:
     if "parameter" in parent.type and field not in tables.TYPE_FIELDS:
         return True
     if field in tables.DEFINING_FIELDS and tables.DEFINING_PARENT.search(parent.type):
-        return True
+        # `enum op x;` names a type defined elsewhere: only a specifier with a body defines it
+        return parent.type not in tables.TAG_SPECIFIERS or parent.child_by_field_name("body") is not None
     if field == "key" and node.type in tables.PROPERTY_KEYS:
         return True
     return _assigned_member(node, parent, member_declares)

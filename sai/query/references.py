@@ -91,9 +91,13 @@ class KnownUses:
     name cost it ~3 ms each."""
 
     def __init__(self, reader: IndexReader, names: list[str]) -> None:
-        lasts = sorted({split_name(name)[1] for name in names})
+        split = {split_name(name) for name in names}
+        lasts = sorted({last for _, last in split})
+        bare = sorted({last for qualifier, last in split if not qualifier})
+        # a qualified name reads only the uses it may mean (sai/store/base.py member_may_mean)
+        members = sorted((qualifier, last) for qualifier, last in split if qualifier and last not in bare)
         self._refs: dict[str, list[Reference]] = {last: [] for last in lasts}
-        for ref in reader.references(lasts):
+        for ref in (reader.references(bare) if bare else []) + (reader.member_references(members) if members else []):
             self._refs[ref.name].append(ref)
         self._resolver = resolver_for(reader, set(lasts), scopes=True)
 
