@@ -328,28 +328,48 @@ def lsp_quality(source: Path, work: Path, count: int, language: str) -> None:
     random.Random(20261204).shuffle(every)
     placed = [(d, at) for d in every for at in [_ts_name(root, d)] if at is not None][:count]
     started = time.perf_counter()
-    env = dict(os.environ, GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="on", HOME=str(work))
-    server = LanguageServer(command, root, env=env)
-    try:
-        server.open(keys)
-        if language == "c":
-            server.wait_parsed(keys)
-        answers = [server.references(d.path, line, column) for d, (line, column) in placed]
-        broken = server.broken_keys()
-    finally:
-        server.close()
-    placed_kept = [(d, at) for d, at in placed if d.path not in broken]
+    answers, broken = _server_answers(command, root, keys, placed, wait=language == "c")
+    failed = sum(answer is None for answer in answers)
+    placed_kept = [(d, at) for (d, at), answer in zip(placed, answers, strict=True)
+                   if d.path not in broken and answer is not None]
     totals = dict.fromkeys(("jedi", "sai", "hit", "resolved", "resolved_hit", "bare", "bare_hit"), 0)
     with open_references(project) as reader:
         for (target, _), found in zip(placed, answers, strict=True):
-            if target.path not in broken:
+            if target.path not in broken and found is not None:
                 _add(totals, {f for f in found if not _import_line(root / f[0], f[1])}, target, reader, root,
                      left_out=broken)
     project.close()
     truth = {"go": "gopls", "c": "clangd"}[language]
     print(f"{source.name} ({language}, tests left out): {len(keys)} files ({len(broken)} that do not compile here "
-          f"left out on both sides), {len(placed_kept)} targets ({truth} {time.perf_counter() - started:.0f} s)")
+          f"left out on both sides), {len(placed_kept)} targets ({failed} more the server failed on left out; "
+          f"{truth} {time.perf_counter() - started:.0f} s)")
     print_totals(totals, truth)
+
+
+def _server_answers(command: list[str], root: Path, keys: list[str], placed: list[tuple[Definition, tuple[int, int]]],
+                    *, wait: bool) -> tuple[list[set[tuple[str, int, int]] | None], set[str]]:
+    """The server's references of each placed target (None where it died on one: gopls 0.5 panics
+    on some; it is started again for the next), and the files it could not compile."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="on", HOME=str(root.parent))
+    answers: list[set[tuple[str, int, int]] | None] = []
+    broken: set[str] = set()
+    server = None
+    for target, (line, column) in placed:
+        if server is None:
+            server = LanguageServer(command, root, env=env)
+            server.open(keys)
+            if wait:
+                server.wait_parsed(keys)
+        try:
+            answers.append(server.references(target.path, line, column))
+            broken |= server.broken_keys()
+        except (RuntimeError, OSError, TimeoutError):
+            answers.append(None)
+            server.process.kill()
+            server = None
+    if server is not None:
+        server.close()
+    return answers, broken
 
 
 def _add(totals: dict[str, int], truth: set[tuple[str, int, int]], target: Definition, reader: object,

@@ -67,7 +67,7 @@ class Resolver:
         if not candidates:
             return None
         if ref.target:
-            return self._member(ref, [d for d in candidates if d.symbol == ref.target])
+            return self._member(ref, candidates)
         if ref.module:
             return self._imported(ref.name, self.module_files(ref), candidates)
         if ref.qualifier:
@@ -80,8 +80,14 @@ class Resolver:
         # the innermost scope's definition; two at the same depth (`if x: def f` / `else: def f`) are ambiguous
         return None if not local or depths[1:2] == depths[:1] else max(local, key=lambda d: d.symbol.count("."))
 
-    def _member(self, ref: Reference, named: list[Definition]) -> Definition | None:
-        """`ref.target` (`Cart.total`) in the use's own file, else where its class was imported from."""
+    def _member(self, ref: Reference, candidates: list[Definition]) -> Definition | None:
+        """`ref.target` (`Cart.total`) in the use's own file (a class nested in a unit enclosing the
+        use first: `test_a.Cart.total`), else where its class was imported from."""
+        nested = [d for d in candidates if d.path == ref.path and d.symbol.endswith("." + ref.target)
+                  and _in_scope(ref.unit or "", d.symbol[: -len(ref.target) - 1])]
+        if nested:
+            return max(nested, key=lambda d: d.symbol.count("."))
+        named = [d for d in candidates if d.symbol == ref.target]
         same = _first(d for d in named if d.path == ref.path)
         if same is not None or not named:
             return same
@@ -214,9 +220,12 @@ def _encloses(ref: Reference, definition: Definition) -> bool:
     enclosing the use (`outer.helper` from `outer` or `outer.inner`), not a member of a class."""
     if definition.symbol == ref.name:
         return True
-    scope = definition.symbol[: -len(ref.name) - 1]
-    unit = ref.unit or ""
-    return definition.kind not in _MEMBER_KINDS and (unit == scope or unit.startswith(scope + "."))
+    return definition.kind not in _MEMBER_KINDS and _in_scope(ref.unit or "", definition.symbol[: -len(ref.name) - 1])
+
+
+def _in_scope(unit: str, scope: str) -> bool:
+    """Whether a use in `unit` is inside the unit `scope` (itself or one nested in it)."""
+    return unit == scope or unit.startswith(scope + ".")
 
 
 def _first(definitions: Iterable[Definition]) -> Definition | None:

@@ -308,6 +308,9 @@ FOLLOWED = {  # a package re-exporting its modules' names, a nested helper, a pr
                    "  route(): Hono {\n    return this.#clone()\n  }\n}\n",
     "web/util/index.ts": "export function trim(s: string): string {\n  return s\n}\n",
     "web/use.ts": "import { trim } from './util'\n\nexport const t = trim(' a ')\n",
+    "tests/test_local.py": "def test_one():\n    class A:\n        def f(self):\n            return 1\n    return A().f()\n"
+                           "\n\ndef test_two():\n    class A:\n        def f(self):\n            return 2\n"
+                           "    a = A()\n    return a.f()\n",
 }
 
 
@@ -324,6 +327,8 @@ def test_an_imported_name_is_followed_through_re_exports_and_a_module_qualified_
         assert [(u.reference.path, u.resolved) for u in base.uses] == [("pkg/child.py", True)]  # super()
         private = find_references(project, "Hono.#clone")
         assert [(u.reference.line, u.resolved) for u in private.uses] == [(7, True)]  # not the local `clone`
+        local = find_references(project, "test_one.A.f", kinds=["call"])  # not test_two's own class A
+        assert [(u.reference.line, u.resolved) for u in local.uses] == [(5, True)]
         trim = find_references(project, "util.trim", kinds=["call"])
         assert [(u.reference.path, u.resolved) for u in trim.uses] == [("web/use.ts", True)]  # util/index.ts
 
