@@ -134,26 +134,27 @@ def resolver_for(reader: IndexReader, names: set[str], *, scopes: bool = False) 
                     marks.get(MODULE_MARK, frozenset()), _imports_reader(reader))
 
 
-_IMPORTS: dict[str, dict[str, dict[str, list[str]]]] = {}  # index token -> file -> its imports (the latest only)
+# (file key, content hash) -> its imports: kept across writes for the files they left as they were
+_IMPORTS: dict[tuple[str, str], dict[str, list[str]]] = {}
+_MAX_IMPORTS = 50_000  # files' imports kept at most (then they are read again as asked)
+_FILE_HASHES: dict[str, str] = {}  # the latest index state's file key -> content hash
 
 
 def _imports_reader(reader: IndexReader) -> Callable[[str], dict[str, list[str]]]:
     """A file's imports (bound name -> modules; "*" for whole modules), read when the resolver
-    follows a re-export through that file, kept per index state."""
-    token = reader.meta().get("token", "")
-    if token not in _IMPORTS or not token:
-        _IMPORTS.clear()
-        _IMPORTS[token] = {}
-    known = _IMPORTS[token]
+    follows a re-export through that file, kept while the file's content is unchanged."""
 
     def imports_of(key: str) -> dict[str, list[str]]:
-        if key not in known:
+        slot = (key, _FILE_HASHES.get(key, ""))
+        if slot not in _IMPORTS:
+            if len(_IMPORTS) >= _MAX_IMPORTS:
+                _IMPORTS.clear()
             found: dict[str, list[str]] = {}
             for ref in reader.references_in(key, 1, 1 << 30):
                 if ref.kind == "import" and ref.module:
                     found.setdefault(ref.name, []).append(ref.module)
-            known[key] = found
-        return known[key]
+            _IMPORTS[slot] = found
+        return _IMPORTS[slot]
     return imports_of
 
 
@@ -182,7 +183,10 @@ def _file_keys(reader: IndexReader) -> FileKeys:
     token = reader.meta().get("token", "")
     found = _FILE_KEYS.get(token)
     if found is None or not token:
-        keys = sorted(reader.files())
+        rows = reader.files()
+        keys = sorted(rows)
+        _FILE_HASHES.clear()
+        _FILE_HASHES.update({key: row.file_hash for key, row in rows.items()})
         before = next(iter(_FILE_KEYS.values()), None)
         found = before if before is not None and before.keys == keys else FileKeys(keys)
         _FILE_KEYS.clear()

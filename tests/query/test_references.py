@@ -308,9 +308,9 @@ FOLLOWED = {  # a package re-exporting its modules' names, a nested helper, a pr
                    "  route(): Hono {\n    return this.#clone()\n  }\n}\n",
     "web/util/index.ts": "export function trim(s: string): string {\n  return s\n}\n",
     "web/use.ts": "import { trim } from './util'\n\nexport const t = trim(' a ')\n",
-    "tests/test_local.py": "def test_one():\n    class A:\n        def f(self):\n            return 1\n    return A().f()\n"
-                           "\n\ndef test_two():\n    class A:\n        def f(self):\n            return 2\n"
-                           "    a = A()\n    return a.f()\n",
+    "tests/test_local.py": "def test_one():\n    class A:\n        def f(self):\n            return 1\n"
+                           "    return A().f()\n\n\ndef test_two():\n    class A:\n"
+                           "        def f(self):\n            return 2\n    a = A()\n    return a.f()\n",
 }
 
 
