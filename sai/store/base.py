@@ -196,7 +196,9 @@ class IndexReader(ABC):
 
     def member_references(self, members: list[tuple[str, str]]) -> list[Reference]:
         """The stored uses of each (qualifier, name) pair's name that the qualified name may mean
-        (member_may_mean): fewer rows than every use of a common name (`__init__`)."""
+        (member_may_mean): fewer uses to resolve than every use of a common name (`__init__`).
+        Asked in SQL, the same filter cost DuckDB 3.7x the plain read of the name's rows (the
+        table is not ordered by name: every row group is read either way)."""
         wanted: dict[str, list[str]] = {}
         for qualifier, name in members:
             wanted.setdefault(name, []).append(qualifier)
@@ -363,8 +365,7 @@ def folded(text: str) -> str:
 def member_may_mean(ref: Reference, qualifier: str) -> bool:
     """Whether a use of a name may be one of `qualifier.name` (query/references.py narrows
     exactly, comparing the qualifier's last segment): a bare use, one bound to a module, one whose
-    target or written qualifier ends as the qualified name does. The DuckDB backend asks the same
-    in SQL."""
+    target or written qualifier ends as the qualified name does."""
     last = folded(qualifier).rsplit(".", 1)[-1]
     return (not ref.qualifier or (bool(ref.module) and not ref.target)
             or folded(ref.target).endswith(f"{last}.{folded(ref.name)}") or folded(ref.qualifier).endswith(last))

@@ -16,8 +16,7 @@ from ollama_standin import OllamaStandIn
 from sai.indexing import indexer
 from sai.models import Use
 from sai.project import Project
-from sai.query.references import find_references
-from sai.store.base import member_may_mean
+from sai.query.references import KnownUses, find_references, split_name
 
 PY_MODELS = '''\
 class Cart:
@@ -333,19 +332,20 @@ def test_an_imported_name_is_followed_through_re_exports_and_a_module_qualified_
         assert [(u.reference.path, u.resolved) for u in trim.uses] == [("web/use.ts", True)]  # util/index.ts
 
 
-def test_duckdb_reads_a_qualified_names_uses_as_the_contract_filters_them(
+def test_a_qualified_name_read_alone_finds_what_narrowing_every_use_of_its_name_finds(
         tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
     root = write_tree(tmp_path_factory.mktemp("members"), {**TREE, **FOLLOWED, "sai-cfg.yml": CONFIG})
     project = open_served(root, standin)  # the config's DuckDB index
     try:
         indexer.index(project)
-        asked = [("Cart", "total"), ("Base", "__init__"), ("core", "echo"), ("shop.models", "make_cart"),
-                 ("Hono", "#clone"), ("Basket", "total")]
+        asked = ["Cart.total", "Base.__init__", "core.echo", "shop.models.make_cart", "Hono.#clone", "Basket.total",
+                 "test_one.A.f"]
         with project.store.read() as reader:
-            every = reader.references(sorted({name for _, name in asked}))
-            by_sql = reader.member_references(asked)
-        by_contract = [r for r in every if any(member_may_mean(r, q) for q, n in asked if n == r.name)]
-        assert by_sql == by_contract
-        assert 0 < len(by_sql) < len(every)  # `self.items`, `basket.total()` ... are not `Cart.total`'s
+            for name in asked:
+                last = split_name(name)[1]
+                alone = KnownUses(reader, [name]).of(name)  # reads the uses the name may mean (member_references)
+                assert alone == KnownUses(reader, [name, last]).of(name), name  # every use of `last` read
+            members = [split_name(name) for name in asked]
+            assert 0 < len(reader.member_references(members)) < len(reader.references([n for _, n in members]))
     finally:
         project.close()

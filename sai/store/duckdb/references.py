@@ -15,7 +15,6 @@ import duckdb
 import pyarrow as pa
 
 from sai.models import Reference
-from sai.store.base import folded
 from sai.store.duckdb.rows import registered
 
 _FIELDS = ("name", "kind", "line", "column", "qualifier", "module", "target", "unit", "unit_start", "unit_end",
@@ -70,20 +69,6 @@ class References:
         """Every use of one of these names, by path and position."""
         return self._read("name_key IN (SELECT unnest(?::BIGINT[])) AND name IN (SELECT unnest(?::VARCHAR[]))",
                           [[name_key(n) for n in names], names])
-
-    def members(self, members: list[tuple[str, str]]) -> list[Reference]:
-        """The uses of each (qualifier, name) pair's name its qualified name may mean (base.member_may_mean,
-        asked here in SQL: `__init__` has 28k uses at 1M chunks, `Cart.__init__` a few)."""
-        fold = "replace(lower(replace(replace({}, '::', '.'), '->', '.')), '_', '')"
-        lasts = [folded(q).rsplit(".", 1)[-1] for q, _ in members]
-        names = [n for _, n in members]
-        return self._read(
-            "name_key IN (SELECT unnest(?::BIGINT[])) AND name IN (SELECT unnest(?::VARCHAR[])) "
-            "AND EXISTS (SELECT 1 FROM (SELECT unnest(?::VARCHAR[]) AS n, unnest(?::VARCHAR[]) AS f, "
-            "unnest(?::VARCHAR[]) AS q) w WHERE w.n = name AND (qualifier = '' OR (module <> '' AND target = '') "
-            f"OR ends_with({fold.format('target')}, w.f) OR ends_with({fold.format('qualifier')}, w.q)))",
-            [[name_key(n) for n in names], names, names,
-             [f"{last}.{folded(n)}" for last, n in zip(lasts, names, strict=True)], lasts])
 
     def files_using(self, names: list[str]) -> dict[str, set[str]]:
         """The files holding a use of each name (name -> keys)."""

@@ -131,9 +131,6 @@ class DuckDBReader(IndexReader):
     def references(self, names: list[str]) -> list[Reference]:
         return self.conn.references.named(names) if names and self.conn.has_references() else []
 
-    def member_references(self, members: list[tuple[str, str]]) -> list[Reference]:
-        return self.conn.references.members(members) if members and self.conn.has_references() else []
-
     def references_in(self, key: str, start: int, end: int) -> list[Reference]:
         return self.conn.references.within(key, start, end) if self.conn.has_references() else []
 
