@@ -59,6 +59,15 @@ class Resolver:
         self._definitions = definitions  # last name segment -> its definitions
         self._star_files = star_files  # files importing every name of a module (`from m import *`)
         self._es_modules = es_modules  # JavaScript and TypeScript files that import or export
+        self._tables: dict[str, _Candidates] = {}  # name -> its definitions by path and by symbol
+
+    def _candidates(self, name: str) -> _Candidates:
+        """A name's definitions indexed once: a common name (`__init__`) has hundreds, and each of
+        its thousands of uses looked through all of them."""
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = _Candidates(self._definitions.get(name, []))
+        return table
 
     def definitions(self, name: str) -> list[Definition]:
         """The definitions of a (last-segment) name this resolver knows."""
@@ -66,31 +75,31 @@ class Resolver:
 
     def resolve(self, ref: Reference) -> Definition | None:
         """The one definition `ref` means under the rules above, or None."""
-        candidates = self._definitions.get(ref.name, [])
-        if not candidates:
+        table = self._candidates(ref.name)
+        if not table.every:
             return None
         if ref.target:
-            return self._member(ref, candidates)
+            return self._member(ref, table)
         if ref.module:
-            return self._imported(ref.name, self.module_files(ref), candidates)
+            return self._imported(ref.name, self.module_files(ref), table)
         if ref.qualifier:
             return None
-        local = [d for d in candidates if d.path == ref.path and _encloses(ref, d)]
+        local = [d for d in table.by_path.get(ref.path, []) if _encloses(ref, d)]
         if not local and ref.language == "go":
             folder = posixpath.dirname(ref.path)
-            local = [d for d in candidates if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
+            local = [d for d in table.every if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
         depths = sorted((d.symbol.count(".") for d in local), reverse=True)
         # the innermost scope's definition; two at the same depth (`if x: def f` / `else: def f`) are ambiguous
         return None if not local or depths[1:2] == depths[:1] else max(local, key=lambda d: d.symbol.count("."))
 
-    def _member(self, ref: Reference, candidates: list[Definition]) -> Definition | None:
+    def _member(self, ref: Reference, table: _Candidates) -> Definition | None:
         """`ref.target` (`Cart.total`) in the use's own file (a class nested in a unit enclosing the
         use first: `test_a.Cart.total`), else where its class was imported from."""
-        nested = [d for d in candidates if d.path == ref.path and d.symbol.endswith("." + ref.target)
+        nested = [d for d in table.by_path.get(ref.path, []) if d.symbol.endswith("." + ref.target)
                   and _in_scope(ref.unit or "", d.symbol[: -len(ref.target) - 1])]
         if nested:
             return max(nested, key=lambda d: d.symbol.count("."))
-        named = [d for d in candidates if d.symbol == ref.target]
+        named = table.by_symbol.get(ref.target, [])
         same = _first(d for d in named if d.path == ref.path)
         if same is not None or not named:
             return same
@@ -99,17 +108,17 @@ class Resolver:
             key = (ref.module, posixpath.dirname(ref.path), "", go)
             if key not in self._files.modules:
                 self._files.modules[key] = frozenset(self._files_of(ref.module, ref.path, folders=go))
-            return self._imported(ref.target.rsplit(".", 1)[0], self._files.modules[key], named)
+            return self._imported(ref.target.rsplit(".", 1)[0], self._files.modules[key], _Candidates(named))
         if go:
             folder = posixpath.dirname(ref.path)
             return _first(d for d in named if posixpath.dirname(d.path) == folder)
         return None
 
-    def _imported(self, name: str, files: frozenset[str], candidates: list[Definition]) -> Definition | None:
+    def _imported(self, name: str, files: frozenset[str], table: _Candidates) -> Definition | None:
         """The definition of `name` in `files`, or in the files they import it from (re-exports)."""
         seen: set[str] = set()
         for _ in range(REEXPORT_DEPTH + 1):
-            found = _first(d for d in candidates if d.path in files)
+            found = _first(d for key in sorted(files & table.by_path.keys()) for d in table.by_path[key])
             if found is not None or not files:
                 return found
             seen |= files
@@ -125,18 +134,18 @@ class Resolver:
         """Whether `ref` cannot mean any definition of its name this resolver knows (the
         module's last paragraph): Python's scopes, for a use bound to no import and to no own
         member; a name without definitions in the repository keeps every use."""
-        candidates = self._definitions.get(ref.name)
-        if ref.module or not candidates:
+        table = self._candidates(ref.name)
+        if ref.module or not table.every:
             return False
         if ref.language == "python":
             if ref.qualifier:  # a call's receiver as written (another use's may be a subscript's value: `list[T]`)
-                return ref.kind == "call" and all("." not in d.symbol for d in candidates)
-            return ref.path not in self._star_files and all(d.path != ref.path for d in candidates)
+                return ref.kind == "call" and table.top_level
+            return ref.path not in self._star_files and ref.path not in table.by_path
         if ref.language in _ES_LANGUAGES and ref.path in self._es_modules:
-            modules = all(d.path in self._es_modules and not d.path.endswith(".d.ts") for d in candidates)
+            modules = all(path in self._es_modules and not path.endswith(".d.ts") for path in table.by_path)
             if ref.qualifier:
-                return ref.kind == "call" and modules and all("." not in d.symbol for d in candidates)
-            return modules and all(d.path != ref.path for d in candidates)
+                return ref.kind == "call" and modules and table.top_level
+            return modules and ref.path not in table.by_path
         return False
 
     def module_files(self, ref: Reference) -> frozenset[str]:
@@ -178,6 +187,19 @@ class Resolver:
         base = posixpath.join(folder, rest) if rest else folder
         return {k for k in (f"{base}.py", f"{base}/__init__.py") if k in self._files.key_set}
 
+
+
+class _Candidates:
+    """One name's definitions, by path and by symbol, and whether all are top level."""
+
+    def __init__(self, every: list[Definition]) -> None:
+        self.every = every
+        self.by_path: dict[str, list[Definition]] = {}
+        self.by_symbol: dict[str, list[Definition]] = {}
+        for definition in every:
+            self.by_path.setdefault(definition.path, []).append(definition)
+            self.by_symbol.setdefault(definition.symbol, []).append(definition)
+        self.top_level = all("." not in d.symbol for d in every)
 
 
 class FileKeys:
