@@ -3,14 +3,19 @@
 Quality (per repository given, Python files only): SAI indexes a copy of the tree (a hash
 embedder in process: vectors play no part in references) and, for `--targets` definitions drawn
 with a fixed seed (functions, methods and classes of the repository, tests included), answers
-`sai refs SYMBOL` (the qualified symbol, `Class.method`, as an agent would ask). jedi's
+`sai refs NAME` with the name an agent asks for that one definition: its qualified symbol
+(`Class.method`), and for a top-level definition `module.name` (`_api.head`: asked bare, `head`
+means every definition's uses, `Client.head`'s too; see asked_name). jedi's
 `Script.get_references(scope="project")` on the definition's name is the ground truth. Both sides
 leave out definitions (jedi's `is_definition()`) and import statements (jedi counts an imported
 name as a definition of the importing module; SAI as a use of kind `import`), and a use is
 matched by (path, line, column). Printed:
 
-- precision and recall of every use SAI returns (resolved and name-matched alike);
+- precision and recall of every use SAI returns, resolved and ambiguous alike: a use SAI cannot
+  tie to one definition is returned marked `resolved: false` (never guessed), and here it counts
+  as returned, so an ambiguous use that is not the target's is a false positive;
 - the same for the resolved uses only (`resolved: true`): what SAI claims to know;
+- the bare name asked (`head`): every use of the name, whatever definition it means;
 - resolved precision against jedi's `goto` of the same position (is the definition SAI names the
   one jedi names?), over every resolved call of the repository.
 
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import shutil
@@ -49,6 +55,7 @@ from pathlib import Path
 
 import jedi
 import numpy as np
+from _lsp import LanguageServer
 
 from sai.config import load_config
 from sai.indexing.indexer import index
@@ -104,6 +111,9 @@ def definitions(reader: object) -> list[Definition]:
         if row.symbol and (row.path, row.symbol) not in first:
             first[(row.path, row.symbol)] = Definition(row.symbol, row.kind, row.path, row.start_line, row.end_line,
                                                        row.language, row.chunk_id, "exact")
+    _HOMES.clear()
+    for found in first.values():
+        _HOMES.setdefault(found.symbol.rsplit(".", 1)[-1], []).append(found)
     return list(first.values())
 
 
@@ -166,12 +176,42 @@ def _import_line(path: Path, line: int) -> bool:
     return line in _LINES[path]
 
 
+def asked_name(target: Definition, homes: list[str]) -> str:
+    """The name an agent asks for `target`: its symbol (`Class.method`), and for a top-level
+    definition its module's path before it, as many trailing segments as tell its file from the
+    other files (`homes`) defining the name (`_api.head`; `aws-lambda.types.Handler`). C has one
+    namespace for functions: a name is asked bare there, unless two source files define it
+    (`static` functions of the same name)."""
+    if "." in target.symbol:
+        return target.symbol
+    if target.language in ("c", "cpp"):  # one namespace: `add` is asked as is, unless two .c files define it
+        sources = [home for home in homes if home.endswith((".c", ".cc", ".cpp"))]
+        if len(sources) < 2:
+            return target.symbol
+    mine = _module_path(target.path)
+    others = [_module_path(home) for home in homes if home != target.path]
+    for depth in range(1, len(mine) + 1):
+        tail = mine[-depth:]
+        if not any(other[-depth:] == tail for other in others):
+            return ".".join(tail + [target.symbol])
+    return ".".join(mine + [target.symbol])
+
+
+def _module_path(key: str) -> list[str]:
+    if key.endswith(".go") and "/" in key:  # a Go package is its folder
+        return key.split("/")[:-1]
+    parts = key.rsplit(".", 1)[0].split("/")
+    return parts[:-1] if parts[-1] in ("__init__", "index", "mod") and len(parts) > 1 else parts
+
+
 def sai_uses(reader: object, target: Definition, root: Path, *, bare: bool = False
              ) -> tuple[set[tuple[str, int, int]], set[tuple[str, int, int]]]:
-    """(every use, the uses resolved to `target`) SAI gives for its symbol (`bare`: for its last
-    name alone), import uses and import lines left out."""
+    """(every use, the uses resolved to `target`) SAI gives for asked_name(target) (`bare`: for its
+    last name alone), import uses and import lines left out."""
     every, resolved = set(), set()
-    asked = target.symbol.rsplit(".", 1)[-1] if bare else target.symbol
+    last = target.symbol.rsplit(".", 1)[-1]
+    homes = [d.path for d in _HOMES.get(last, ()) if "." not in d.symbol]
+    asked = last if bare else asked_name(target, homes)
     for use in uses_of(reader, asked):  # type: ignore[arg-type]
         ref = use.reference
         if ref.kind == "import" or _import_line(root / ref.path, ref.line):
@@ -257,10 +297,93 @@ def ts_quality(source: Path, work: Path, count: int, module: str, *, language: s
     print_totals(totals, "TypeScript")
 
 
+_HOMES: dict[str, list[Definition]] = {}  # every definition by its last name: where a top-level name lives
+_MISSES: list[dict[str, object]] = []  # with --misses: every false positive and negative, for reading
+
+
+def lsp_quality(source: Path, work: Path, count: int, language: str) -> None:
+    """The same comparison on Go (against gopls) or C (against clangd), test files left out: every
+    file opened in the server, then references of each target's name (declaration left out)."""
+    root = work / source.name
+    suffixes, command = {"go": ((".go",), ["gopls"]),
+                         "c": ((".c", ".h"), ["clangd", "--background-index=false"])}[language]
+    keys = []
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        tests = {"test", "tests", "testdata"} & set(rel.parts) or path.name.endswith("_test.go")
+        if path.suffix not in suffixes or ".git" in rel.parts or tests or not path.is_file():
+            continue
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, root / rel)
+        keys.append(rel.as_posix())
+    if language == "go":
+        shutil.copy2(source / "go.mod", root / "go.mod")
+    else:
+        (root / "compile_flags.txt").write_text("-xc\n-std=gnu11\n-I.\n", encoding="utf-8")
+    project = open_project(root, extensions=",".join(s.lstrip(".") for s in suffixes))
+    index(project)
+    wanted = ("function", "method", "class", "interface", "type", "struct", "enum")
+    with open_references(project) as reader:
+        every = [d for d in definitions(reader) if d.kind in wanted and d.path.endswith(suffixes)]
+    random.Random(20261204).shuffle(every)
+    placed = [(d, at) for d in every for at in [_ts_name(root, d)] if at is not None][:count]
+    started = time.perf_counter()
+    answers, broken = _server_answers(command, root, keys, placed, wait=language == "c")
+    failed = sum(answer is None for answer in answers)
+    placed_kept = [(d, at) for (d, at), answer in zip(placed, answers, strict=True)
+                   if d.path not in broken and answer is not None]
+    totals = dict.fromkeys(("jedi", "sai", "hit", "resolved", "resolved_hit", "bare", "bare_hit"), 0)
+    with open_references(project) as reader:
+        for (target, _), found in zip(placed, answers, strict=True):
+            if target.path not in broken and found is not None:
+                _add(totals, {f for f in found if not _import_line(root / f[0], f[1])}, target, reader, root,
+                     left_out=broken)
+    project.close()
+    truth = {"go": "gopls", "c": "clangd"}[language]
+    print(f"{source.name} ({language}, tests left out): {len(keys)} files ({len(broken)} that do not compile here "
+          f"left out on both sides), {len(placed_kept)} targets ({failed} more the server failed on left out; "
+          f"{truth} {time.perf_counter() - started:.0f} s)")
+    print_totals(totals, truth)
+
+
+def _server_answers(command: list[str], root: Path, keys: list[str], placed: list[tuple[Definition, tuple[int, int]]],
+                    *, wait: bool) -> tuple[list[set[tuple[str, int, int]] | None], set[str]]:
+    """The server's references of each placed target (None where it died on one: gopls 0.5 panics
+    on some; it is started again for the next), and the files it could not compile."""
+    env = dict(os.environ, GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="on", HOME=str(root.parent))
+    answers: list[set[tuple[str, int, int]] | None] = []
+    broken: set[str] = set()
+    server = None
+    for target, (line, column) in placed:
+        if server is None:
+            server = LanguageServer(command, root, env=env)
+            server.open(keys)
+            if wait:
+                server.wait_parsed(keys)
+        try:
+            answers.append(server.references(target.path, line, column))
+            broken |= server.broken_keys()
+        except (RuntimeError, OSError, TimeoutError):
+            answers.append(None)
+            server.process.kill()
+            server = None
+    if server is not None:
+        server.close()
+    return answers, broken
+
+
 def _add(totals: dict[str, int], truth: set[tuple[str, int, int]], target: Definition, reader: object,
-         root: Path) -> None:
+         root: Path, *, left_out: set[str] = frozenset()) -> None:  # type: ignore[assignment]
     every, resolved = sai_uses(reader, target, root)
-    bare, _ = sai_uses(reader, target, root, bare=True)
+    every = {u for u in every if u[0] not in left_out}
+    resolved = {u for u in resolved if u[0] not in left_out}
+    for label, places in (("fp", every - truth), ("fn", truth - every)):
+        for path, line, column in sorted(places):
+            text = (root / path).read_text(encoding="utf-8").split("\n")[line - 1]
+            _MISSES.append({"repo": root.name, "target": f"{target.path}:{target.symbol}", "miss": label,
+                            "asked": asked_name(target, [d.path for d in _HOMES.get(target.symbol, ())]),
+                            "place": f"{path}:{line}:{column}", "text": text.strip()[:160]})
+    bare = {u for u in sai_uses(reader, target, root, bare=True)[0] if u[0] not in left_out}
     totals["jedi"] += len(truth)
     totals["sai"] += len(every)
     totals["hit"] += len(every & truth)
@@ -373,7 +496,10 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--typescript", type=Path, metavar="DIR", help="a TypeScript repository (its src/)")
     parser.add_argument("--javascript", type=Path, metavar="DIR", help="a JavaScript repository (its src/ or lib/)")
+    parser.add_argument("--go", type=Path, metavar="DIR", help="a Go repository (against gopls)")
+    parser.add_argument("--c", type=Path, metavar="DIR", help="a C repository (against clangd)")
     parser.add_argument("--ts-module", default=TS_MODULE, help="the typescript npm package's directory")
+    parser.add_argument("--misses", type=Path, metavar="FILE", help="write every false positive and negative (JSONL)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sai-bench/refs-cache"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -384,8 +510,14 @@ def main() -> None:
             ts_quality(args.typescript, work, args.targets, args.ts_module)
         if args.javascript:
             ts_quality(args.javascript, work, args.targets, args.ts_module, language="javascript")
+        if args.go:
+            lsp_quality(args.go, work, args.targets, "go")
+        if args.c:
+            lsp_quality(args.c, work, args.targets, "c")
         if args.cost:
             cost(args.cost, work)
+    if args.misses:
+        args.misses.write_text("".join(json.dumps(m) + "\n" for m in _MISSES), encoding="utf-8")
     if args.latency:
         args.cache.mkdir(parents=True, exist_ok=True)
         latency(args.latency, args.cache, args.samples)

@@ -2,6 +2,11 @@
 // Reads {"root", "files": [keys], "typescript": path of the typescript package,
 // "targets": [{"file", "line", "column"}]} (1-based line, 0-based column) on stdin; writes one JSON
 // array per target: [[file, line, column, isDefinition], ...] of every reference TypeScript finds.
+// isDefinition is also true where the name is any declaration's own name (an override in another
+// class, an expando `app.listen = function …`), as SAI leaves out every definition. A function placed
+// in an object by shorthand (`export default {isStream}`) is called through the property
+// (`utils.isStream()`): the service lists those uses only when asked at the property, so they are
+// asked there too.
 const fs = require("fs");
 const path = require("path");
 const request = JSON.parse(fs.readFileSync(0, "utf8"));
@@ -25,19 +30,37 @@ const host = {
   directoryExists: ts.sys.directoryExists, getDirectories: ts.sys.getDirectories,
 };
 const service = ts.createLanguageService(host, ts.createDocumentRegistry());
+function declares(source, start) {
+  const node = ts.getTouchingPropertyName(source, start);
+  // a shorthand property (`{isStream}`) reads the name as much as it declares the property
+  return Boolean(node && node.parent && node.parent.name === node && ts.isDeclaration(node.parent)
+                 && !ts.isShorthandPropertyAssignment(node.parent));
+}
+function shorthand(source, start) {
+  const node = ts.getTouchingPropertyName(source, start);
+  return Boolean(node && node.parent && ts.isShorthandPropertyAssignment(node.parent));
+}
+function references(file, position, found, seen) {
+  for (const symbol of service.findReferences(file, position) || []) {
+    for (const ref of symbol.references) {
+      if (!texts.has(ref.fileName)) continue;
+      const key = ref.fileName + ":" + ref.textSpan.start;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const source = service.getProgram().getSourceFile(ref.fileName);
+      const at = source.getLineAndCharacterOfPosition(ref.textSpan.start);
+      const definition = Boolean(ref.isDefinition) || declares(source, ref.textSpan.start);
+      found.push([path.relative(request.root, ref.fileName), at.line + 1, at.character, definition]);
+      if (shorthand(source, ref.textSpan.start)) references(ref.fileName, ref.textSpan.start, found, seen);
+    }
+  }
+}
 const out = [];
 for (const target of request.targets) {
   const file = path.join(request.root, target.file);
   const source = service.getProgram().getSourceFile(file);
-  const position = source.getPositionOfLineAndCharacter(target.line - 1, target.column);
   const found = [];
-  for (const symbol of service.findReferences(file, position) || []) {
-    for (const ref of symbol.references) {
-      if (!texts.has(ref.fileName)) continue;
-      const at = service.getProgram().getSourceFile(ref.fileName).getLineAndCharacterOfPosition(ref.textSpan.start);
-      found.push([path.relative(request.root, ref.fileName), at.line + 1, at.character, Boolean(ref.isDefinition)]);
-    }
-  }
+  references(file, source.getPositionOfLineAndCharacter(target.line - 1, target.column), found, new Set());
   out.push(found);
 }
 process.stdout.write(JSON.stringify(out));

@@ -99,8 +99,52 @@ PROPERTY_KEYS = frozenset({"property_identifier"})
 DEFINING_PARENT = re.compile(r"definition|declaration|declarator|_spec$|_item$|parameter|signature|"
                              r"class_specifier|struct_specifier|enum_specifier|union_specifier|"
                              r"^function$|function_expression|^method$|^class$|^module$|assignment$|binding|"
-                             r"_def$")
+                             r"_def$|^enumerator$")
 # Receivers meaning the enclosing class: `self.x()` in a method calls the class's own `x`.
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "@", "$this", "Self"})
 # Methods naming their receiver (Go's `func (s *Server) Start()`): that name means the class too.
 RECEIVER_NAMES: dict[str, str] = {"method_declaration": "receiver/@parameter_declaration/name"}
+
+# A declaration giving a local name a type, read to resolve `name.member` (query/resolution.py):
+# node -> (path to the name, path to its type or value). A value gives a type when it is a
+# constructor call: Python `Editor(…)` and a call of any capitalised name, JS/TS `new Editor(…)`,
+# Go `Editor{…}` and `&Editor{…}`.
+TYPED_NAMES: dict[str, tuple[str, str]] = {
+    "typed_parameter": ("@identifier", "type"),  # Python `ctx: Context`
+    "typed_default_parameter": ("name", "type"),
+    "assignment": ("left", "right"),  # Python `ed = Editor()`
+    "required_parameter": ("pattern", "type"),  # TypeScript `c: Context`
+    "optional_parameter": ("pattern", "type"),
+    "variable_declarator": ("name", "type|value"),  # JS/TS `const v = new Editor()`, `let w: Editor`
+    "parameter_declaration": ("name", "type"),  # Go `s *Server`
+    "var_spec": ("name", "type|value"),  # Go
+    "short_var_declaration": ("left/>identifier", "right/>composite_literal|right/>unary_expression"),  # Go `v := &T{}`
+    "formal_parameter": ("name", "type"),  # Java
+}
+# Wrappers a type is read through (`*Server`, `: Context`, `&T{}`), and the nodes naming a type.
+TYPE_WRAPPERS = frozenset({"type", "type_annotation", "pointer_type", "unary_expression", "parenthesized_type"})
+TYPE_NAMES = frozenset({"identifier", "type_identifier", "attribute", "member_expression", "qualified_type",
+                        "nested_identifier", "scoped_type_identifier", "selector_expression"})
+# Constructor calls: node -> path to the type constructed.
+CONSTRUCTIONS: dict[str, str] = {"call": "function", "new_expression": "constructor", "composite_literal": "type"}
+# A class and the base it names first (`super().f()` in its methods calls that base's `f`).
+CLASS_BASES: dict[str, str] = {
+    "class_definition": "superclasses/>identifier|superclasses/>attribute",  # Python
+    "class_declaration": "@class_heritage/@extends_clause/value",  # JS/TS
+    "class": "@class_heritage/@extends_clause/value",
+}
+SUPER_RECEIVERS = frozenset({"super()", "super"})
+# JavaScript `app.listen = function () {…}` and `this.x = v` declare the member (as Python's
+# `self.x = v`); TypeScript declares members in the class, and such a line only writes one.
+MEMBER_DECLARING_GRAMMARS = frozenset({"javascript"})
+# CommonJS: `const x = require("./m")` imports (`x`, or each name of `{a, b}`) from "./m".
+REQUIRE_DECLARATORS = frozenset({"variable_declarator"})
+# ...and a name destructured from it (`const {a} = require("./m")`).
+REQUIRED_NAMES = frozenset({"shorthand_property_identifier_pattern"})
+# The fields naming the member of a member access (`attribute` of Python's `a.b`, `property`
+# of JS `a.b`, `field` of Go/Rust/C, `name` of Java/Rust paths, `method` of Ruby's call).
+MEMBER_FIELDS = frozenset({"attribute", "property", "field", "name", "member", "method", "selector"})
+# JS/TS `export {a} from "./m"` and `export * from "./m"`: imports too (an index file re-exports).
+REEXPORTS = frozenset({"export_statement"})
+# C/C++ `struct s`, `enum e`: a definition with a body (`struct s {…}`), else a use of the type.
+TAG_SPECIFIERS = frozenset({"struct_specifier", "enum_specifier", "union_specifier", "class_specifier"})

@@ -10,6 +10,7 @@ file `Cart`, for `pkg.func`), and the unresolved ones written with that qualifie
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from sai.query.resolution import FileKeys, Resolver
 from sai.source.languages import canonical_language
 from sai.store import IndexReader
 
+# a package's own file stands for its folder (`pkg/__init__.py`, `lib/index.ts`, Rust's `mod.rs`)
+_PACKAGE_FILE = re.compile(r"/(?:__init__|index|mod)$")
 MAX_DEFINITIONS = 500  # definitions of one name weighed when resolving its uses
 _KIND_ORDER = {kind: index for index, kind in enumerate(REFERENCE_KINDS)}
 
@@ -88,9 +91,13 @@ class KnownUses:
     name cost it ~3 ms each."""
 
     def __init__(self, reader: IndexReader, names: list[str]) -> None:
-        lasts = sorted({split_name(name)[1] for name in names})
+        split = {split_name(name) for name in names}
+        lasts = sorted({last for _, last in split})
+        bare = sorted({last for qualifier, last in split if not qualifier})
+        # a qualified name reads only the uses it may mean (sai/store/base.py member_may_mean)
+        members = sorted((qualifier, last) for qualifier, last in split if qualifier and last not in bare)
         self._refs: dict[str, list[Reference]] = {last: [] for last in lasts}
-        for ref in reader.references(lasts):
+        for ref in (reader.references(bare) if bare else []) + (reader.member_references(members) if members else []):
             self._refs[ref.name].append(ref)
         self._resolver = resolver_for(reader, set(lasts), scopes=True)
 
@@ -103,8 +110,9 @@ class KnownUses:
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """(`Cart`, `total`) of `Cart.total` (`::`, `#` and `->` read as '.'), ('', name) of a bare name."""
-    cleaned = name.strip().replace("::", ".").replace("#", ".").replace("->", ".")
+    """(`Cart`, `total`) of `Cart.total` (`::`, `#` and `->` read as '.'; a `#` after a '.' begins
+    a private name: `Hono.#clone`), ('', name) of a bare name."""
+    cleaned = re.sub(r"(?<!\.)#", ".", name.strip().replace("::", ".").replace("->", "."))
     if not cleaned or not cleaned.strip("."):
         raise UsageError("the name is empty; give a name such as computeTotal or Cart.computeTotal")
     qualifier, _, last = cleaned.strip(".").rpartition(".")
@@ -123,7 +131,31 @@ def resolver_for(reader: IndexReader, names: set[str], *, scopes: bool = False) 
                              and d.symbol.rsplit(".", 1)[-1] == name]
     marks = _marks(reader) if scopes else {}
     return Resolver(_file_keys(reader), definitions, marks.get(STAR_IMPORT, frozenset()),
-                    marks.get(MODULE_MARK, frozenset()))
+                    marks.get(MODULE_MARK, frozenset()), _imports_reader(reader))
+
+
+# (file key, content hash) -> its imports: kept across writes for the files they left as they were
+_IMPORTS: dict[tuple[str, str], dict[str, list[str]]] = {}
+_MAX_IMPORTS = 50_000  # files' imports kept at most (then they are read again as asked)
+_FILE_HASHES: dict[str, str] = {}  # the latest index state's file key -> content hash
+
+
+def _imports_reader(reader: IndexReader) -> Callable[[str], dict[str, list[str]]]:
+    """A file's imports (bound name -> modules; "*" for whole modules), read when the resolver
+    follows a re-export through that file, kept while the file's content is unchanged."""
+
+    def imports_of(key: str) -> dict[str, list[str]]:
+        slot = (key, _FILE_HASHES.get(key, ""))
+        if slot not in _IMPORTS:
+            if len(_IMPORTS) >= _MAX_IMPORTS:
+                _IMPORTS.clear()
+            found: dict[str, list[str]] = {}
+            for ref in reader.references_in(key, 1, 1 << 30):
+                if ref.kind == "import" and ref.module:
+                    found.setdefault(ref.name, []).append(ref.module)
+            _IMPORTS[slot] = found
+        return _IMPORTS[slot]
+    return imports_of
 
 
 _MARKS: dict[str, dict[str, frozenset[str]]] = {}  # index token -> the files each mark names (the latest only)
@@ -151,7 +183,10 @@ def _file_keys(reader: IndexReader) -> FileKeys:
     token = reader.meta().get("token", "")
     found = _FILE_KEYS.get(token)
     if found is None or not token:
-        keys = sorted(reader.files())
+        rows = reader.files()
+        keys = sorted(rows)
+        _FILE_HASHES.clear()
+        _FILE_HASHES.update({key: row.file_hash for key, row in rows.items()})
         before = next(iter(_FILE_KEYS.values()), None)
         found = before if before is not None and before.keys == keys else FileKeys(keys)
         _FILE_KEYS.clear()
@@ -162,12 +197,17 @@ def _file_keys(reader: IndexReader) -> FileKeys:
 def _narrowed(use: Use, qualifier: str) -> bool:
     if use.target is not None:
         symbol = use.target.symbol
-        stem = use.target.path.rsplit(".", 1)[0].replace("/", ".")
+        stem = _PACKAGE_FILE.sub("", use.target.path.rsplit(".", 1)[0]).replace("/", ".")
         full = f"{qualifier}.{use.reference.name}"
-        in_module = stem.endswith(qualifier) and symbol == use.reference.name  # `pkg.func`
+        # `pkg.func`: the module's file, or a Go package's folder
+        folder = use.target.path.rpartition("/")[0].replace("/", ".") if use.target.language == "go" else stem
+        in_module = (stem.endswith(qualifier) or folder.endswith(qualifier)) and symbol == use.reference.name
         return symbol == full or symbol.endswith("." + full) or in_module
+    asked = _folded(qualifier.rsplit(".", 1)[-1])
+    if use.reference.target:  # the receiver's class is known, its member is not defined there (inherited)
+        return _folded(use.reference.target.rsplit(".", 1)[0].rsplit(".", 1)[-1]) == asked
     written = use.reference.qualifier.replace("::", ".").replace("->", ".").rsplit(".", 1)[-1]
-    return _folded(written) == _folded(qualifier.rsplit(".", 1)[-1]) or (
+    return _folded(written) == asked or (
         bool(use.reference.module) and use.reference.module.replace("/", ".").endswith(qualifier))
 
 

@@ -1,12 +1,18 @@
 """Which definition a use means, by cheap rules only (docs/cli.md, "What is resolved"):
 
-1. a receiver that is the use's own class (`self.total()` in a method of `Cart`): `Cart.total`
-   defined in the same file (an inherited method is not followed);
+1. a receiver whose class the file tells (`self.total()` in a method of `Cart`; `cart.total()`
+   after `cart: Cart` or `cart = Cart()`; `Cart().total()`; `super().total()` in a class whose
+   first base is `Cart`): `Cart.total` defined in the same file, else in the files of the module
+   the file imported `Cart` from (Go: in its package's directory); an inherited method is not
+   followed;
 2. a name its file imported from a module of the repository (`from pkg.mod import f`, JS
-   `import {f} from "./mod"`, Go's `pkg.F` after importing `…/pkg`, Java `import a.b.C`, Rust
-   `use crate::a::f`): the definition of that name in the module's files;
-3. a bare name (no qualifier) defined once in the use's own file, at top level or inside the
-   use's own unit (a nested function), never a class member (Go: in its package's directory).
+   `import {f} from "./mod"`, CommonJS `const f = require("./mod")`, Go's `pkg.F` after
+   importing `…/pkg`, Java `import a.b.C`, Rust `use crate::a::f`): the definition of that name
+   in the module's files, or where a package file among them imports it from (`__init__.py`, an
+   `index.ts` re-exporting it), up to REEXPORT_DEPTH files on;
+3. a bare name (no qualifier) defined in the use's own file, at top level or inside a unit
+   enclosing the use (a nested function, a namespace), the innermost first, never a class
+   member (Go: in its package's directory).
 
 Anything else is only name-matched: `resolved` false, never a guess among the candidates,
 except where the language's scopes say a use cannot mean any definition of its name the
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 from sai.models import Definition, Reference
@@ -33,17 +39,35 @@ _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts", "/ind
 _SEGMENT_SPLIT = re.compile(r"::|[./\\:]+")
 _ROOTS = frozenset({"crate", "self", "super", "", "*"})
 _SUFFIX_DEPTH = 4  # path segments a module is matched on from its end (`a/b/c/d.py` from `b.c.d`)
+REEXPORT_DEPTH = 3  # files an imported name is followed through (`pkg/__init__.py` -> `pkg/core.py`)
+# The files a package re-exports its modules' names from, the only ones followed on (reading
+# every module's imports cost impact ~50 file reads an answer on the standard library)
+_PACKAGE_FILE = re.compile(r"(?:^|/)(?:__init__\.pyi?|index\.[cm]?[jt]sx?|mod\.rs|lib\.rs)$")
+_MEMBER_KINDS = frozenset({"method", "constructor", "destructor", "operator", "field", "property"})
+# A file's imports: bound name -> the modules it was imported from ("*": every module imported whole).
+ImportsOf = Callable[[str], dict[str, list[str]]]
 
 
 class Resolver:
     """Resolves uses against the definitions of their names and the repository's file keys."""
 
     def __init__(self, files: FileKeys, definitions: dict[str, list[Definition]],
-                 star_files: frozenset[str] = frozenset(), es_modules: frozenset[str] = frozenset()) -> None:
+                 star_files: frozenset[str] = frozenset(), es_modules: frozenset[str] = frozenset(),
+                 imports_of: ImportsOf | None = None) -> None:
         self._files = files
+        self._imports_of = imports_of or (lambda key: {})
         self._definitions = definitions  # last name segment -> its definitions
         self._star_files = star_files  # files importing every name of a module (`from m import *`)
         self._es_modules = es_modules  # JavaScript and TypeScript files that import or export
+        self._tables: dict[str, _Candidates] = {}  # name -> its definitions by path and by symbol
+
+    def _candidates(self, name: str) -> _Candidates:
+        """A name's definitions indexed once: a common name (`__init__`) has hundreds, and each of
+        its thousands of uses looked through all of them."""
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = _Candidates(self._definitions.get(name, []))
+        return table
 
     def definitions(self, name: str) -> list[Definition]:
         """The definitions of a (last-segment) name this resolver knows."""
@@ -51,40 +75,77 @@ class Resolver:
 
     def resolve(self, ref: Reference) -> Definition | None:
         """The one definition `ref` means under the rules above, or None."""
-        candidates = self._definitions.get(ref.name, [])
-        if not candidates:
+        table = self._candidates(ref.name)
+        if not table.every:
             return None
         if ref.target:
-            return _first(d for d in candidates if d.symbol == ref.target and d.path == ref.path)
+            return self._member(ref, table)
         if ref.module:
-            files = self.module_files(ref)
-            return _first(d for d in candidates if d.path in files) if files else None
+            return self._imported(ref.name, self.module_files(ref), table)
         if ref.qualifier:
             return None
-        # a bare name reaches a top-level definition or one nested in its own unit, never a member
-        reachable = {ref.name, f"{ref.unit}.{ref.name}" if ref.unit else ref.name}
-        local = [d for d in candidates if d.path == ref.path and d.symbol in reachable]
+        local = [d for d in table.by_path.get(ref.path, []) if _encloses(ref, d)]
         if not local and ref.language == "go":
             folder = posixpath.dirname(ref.path)
-            local = [d for d in candidates if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
-        return local[0] if len(local) == 1 else None
+            local = [d for d in table.every if posixpath.dirname(d.path) == folder and d.symbol == ref.name]
+        depths = sorted((d.symbol.count(".") for d in local), reverse=True)
+        # the innermost scope's definition; two at the same depth (`if x: def f` / `else: def f`) are ambiguous
+        return None if not local or depths[1:2] == depths[:1] else max(local, key=lambda d: d.symbol.count("."))
+
+    def _member(self, ref: Reference, table: _Candidates) -> Definition | None:
+        """`ref.target` (`Cart.total`) in the use's own file (a class nested in a unit enclosing the
+        use first: `test_a.Cart.total`), else where its class was imported from."""
+        nested = [d for d in table.by_path.get(ref.path, []) if d.symbol.endswith("." + ref.target)
+                  and _in_scope(ref.unit or "", d.symbol[: -len(ref.target) - 1])]
+        if nested:
+            return max(nested, key=lambda d: d.symbol.count("."))
+        named = table.by_symbol.get(ref.target, [])
+        same = _first(d for d in named if d.path == ref.path)
+        if same is not None or not named:
+            return same
+        go = ref.language == "go"
+        if ref.module:
+            key = (ref.module, posixpath.dirname(ref.path), "", go)
+            if key not in self._files.modules:
+                self._files.modules[key] = frozenset(self._files_of(ref.module, ref.path, folders=go))
+            return self._imported(ref.target.rsplit(".", 1)[0], self._files.modules[key], _Candidates(named))
+        if go:
+            folder = posixpath.dirname(ref.path)
+            return _first(d for d in named if posixpath.dirname(d.path) == folder)
+        return None
+
+    def _imported(self, name: str, files: frozenset[str], table: _Candidates) -> Definition | None:
+        """The definition of `name` in `files`, or in the files they import it from (re-exports)."""
+        seen: set[str] = set()
+        for _ in range(REEXPORT_DEPTH + 1):
+            found = _first(d for key in sorted(files & table.by_path.keys()) for d in table.by_path[key])
+            if found is not None or not files:
+                return found
+            seen |= files
+            onward: set[str] = set()
+            for key in sorted(k for k in files if _PACKAGE_FILE.search(k)):
+                imports = self._imports_of(key)
+                for module in imports.get(name, []) + imports.get("*", []):
+                    onward |= self._files_of(module, key, folders=False)
+            files = frozenset(onward - seen)
+        return None
 
     def unrelated(self, ref: Reference) -> bool:
         """Whether `ref` cannot mean any definition of its name this resolver knows (the
         module's last paragraph): Python's scopes, for a use bound to no import and to no own
         member; a name without definitions in the repository keeps every use."""
-        candidates = self._definitions.get(ref.name)
-        if ref.module or not candidates:
+        table = self._candidates(ref.name)
+        if ref.module or not table.every:
             return False
         if ref.language == "python":
             if ref.qualifier:  # a call's receiver as written (another use's may be a subscript's value: `list[T]`)
-                return ref.kind == "call" and all("." not in d.symbol for d in candidates)
-            return ref.path not in self._star_files and all(d.path != ref.path for d in candidates)
+                return ref.kind == "call" and table.top_level
+            return ref.path not in self._star_files and ref.path not in table.by_path
         if ref.language in _ES_LANGUAGES and ref.path in self._es_modules:
-            modules = all(d.path in self._es_modules and not d.path.endswith(".d.ts") for d in candidates)
+            modules = all(path in self._es_modules and not path.endswith(".d.ts") for path in table.by_path)
             if ref.qualifier:
-                return ref.kind == "call" and modules and all("." not in d.symbol for d in candidates)
-            return modules and all(d.path != ref.path for d in candidates)
+                return ref.kind == "call" and modules and table.top_level
+            return modules and ref.path not in table.by_path
         return False
 
     def module_files(self, ref: Reference) -> frozenset[str]:
@@ -128,6 +189,19 @@ class Resolver:
 
 
 
+class _Candidates:
+    """One name's definitions, by path and by symbol, and whether all are top level."""
+
+    def __init__(self, every: list[Definition]) -> None:
+        self.every = every
+        self.by_path: dict[str, list[Definition]] = {}
+        self.by_symbol: dict[str, list[Definition]] = {}
+        for definition in every:
+            self.by_path.setdefault(definition.path, []).append(definition)
+            self.by_symbol.setdefault(definition.symbol, []).append(definition)
+        self.top_level = all("." not in d.symbol for d in every)
+
+
 class FileKeys:
     """The repository's file keys as module paths look them up: built once per index state
     (query/references.py keeps one), its tables on first use."""
@@ -164,6 +238,19 @@ def _suffixes(keys: list[str], *, folders: bool) -> dict[str, list[str]]:
         for depth in range(1, min(_SUFFIX_DEPTH, len(parts)) + 1):
             table.setdefault("/".join(parts[-depth:]), []).append(key)
     return table
+
+
+def _encloses(ref: Reference, definition: Definition) -> bool:
+    """Whether a bare use reaches `definition` by scope: a top-level one, or one inside a unit
+    enclosing the use (`outer.helper` from `outer` or `outer.inner`), not a member of a class."""
+    if definition.symbol == ref.name:
+        return True
+    return definition.kind not in _MEMBER_KINDS and _in_scope(ref.unit or "", definition.symbol[: -len(ref.name) - 1])
+
+
+def _in_scope(unit: str, scope: str) -> bool:
+    """Whether a use in `unit` is inside the unit `scope` (itself or one nested in it)."""
+    return unit == scope or unit.startswith(scope + ".")
 
 
 def _first(definitions: Iterable[Definition]) -> Definition | None:

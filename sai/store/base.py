@@ -194,6 +194,17 @@ class IndexReader(ABC):
         """Every stored use in lines start..end of one file, by position."""
         return []
 
+    def member_references(self, members: list[tuple[str, str]]) -> list[Reference]:
+        """The stored uses of each (qualifier, name) pair's name that the qualified name may mean
+        (member_may_mean): fewer uses to resolve than every use of a common name (`__init__`).
+        Asked in SQL, the same filter cost DuckDB 3.7x the plain read of the name's rows (the
+        table is not ordered by name: every row group is read either way)."""
+        wanted: dict[str, list[str]] = {}
+        for qualifier, name in members:
+            wanted.setdefault(name, []).append(qualifier)
+        return [ref for ref in self.references(sorted(wanted))
+                if any(member_may_mean(ref, qualifier) for qualifier in wanted[ref.name])]
+
     def files_using(self, names: list[str]) -> dict[str, set[str]]:
         """The files holding a stored use of each name (name -> keys), without the uses."""
         out: dict[str, set[str]] = {name: set() for name in names}
@@ -343,3 +354,18 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+
+def folded(text: str) -> str:
+    """A name as narrowing compares it: lower case, `_` dropped, `::` and `->` read as '.'."""
+    return text.replace("::", ".").replace("->", ".").replace("_", "").lower()
+
+
+def member_may_mean(ref: Reference, qualifier: str) -> bool:
+    """Whether a use of a name may be one of `qualifier.name` (query/references.py narrows
+    exactly, comparing the qualifier's last segment): a bare use, one bound to a module, one whose
+    target or written qualifier ends as the qualified name does."""
+    last = folded(qualifier).rsplit(".", 1)[-1]
+    return (not ref.qualifier or (bool(ref.module) and not ref.target)
+            or folded(ref.target).endswith(f"{last}.{folded(ref.name)}") or folded(ref.qualifier).endswith(last))

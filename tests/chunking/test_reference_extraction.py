@@ -108,3 +108,65 @@ def test_an_import_binds_the_names_used_later_to_its_module() -> None:
     chunks = TreeSitterChunker().chunk("f.py", text, "python")
     call = next(r for r in references(text, "python", chunks) if r.kind == "call")
     assert (call.name, call.module, call.unit, call.unit_start) == ("Cart", "shop.models", "f", 3)
+
+
+def targets(language: str, text: str) -> dict[tuple[str, int], tuple[str, str]]:
+    """(name, line) -> (target, module) of each call in `text`."""
+    chunks = TreeSitterChunker().chunk(f"f.{language}", text, language)
+    return {(r.name, r.line): (r.target, r.module) for r in references(text, language, chunks) if r.kind == "call"}
+
+
+def test_a_receivers_class_comes_from_its_annotation_its_constructor_or_the_classes_base() -> None:
+    text = ("from . import core\nfrom .editors import Editor\n\nclass Option(core.Parameter):\n"
+            "    def __init__(self, ctx: Context):\n        super().__init__(ctx)\n        ed = Editor()\n"
+            "        ed.edit(1)\n        Editor().edit(2)\n        ctx.invoke(3)\n        made = make()\n"
+            "        made.edit(4)\n")
+    found = targets("python", text)
+    assert found[("__init__", 6)] == ("Parameter.__init__", ".core")  # `from . import core`: the module .core
+    assert found[("edit", 8)] == ("Editor.edit", ".editors")
+    assert found[("edit", 9)] == ("Editor.edit", ".editors")
+    assert found[("invoke", 10)] == ("Context.invoke", "")
+    assert found[("edit", 12)] == ("", "")  # a call of a function gives no type
+
+
+def test_a_name_rebound_to_two_types_in_one_unit_gives_none() -> None:
+    text = "def f(flag):\n    x = Cart()\n    if flag:\n        x = Basket()\n    return x.total()\n"
+    assert targets("python", text)[("total", 5)] == ("", "")
+
+
+def test_typescript_and_go_receivers_from_types_and_constructions() -> None:
+    ts = ("import { Editor } from './editor'\nclass A extends B {\n  m(c: Ctx) {\n    const v = new Editor()\n"
+          "    v.edit()\n    new Editor().edit()\n    super.g()\n    c.h()\n  }\n}\n")
+    found = targets("typescript", ts)
+    assert found[("edit", 5)] == ("Editor.edit", "./editor") and found[("edit", 6)] == ("Editor.edit", "./editor")
+    assert found[("g", 7)] == ("B.g", "") and found[("h", 8)] == ("Ctx.h", "")
+    go = "package m\n\nfunc f(s *Server, t pkg.Tree) {\n\tv := &Editor{}\n\ts.Start()\n\tt.Walk()\n\tv.Edit()\n}\n"
+    found = targets("go", go)
+    assert found[("Start", 5)][0] == "Server.Start" and found[("Walk", 6)][0] == "Tree.Walk"
+    assert found[("Edit", 7)][0] == "Editor.Edit"
+
+
+def test_a_name_outside_a_member_access_has_no_qualifier() -> None:
+    text = "def f(a):\n    x = helper\n    g(key=helper)\n    return {'k': helper}, a + helper\n"
+    chunks = TreeSitterChunker().chunk("f.py", text, "python")
+    assert {(r.line, r.qualifier) for r in references(text, "python", chunks) if r.name == "helper"} == {
+        (2, ""), (3, ""), (4, "")}
+    js = "const m = {baseURL: merge, t: a.b}\n"
+    assert {(r.name, r.qualifier) for r in references(js, "javascript", [])} >= {("merge", ""), ("b", "a")}
+
+
+def test_a_javascript_member_assignment_declares_the_member_and_typescripts_writes_it() -> None:
+    text = "app.listen = function listen() {}\nthis.port = 1\n"
+    assert {r.name for r in references(text, "javascript", [])} == {"app"}
+    assert {r.name for r in references(text, "typescript", [])} == {"app", "listen", "port"}
+
+
+def test_commonjs_requires_and_re_exports_are_imports() -> None:
+    text = "const View = require('./view')\nconst { a, b: c } = require('./util')\nView(a, c)\n"
+    found = {(r.name, r.kind, r.module) for r in references(text, "javascript", [])}
+    assert {("View", "import", "./view"), ("a", "import", "./util"), ("c", "import", "./util")} <= found
+    calls = {r.name: r.module for r in references(text, "javascript", []) if r.kind == "call"}
+    assert calls["View"] == "./view"
+    index = "export * from './a'\nexport { b } from './b'\n"
+    assert {(r.name, r.module) for r in references(index, "typescript", []) if r.kind == "import"} == {
+        ("<module>", ""), ("*", "./a"), ("b", "./b")}

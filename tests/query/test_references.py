@@ -16,7 +16,7 @@ from ollama_standin import OllamaStandIn
 from sai.indexing import indexer
 from sai.models import Use
 from sai.project import Project
-from sai.query.references import find_references
+from sai.query.references import KnownUses, find_references, split_name
 
 PY_MODELS = '''\
 class Cart:
@@ -189,9 +189,13 @@ def test_self_calls_resolve_to_the_own_class_and_a_qualified_name_narrows(projec
     assert price.uses[0].resolved and price.uses[0].target is not None
     assert price.uses[0].reference.unit == "Cart.total" and price.uses[0].reference.chunk_id
     assert places(find_references(project, "Invoice.total").uses) == set()  # no use says Invoice
-    written = find_references(project, "cart.total", kinds=["call"])
+    written = find_references(project, "basket.total", kinds=["call"])
     assert ("shop/app.py", 13) in places(written.uses)
-    assert not any(u.resolved for u in written.uses)  # a variable's type is not known: not resolved
+    assert not any(u.resolved for u in written.uses)  # `basket = make_cart()`: its type is not known
+    typed = [u for u in find_references(project, "Cart.total", kinds=["call"]).uses
+             if u.reference.path == "shop/app.py"]
+    assert [(u.reference.qualifier, u.resolved) for u in typed] == [("cart", True)]  # `cart: Cart`
+    assert typed[0].target is not None and typed[0].target.path == "shop/models.py"
 
 
 def test_typescript_imports_this_calls_and_implements(project: Project) -> None:
@@ -288,3 +292,60 @@ def test_an_es_modules_undeclared_names_are_globals_unless_a_d_ts_declares_them(
         assert places(find_references(project, "fetchAll").uses) == {("src/use.ts", 2)}  # a .d.ts declares it
         trim = find_references(project, "trim", kinds=["call"])
         assert [(u.reference.path, u.reference.qualifier) for u in trim.uses] == [("src/headers.ts", "utils")]
+
+
+FOLLOWED = {  # a package re-exporting its modules' names, a nested helper, a private member, an index file
+    "pkg/__init__.py": "from .core import echo as echo\nfrom .more import *\n",
+    "pkg/core.py": "def echo(text):\n    return text\n\n\ndef outer():\n    def helper():\n        return 1\n\n"
+                   "    def inner():\n        return helper()\n    return inner()\n",
+    "pkg/more.py": "def shout(text):\n    return text\n",
+    "pkg/base.py": "class Base:\n    def __init__(self, name):\n        self.name = name\n",
+    "pkg/child.py": "from pkg.base import Base\n\n\nclass Child(Base):\n    def __init__(self):\n"
+                    "        super().__init__('c')\n",
+    "app.py": "import pkg\nfrom pkg import shout\n\n\ndef main():\n    pkg.echo('a')\n    return shout('b')\n",
+    "web/hono.ts": "export class Hono {\n  #clone(): Hono {\n    const clone = new Hono()\n    return clone\n  }\n"
+                   "  route(): Hono {\n    return this.#clone()\n  }\n}\n",
+    "web/util/index.ts": "export function trim(s: string): string {\n  return s\n}\n",
+    "web/use.ts": "import { trim } from './util'\n\nexport const t = trim(' a ')\n",
+    "tests/test_local.py": "def test_one():\n    class A:\n        def f(self):\n            return 1\n"
+                           "    return A().f()\n\n\ndef test_two():\n    class A:\n"
+                           "        def f(self):\n            return 2\n    a = A()\n    return a.f()\n",
+}
+
+
+def test_an_imported_name_is_followed_through_re_exports_and_a_module_qualified_name_narrows(
+        tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
+    with indexed(tmp_path_factory.mktemp("followed"), standin, FOLLOWED, "root: .\next: [py, ts]\n") as project:
+        echo = find_references(project, "core.echo", kinds=["call"])
+        assert [(u.reference.path, u.resolved) for u in echo.uses] == [("app.py", True)]  # through __init__
+        shout = find_references(project, "more.shout", kinds=["call"])
+        assert [(u.reference.path, u.resolved) for u in shout.uses] == [("app.py", True)]  # through `*`
+        helper = find_references(project, "outer.helper", kinds=["call"])
+        assert [(u.reference.unit, u.resolved) for u in helper.uses] == [("outer.inner", True)]
+        base = find_references(project, "Base.__init__", kinds=["call"])
+        assert [(u.reference.path, u.resolved) for u in base.uses] == [("pkg/child.py", True)]  # super()
+        private = find_references(project, "Hono.#clone")
+        assert [(u.reference.line, u.resolved) for u in private.uses] == [(7, True)]  # not the local `clone`
+        local = find_references(project, "test_one.A.f", kinds=["call"])  # not test_two's own class A
+        assert [(u.reference.line, u.resolved) for u in local.uses] == [(5, True)]
+        trim = find_references(project, "util.trim", kinds=["call"])
+        assert [(u.reference.path, u.resolved) for u in trim.uses] == [("web/use.ts", True)]  # util/index.ts
+
+
+def test_a_qualified_name_read_alone_finds_what_narrowing_every_use_of_its_name_finds(
+        tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
+    root = write_tree(tmp_path_factory.mktemp("members"), {**TREE, **FOLLOWED, "sai-cfg.yml": CONFIG})
+    project = open_served(root, standin)  # the config's DuckDB index
+    try:
+        indexer.index(project)
+        asked = ["Cart.total", "Base.__init__", "core.echo", "shop.models.make_cart", "Hono.#clone", "Basket.total",
+                 "test_one.A.f"]
+        with project.store.read() as reader:
+            for name in asked:
+                last = split_name(name)[1]
+                alone = KnownUses(reader, [name]).of(name)  # reads the uses the name may mean (member_references)
+                assert alone == KnownUses(reader, [name, last]).of(name), name  # every use of `last` read
+            members = [split_name(name) for name in asked]
+            assert 0 < len(reader.member_references(members)) < len(reader.references([n for _, n in members]))
+    finally:
+        project.close()
