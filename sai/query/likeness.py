@@ -78,7 +78,7 @@ def candidates(reader: IndexReader, target: Target, *, scope: Scope | None = Non
     ids = np.array([r.id for r in rows], dtype=np.int64)
     cos = np.array([cosine[r.id] for r in rows], dtype=np.float32)
     similarity = cos.copy()  # a chunk without a shape, or a target without one: its cosine alone
-    if len(ids):
+    if len(ids) and (target.signature is not None or target.code is not None):
         sigs, sizes = reader.shapes().of(ids)
         own = [_signature(target, r.language) for r in rows]
         for k in np.flatnonzero(sizes > 0).tolist():

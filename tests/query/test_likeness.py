@@ -104,3 +104,16 @@ def _cosine(project) -> float:
         ids = {r.path: r.id for r in reader.all_chunks()[0]}
         vectors = reader.vectors([ids["src/original.py"], ids["lib/rewrite.py"]])
     return float(vectors[ids["src/original.py"]] @ vectors[ids["lib/rewrite.py"]])
+
+
+def test_a_store_without_cheap_shapes_ranks_by_the_cosine_and_reads_no_shape(project, monkeypatch):
+    from sai.store.base import IndexReader
+
+    def whole_read(self):  # on Qdrant, every chunk of the collection
+        raise AssertionError("shapes read")
+
+    monkeypatch.setattr(IndexReader, "shapes", whole_read)
+    monkeypatch.setattr(project.store, "cheap_shapes", False)
+    hits = find_similar(project, path="src/original.py", line=1, min_score=-1.0, limit=5)
+    assert hits[0].path.startswith("jobs/")  # the names win, as by the cosine alone
+    assert find_similar(project, code=REWRITE, min_score=-1.0, limit=1)[0].path == "lib/rewrite.py"
