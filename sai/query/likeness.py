@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from sai.models import ChunkRow
 from sai.store import IndexReader, Scope
 from sai.text import shape
 
@@ -62,13 +63,17 @@ class Candidates:
         return [(int(self.ids[k]), float(self.score[k])) for k in chosen]
 
 
-def candidates(reader: IndexReader, target: Target, *, scope: Scope | None = None) -> Candidates:
-    """The target's candidates (the module doc), scored."""
+def candidates(
+    reader: IndexReader, target: Target, *, scope: Scope | None = None, stored_shapes: bool = True
+) -> Candidates:
+    """The target's candidates (the module doc), scored. Without `stored_shapes` (a store whose
+    shapes are a read of every chunk: Qdrant) the candidates are the nearest by cosine alone and
+    their shapes are read from their texts."""
     cosine = dict(reader.nearest(target.vector, CANDIDATES, scope=scope, exclude=target.exclude))
-    if target.signature is not None and target.code is None:
+    if target.signature is not None and target.code is None and stored_shapes:
         alike, _ = reader.shapes().alike(target.signature, SHAPE_ALIKE)
         cosine.update({i: np.nan for i in alike.tolist() if i != target.exclude and i not in cosine})
-    rows = [r for r in reader.chunks(sorted(cosine), text=False)
+    rows = [r for r in reader.chunks(sorted(cosine), text=not stored_shapes)
             if (scope is None or scope.admits(r.language, r.path))
             and not (target.place is not None and _nested(target.place, (r.path, r.start_line, r.end_line)))]
     missing = [r.id for r in rows if np.isnan(cosine[r.id])]
@@ -79,13 +84,24 @@ def candidates(reader: IndexReader, target: Target, *, scope: Scope | None = Non
     cos = np.array([cosine[r.id] for r in rows], dtype=np.float32)
     similarity = cos.copy()  # a chunk without a shape, or a target without one: its cosine alone
     if len(ids) and (target.signature is not None or target.code is not None):
-        sigs, sizes = reader.shapes().of(ids)
+        sigs, sizes = reader.shapes().of(ids) if stored_shapes else _text_shapes(rows)
         own = [_signature(target, r.language) for r in rows]
         for k in np.flatnonzero(sizes > 0).tolist():
             if own[k] is not None:
                 similarity[k] = (sigs[k] == own[k]).mean()
     places = [(r.path, r.start_line, r.end_line) for r in rows]
     return Candidates(ids, shape.semantic_score(cos, similarity), cos, places)
+
+
+def _text_shapes(rows: list[ChunkRow]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' shape signatures and element counts read from their texts, as the index stores them."""
+    sigs, sizes, _ = shape.signatures([shape.signature(r.text, r.language, kind=r.kind) for r in rows])
+    return sigs, sizes
+
+
+def chunk_signature(row: ChunkRow) -> np.ndarray | None:
+    """A stored chunk's shape read from its text (what the index stores for it)."""
+    return signature_of(shape.signature(row.text, row.language, kind=row.kind))
 
 
 def _signature(target: Target, language: str | None) -> np.ndarray | None:

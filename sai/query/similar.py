@@ -18,7 +18,7 @@ from sai.models import Hit
 from sai.project import Project
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
-from sai.query.likeness import Target, candidates
+from sai.query.likeness import Target, candidates, chunk_signature
 from sai.store import IndexReader
 
 
@@ -86,17 +86,18 @@ def find_similar(
     asked = similar_request(project.config, code=code, path=path, line=line, min_score=min_score,
                             prefer_code=prefer_code)
     filters = Filters.of(language=language, path_glob=path_glob)
-    shaped = project.store.cheap_shapes  # else the shapes are a read of every chunk: the cosine alone
+    kept = project.store.cheap_shapes  # else the shapes are a read of every chunk: read from the texts
     with project.store.read() as reader:
         meta = project.indexed_meta(reader)  # before the embedder: a missing index is the error
         scope = filters.scope(reader)
         if asked.code is not None:
             vector = project.embedder.embed_documents([asked.code])[0]
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
-            target = Target(vector, None, code=asked.code if shaped else None)
+            target = Target(vector, None, code=asked.code)
         else:
-            target = _chunk_target(reader, str(asked.path), int(asked.line or 0), shaped=shaped)
-        score = dict(candidates(reader, target, scope=scope).ranked(limit, min_score=asked.min_score))
+            target = _chunk_target(reader, str(asked.path), int(asked.line or 0), stored_shapes=kept)
+        found = candidates(reader, target, scope=scope, stored_shapes=kept)
+        score = dict(found.ranked(limit, min_score=asked.min_score))
         rows = reader.chunks(list(score))
         rows = sorted((replace(r, score=score[r.id]) for r in rows), key=lambda r: best_first(r.score, r))
         stored = reader.files([r.path for r in rows])
@@ -104,7 +105,7 @@ def find_similar(
     return [hit_of(r, stale=r.path in stale) for r in rows]
 
 
-def _chunk_target(reader: IndexReader, key: str, line: int, *, shaped: bool = True) -> Target:
+def _chunk_target(reader: IndexReader, key: str, line: int, *, stored_shapes: bool = True) -> Target:
     found = reader.chunks_of_file(key, line=line)
     vector = reader.vectors([found[0].id]).get(found[0].id) if found else None
     if vector is None and found:
@@ -113,9 +114,10 @@ def _chunk_target(reader: IndexReader, key: str, line: int, *, shaped: bool = Tr
     if vector is None:
         raise NotFoundError(f"no indexed chunk at {key}:{line}")
     chunk = found[0]
-    signature = None
-    if shaped:
+    if stored_shapes:
         sigs, sizes = reader.shapes().of(np.array([chunk.id], dtype=np.int64))
         signature = sigs[0] if sizes[0] else None
+    else:
+        signature = chunk_signature(chunk)
     return Target(vector, signature, exclude=chunk.id,
                   place=(chunk.path, chunk.start_line, chunk.end_line))

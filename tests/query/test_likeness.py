@@ -106,8 +106,12 @@ def _cosine(project) -> float:
     return float(vectors[ids["src/original.py"]] @ vectors[ids["lib/rewrite.py"]])
 
 
-def test_a_store_without_cheap_shapes_ranks_by_the_cosine_and_reads_no_shape(project, monkeypatch):
+def test_a_store_without_cheap_shapes_reads_its_candidates_shapes_from_their_texts(project, monkeypatch):
     from sai.store.base import IndexReader
+
+    kept = [(h.path, h.start_line, round(h.score, 5)) for h in find_similar(project, path="src/original.py", line=1,
+                                                                           min_score=-1.0, limit=5)]
+    snippet = [(h.path, round(h.score, 5)) for h in find_similar(project, code=REWRITE, min_score=-1.0, limit=3)]
 
     def whole_read(self):  # on Qdrant, every chunk of the collection
         raise AssertionError("shapes read")
@@ -115,5 +119,7 @@ def test_a_store_without_cheap_shapes_ranks_by_the_cosine_and_reads_no_shape(pro
     monkeypatch.setattr(IndexReader, "shapes", whole_read)
     monkeypatch.setattr(project.store, "cheap_shapes", False)
     hits = find_similar(project, path="src/original.py", line=1, min_score=-1.0, limit=5)
-    assert hits[0].path.startswith("jobs/")  # the names win, as by the cosine alone
-    assert find_similar(project, code=REWRITE, min_score=-1.0, limit=1)[0].path == "lib/rewrite.py"
+    # every chunk is among the nearest by cosine here: the same answer as from the stored shapes
+    assert [(h.path, h.start_line, round(h.score, 5)) for h in hits] == kept
+    assert hits[0].path == "lib/rewrite.py"  # the rewrite wins by its shape, not the names
+    assert [(h.path, round(h.score, 5)) for h in find_similar(project, code=REWRITE, min_score=-1.0, limit=3)] == snippet
