@@ -73,11 +73,13 @@ class LocalSettings:
 @dataclass(frozen=True)
 class SimilaritySettings:
     """`similarity:`, the thresholds of similar and duplicates, with the model's defaults applied;
-    duplicate_cosine_min_score is duplicate_min_score's reading for `duplicate_metric: cosine`."""
+    duplicate_cosine_min_score and duplicate_semantic_min_score are duplicate_min_score's readings
+    for `duplicate_metric: cosine` and `semantic`."""
 
     find_similar_min_score: float
     duplicate_min_score: float
     duplicate_cosine_min_score: float
+    duplicate_semantic_min_score: float
     duplicate_min_cluster_size: int
     duplicate_metric: DuplicateMetric
     top_k: int
@@ -273,9 +275,12 @@ def _build(v: dict[str, Any], where: Callable[[str], str], *, base: Path, config
             fields[record][name] = setting.convert(v[setting.key], resolved)
     own = config_path.relative_to(root).as_posix() if config_path and config_path.is_relative_to(root) else None
     fields["walk"].update(root=root, own_config=own)
-    # duplicate_min_score as `duplicate_metric: cosine` reads it: the same key, its own model default
+    # duplicate_min_score as `duplicate_metric: cosine` and `semantic` read it: the same key, their own
+    # model defaults
     cosine = by_model("duplicate_cosine_min_score")(v["similarity.duplicate_min_score"], resolved)
     fields["similarity"]["duplicate_cosine_min_score"] = cosine
+    semantic = by_model("duplicate_semantic_min_score")(v["similarity.duplicate_min_score"], resolved)
+    fields["similarity"]["duplicate_semantic_min_score"] = semantic
     records = {name: record(**fields[name]) for name, record in RECORDS.items()}
     # config_asks: the front end that opens the index sets it (project.file_asks)
     return Config(**fields[""], **records, root=root, config_path=config_path, model=model, config_asks=None)

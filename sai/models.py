@@ -12,7 +12,7 @@ from typing import Literal, get_args
 # (sai/chunking/__init__.py, sai/embedders/__init__.py) all derive from it. Adding a backend,
 # say, is one more name here plus its implementation.
 SearchMode = Literal["hybrid", "semantic", "lexical"]
-DuplicateMetric = Literal["duplicate", "cosine"]  # what a duplicate edge's score is
+DuplicateMetric = Literal["duplicate", "cosine", "semantic"]  # what a duplicate edge's score is
 EmbedderName = Literal["ollama", "local"]
 ChunkerName = Literal["ast", "lines"]
 BackendName = Literal["duckdb", "qdrant"]

@@ -36,15 +36,20 @@ DEFAULT_MODELS: dict[EmbedderName, str] = {"ollama": "nomic-embed-text", "local"
 # 99% of renamed copies (98% with meaningless names) at cluster precision 0.99; cosine alone
 # could not do both (a copy scores median 0.79, a function's best unrelated match p95 0.79).
 # The generic row's 0.80 is not measured here (no Ollama server on this machine): those models
-# score code higher than MiniLM, so the threshold is set higher. find_similar_min_score 0.70:
-# `similar` on an original lists its renamed copy in the top 8 for 84% of them.
+# score code higher than MiniLM, so the threshold is set higher. find_similar_min_score and
+# duplicate_semantic_min_score are semantic scores (sai/text/shape.py semantic_score), chosen on
+# the tuning half of benchmarks/semantic_clones.py (benchmarks/DECISIONS.md, "Semantic clones"):
+# `similar` at 0.55 keeps 95% of the same-task pairs its top 10 holds, and `duplicates --metric
+# semantic` at 0.75 is the lowest threshold whose clusters are 90% pure; the generic row's are
+# the MiniLM row's moved as its cosine thresholds are, not measured.
 # duplicate_cosine_min_score is the threshold of `duplicate_metric: cosine` (the original tool's
 # plain-cosine edges): the original's 0.93, and 0.80 for MiniLM, whose cosine scale is lower
 # (calibrated on the same benchmark before the shape existed, docs/configuration.md).
 SIMILARITY_DEFAULTS: dict[str, dict[str, float]] = {
-    "all-minilm-l6-v2": {"find_similar_min_score": 0.70, "duplicate_min_score": 0.75,
-                         "duplicate_cosine_min_score": 0.80},
-    "*": {"find_similar_min_score": 0.85, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93},
+    "all-minilm-l6-v2": {"find_similar_min_score": 0.55, "duplicate_min_score": 0.75,
+                         "duplicate_cosine_min_score": 0.80, "duplicate_semantic_min_score": 0.75},
+    "*": {"find_similar_min_score": 0.65, "duplicate_min_score": 0.80, "duplicate_cosine_min_score": 0.93,
+          "duplicate_semantic_min_score": 0.85},
 }
 LOCK_TIMEOUT_S = 30.0  # lock_timeout_s (or its old name duckdb.lock_timeout_s) when neither is set
 SECRET_KEYS = frozenset({"qdrant.api_key"})  # never shown: not in errors, status or repr
@@ -179,14 +184,16 @@ SETTINGS: tuple[Setting, ...] = (
             "the ONNX model the local embedder builds; default: $XDG_CACHE_HOME/sai",
             example="~/.cache/sai", convert=lambda path, r: (r.base / Path(path).expanduser()).resolve()),
     Setting("similarity.find_similar_min_score", _NUMBER, None,
-            "default depends on the model (0.70 for all-MiniLM-L6-v2)", example="0.85", bound="similarity",
+            "a semantic score; default depends on the model (0.55 for all-MiniLM-L6-v2)", example="0.65",
+            bound="similarity",
             convert=by_model("find_similar_min_score")),
     Setting("similarity.duplicate_min_score", _NUMBER, None,
             "cosine and token shape; depends on the model (0.75 for all-MiniLM-L6-v2)", example="0.80",
             bound="similarity", convert=by_model("duplicate_min_score")),
     Setting("similarity.duplicate_min_cluster_size", _INT, 2, bound="at_least_1"),
     Setting("similarity.duplicate_metric", _STR, "duplicate",
-            "duplicate (cosine and token shape) or cosine (the original's plain cosine)", choices=METRICS),
+            "duplicate (copies: cosine and token shape), cosine (the original's plain cosine) or semantic "
+            "(the same behaviour, however named)", choices=METRICS),
     Setting("similarity.top_k", _INT, 10, bound="positive"),
 )
 SCHEMA: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}

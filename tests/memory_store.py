@@ -76,6 +76,7 @@ class MemoryStore(Store):
     transactional = True
     pending_vectors = True
     references = True
+    cheap_shapes = True
 
     def __init__(self, index: Index | None = None) -> None:
         self.index = index  # the committed state (None: no index)

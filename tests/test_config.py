@@ -68,7 +68,7 @@ def test_without_a_config_file_every_setting_is_the_default(tmp_path: Path) -> N
     assert config.honor_noindex_marker and config.honor_noduplicate_marker
     assert config.ollama.url == "http://localhost:11434"
     assert (config.ollama.timeout_s, config.ollama.batch_size) == (60.0, 32)
-    assert (config.similarity.find_similar_min_score, config.similarity.duplicate_min_score) == (0.85, 0.80)
+    assert (config.similarity.find_similar_min_score, config.similarity.duplicate_min_score) == (0.65, 0.80)
     assert (config.similarity.duplicate_min_cluster_size, config.similarity.top_k) == (2, 10)
     assert config.vector_dim is None
     assert config.walk.pruned_dirs == tuple(sorted(ALWAYS_PRUNED))
@@ -437,8 +437,11 @@ def test_similarity_defaults_depend_on_the_model(tmp_path: Path) -> None:
     assert (minilm.similarity.find_similar_min_score, minilm.similarity.duplicate_min_score) == (
         row["find_similar_min_score"], row["duplicate_min_score"])
     assert minilm.similarity.duplicate_min_score < 0.80  # MiniLM's scale is lower than nomic's
+    assert (minilm.similarity.duplicate_semantic_min_score, minilm.similarity.duplicate_cosine_min_score) == (
+        row["duplicate_semantic_min_score"], row["duplicate_cosine_min_score"])
     nomic = load(tmp_path)
-    assert (nomic.similarity.find_similar_min_score, nomic.similarity.duplicate_min_score) == (0.85, 0.80)
+    assert (nomic.similarity.find_similar_min_score, nomic.similarity.duplicate_min_score) == (0.65, 0.80)
+    assert nomic.similarity.duplicate_semantic_min_score == 0.85
 
 
 def test_explicit_similarity_values_beat_the_model_defaults(tmp_path: Path) -> None:

@@ -111,7 +111,8 @@ def _add_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-clusters", type=count, default=MAX_CLUSTERS, metavar="N")
     p.add_argument("--path-glob", metavar="G")
     p.add_argument("--metric", choices=METRICS,
-                   help="edge score: duplicate (cosine and token shape, default) or cosine (the original's)")
+                   help="edge score: duplicate (copies: cosine and token shape, default), cosine (the "
+                   "original's) or semantic (the same behaviour, however named)")
     _add_seed(p)
     _add_budget(p, "duplicates")
 

@@ -42,7 +42,8 @@ class DuplicateParams:
         if chosen not in METRICS:
             raise UsageError(f"unknown metric '{chosen}'; choose one of: {', '.join(METRICS)}")
         similarity = config.similarity
-        default = similarity.duplicate_cosine_min_score if chosen == "cosine" else similarity.duplicate_min_score
+        default = {"cosine": similarity.duplicate_cosine_min_score,
+                   "semantic": similarity.duplicate_semantic_min_score}.get(chosen, similarity.duplicate_min_score)
         size = similarity.duplicate_min_cluster_size if min_cluster_size is None else int(min_cluster_size)
         k = similarity.top_k if top_k is None else int(top_k)
         if clamp:
@@ -54,7 +55,7 @@ class DuplicateParams:
 
     def check(self) -> None:
         if not -1.0 <= self.min_score <= 1.0:
-            kind = "cosine" if self.metric == "cosine" else "duplicate score"
+            kind = {"cosine": "cosine", "semantic": "semantic score"}.get(self.metric, "duplicate score")
             raise UsageError(f"min_score {self.min_score} is not a {kind}; give a value in [-1, 1]")
         if self.min_cluster_size < 1:
             raise UsageError(f"min_cluster_size {self.min_cluster_size} is too small; give 1 or more "
@@ -107,7 +108,8 @@ def duplicate_report(
         shapes = Shapes.of(signatures)
         # marked chunks and those outside the glob go before the search: they take no place in a top k
         eligible = [i for i, r in enumerate(rows) if not r.no_duplicate and (matches is None or matches(r.path))]
-        tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric != "cosine" else []
+        # chunks too small for a shape pair by identical text: copies, not the semantic mode's concern
+        tiny = [i for i in eligible if not shapes.known[i] and rows[i].symbol] if params.metric == "duplicate" else []
         texts = {r.id: r.text for r in reader.chunks([rows[i].id for i in tiny])}
     ends: dict[int, int] = {}
     if params.metric == "cosine":
@@ -125,7 +127,7 @@ def duplicate_report(
                      for at, i in enumerate(units.first)]
         edges = Edges.concat([
             shape_edges(unit_rows, units.matrix, units.shapes, top_k=params.top_k, min_score=params.min_score,
-                        seeds=seed_paths),
+                        seeds=seed_paths, semantic=params.metric == "semantic"),
             identical_edges([rows[i] for i in tiny], texts, offset=len(unit_rows), seeds=seed_paths),
         ])
     ids = [rows[i].chunk_id for i in chosen]  # a long unit keeps its first window's chunk_id

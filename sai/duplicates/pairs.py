@@ -33,11 +33,11 @@ def units_of(rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, eligible:
 
 def shape_edges(
     rows: list[ChunkRow], matrix: np.ndarray, shapes: Shapes, *, top_k: int, min_score: float,
-    seeds: list[str] | None,
+    seeds: list[str] | None, semantic: bool = False,
 ) -> Edges:
     everyone = list(range(len(rows)))
     return duplicate_edges(matrix, shapes, top_k=top_k, min_score=min_score,
-                           queries=_seed_rows(rows, everyone, seeds), nesting=nesting(rows))
+                           queries=_seed_rows(rows, everyone, seeds), nesting=nesting(rows), semantic=semantic)
 
 
 def identical_edges(

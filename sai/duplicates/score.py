@@ -25,6 +25,8 @@ bucket's pairs exactly (sai/duplicates/buckets.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sai.duplicates import buckets
@@ -59,8 +61,10 @@ def duplicate_edges(
     min_score: float,
     queries: np.ndarray | None = None,
     nesting: Nesting | None = None,
+    semantic: bool = False,
 ) -> Edges:
-    """For each query row, its top_k partners by duplicate score, with score >= min_score.
+    """For each query row, its top_k partners by duplicate score (`semantic`: by semantic score,
+    sai/text/shape.py semantic_score, or duplicate score where higher), with score >= min_score.
 
     A row without a shape never pairs; drop such rows beforehand (as search.find_duplicates
     does) so that they take no place in another row's top k of the cosine pass.
@@ -69,17 +73,21 @@ def duplicate_edges(
     if n < 2 or top_k <= 0:
         return Edges.empty()
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    floor = cosine_floor(min_score)
-    by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting,
-                                shaped_at=min_score)
+    if semantic:  # a plain cosine pass at the lower of the two scores' floors
+        floor = min(semantic_floor(min_score), cosine_floor(min_score))
+        by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=floor, queries=queries, nesting=nesting)
+    else:
+        by_cosine = neighbour_edges(matrix, top_k=top_k, min_score=cosine_floor(min_score), queries=queries,
+                                    nesting=nesting, shaped_at=min_score)
+    scoring = _semantic if semantic else duplicate_score
     # each part scored as it comes and cut to min_score: the candidates are never held together
-    parts = [_scored(matrix, shapes, by_cosine.i, by_cosine.j, min_score)]
+    parts = [_scored(matrix, shapes, by_cosine.i, by_cosine.j, min_score, scoring)]
     asked = None if queries is None else np.isin(np.arange(n), queries)
     for a, b in shape.band_pairs(shapes.sigs, np.flatnonzero(shapes.known), window=2 * top_k):
         if nesting is not None and len(a):
             apart = ~nesting.excluded(a, b)
             a, b = a[apart], b[apart]
-        found = _scored(matrix, shapes, a, b, min_score)  # the score is symmetric: both ways below
+        found = _scored(matrix, shapes, a, b, min_score, scoring)  # the score is symmetric: both ways below
         back = Edges(found.j, found.i, found.s)
         parts += [found, back] if asked is None else [found.where(asked[found.i]), back.where(asked[back.i])]
     edges = Edges.concat(parts)
@@ -87,12 +95,27 @@ def duplicate_edges(
     return keep_top_k(edges.where(first), top_k)
 
 
-def _scored(matrix: np.ndarray, shapes: Shapes, i: np.ndarray, j: np.ndarray, min_score: float) -> Edges:
-    """The pairs (i, j) of two shaped rows whose duplicate score reaches min_score, with it."""
+def semantic_floor(min_score: float) -> float:
+    """The cosine a pair needs to reach a semantic min_score when band_pairs may miss its shape
+    (shape similarity below shape.FOUND_FROM)."""
+    return (1.0 + shape.SEMANTIC_SHAPE) * min_score - shape.SEMANTIC_SHAPE * shape.FOUND_FROM
+
+
+def _semantic(cosine: np.ndarray, similarity: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """A pair's semantic score, or its duplicate score where higher: a copy, renamed or not, does
+    the same thing too, and the duplicate score says so of a renamed copy more surely."""
+    return np.maximum(shape.semantic_score(cosine, similarity), duplicate_score(cosine, similarity, sizes))
+
+
+def _scored(
+    matrix: np.ndarray, shapes: Shapes, i: np.ndarray, j: np.ndarray, min_score: float,
+    scoring: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> Edges:
+    """The pairs (i, j) of two shaped rows whose score (duplicate or semantic) reaches min_score, with it."""
     both = shapes.known[i] & shapes.known[j]
     i, j = i[both], j[both]
-    score = duplicate_score(dots(matrix, i, j), shape.similarity(shapes.sigs, i, j),
-                            np.minimum(shapes.sizes[i], shapes.sizes[j]))
+    score = scoring(dots(matrix, i, j), shape.similarity(shapes.sigs, i, j),
+                    np.minimum(shapes.sizes[i], shapes.sizes[j]))
     keep = score >= min_score
     return Edges(i[keep], j[keep], score[keep].astype(np.float32))
 

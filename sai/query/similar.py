@@ -18,6 +18,7 @@ from sai.models import Hit
 from sai.project import Project
 from sai.query.freshness import stale_keys
 from sai.query.hits import Filters, best_first, hit_of
+from sai.query.likeness import Target, candidates, chunk_signature
 from sai.store import IndexReader
 
 
@@ -62,10 +63,10 @@ def similar_request(
 
 
 def check_threshold(min_score: float, *, name: str = "min_score") -> None:
-    """A cosine threshold lies in [-1, 1] (7 would answer nothing, as if nothing were similar);
-    the command line asks before it loads the config, as `--min-score`."""
+    """A semantic score threshold lies in [-1, 1] (7 would answer nothing, as if nothing were
+    similar); the command line asks before it loads the config, as `--min-score`."""
     if not -1.0 <= min_score <= 1.0:
-        raise UsageError(f"{name} {min_score} is not a cosine similarity; give a value in [-1, 1]")
+        raise UsageError(f"{name} {min_score} is not a similarity score; give a value in [-1, 1]")
 
 
 def find_similar(
@@ -85,26 +86,26 @@ def find_similar(
     asked = similar_request(project.config, code=code, path=path, line=line, min_score=min_score,
                             prefer_code=prefer_code)
     filters = Filters.of(language=language, path_glob=path_glob)
-    source_id = None
+    kept = project.store.cheap_shapes  # else the shapes are a read of every chunk: read from the texts
     with project.store.read() as reader:
         meta = project.indexed_meta(reader)  # before the embedder: a missing index is the error
         scope = filters.scope(reader)
         if asked.code is not None:
             vector = project.embedder.embed_documents([asked.code])[0]
             project.check_meta(meta, vector_dim=int(vector.shape[0]))
+            target = Target(vector, None, code=asked.code)
         else:
-            source_id, vector = _chunk_vector(reader, str(asked.path), int(asked.line or 0))
-        near = [(i, s) for i, s in reader.nearest(vector, limit, scope=scope, exclude=source_id)
-                if s >= asked.min_score]
-        rows = reader.chunks([i for i, _ in near])
-        score = dict(near)
+            target = _chunk_target(reader, str(asked.path), int(asked.line or 0), stored_shapes=kept)
+        found = candidates(reader, target, scope=scope, stored_shapes=kept)
+        score = dict(found.ranked(limit, min_score=asked.min_score))
+        rows = reader.chunks(list(score))
         rows = sorted((replace(r, score=score[r.id]) for r in rows), key=lambda r: best_first(r.score, r))
         stored = reader.files([r.path for r in rows])
     stale = stale_keys(project.config.root, stored, [r.path for r in rows])
     return [hit_of(r, stale=r.path in stale) for r in rows]
 
 
-def _chunk_vector(reader: IndexReader, key: str, line: int) -> tuple[int, np.ndarray]:
+def _chunk_target(reader: IndexReader, key: str, line: int, *, stored_shapes: bool = True) -> Target:
     found = reader.chunks_of_file(key, line=line)
     vector = reader.vectors([found[0].id]).get(found[0].id) if found else None
     if vector is None and found:
@@ -112,4 +113,11 @@ def _chunk_vector(reader: IndexReader, key: str, line: int) -> tuple[int, np.nda
                          "stored chunks); try again when `sai status` shows no pending vectors")
     if vector is None:
         raise NotFoundError(f"no indexed chunk at {key}:{line}")
-    return found[0].id, vector
+    chunk = found[0]
+    if stored_shapes:
+        sigs, sizes = reader.shapes().of(np.array([chunk.id], dtype=np.int64))
+        signature = sigs[0] if sizes[0] else None
+    else:
+        signature = chunk_signature(chunk)
+    return Target(vector, signature, exclude=chunk.id,
+                  place=(chunk.path, chunk.start_line, chunk.end_line))

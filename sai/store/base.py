@@ -289,6 +289,9 @@ class Store(ABC):
     pending_vectors: bool = False  # may hold chunks without a vector yet (see the module's docstring)
     can_upgrade: bool = False  # upgrade() migrates an index of an older format in place
     references: bool = False  # stores the uses of names (replace_references, references)
+    # reader.shapes() reads no chunk row (a copy of the signatures, or every row in memory):
+    # without it `similar` ranks by the cosine alone, not reading the whole index per question
+    cheap_shapes: bool = False
     keeps_old_on_recreate: bool = False  # rebuild() keeps the old index readable until the new one
     # replaces it, and recreate() moves a damaged index aside; without it both drop the index
 

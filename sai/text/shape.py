@@ -51,6 +51,8 @@ MIN_GRAMS = 12  # fewer distinct 3-grams is a one-line body (`self._conn.close()
 BANDS, BAND_ROWS = 16, 4  # LSH: pairs sharing any band of 4 minima are candidates
 # shape similarity at which band_pairs finds a pair with probability >= 0.988: 1 - (1 - J^4)^16
 FOUND_FROM = 0.7
+# the shape similarity's weight beside the cosine's 1 in a semantic score (semantic_score)
+SEMANTIC_SHAPE = 0.4
 
 _STRING = rf'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|{STRING_LITERAL}'  # Python's triple quotes first
 _WORD = r"[A-Za-z_$][A-Za-z0-9_$]*|[0-9](?:[A-Za-z0-9_]|\.(?=[0-9]))*"
@@ -294,6 +296,16 @@ def similarity(sigs: np.ndarray, i: np.ndarray, j: np.ndarray, *, step: int = 65
     for a in range(0, len(i), step):
         out[a:a + step] = (sigs[i[a:a + step]] == sigs[j[a:a + step]]).mean(axis=1)
     return out
+
+
+def semantic_score(cosine: np.ndarray, similarity: np.ndarray) -> np.ndarray:
+    """The semantic score of pairs: how alike two chunks are in what they do, however they are
+    named. Their cosine, and SEMANTIC_SHAPE times their shape similarity, over 1 + SEMANTIC_SHAPE:
+    two solutions of one task by two authors share a high cosine and little shape, a rewrite
+    with every name changed its shape and a lower cosine (`similar`, `duplicates --metric
+    semantic`; the weight: benchmarks/DECISIONS.md, "Semantic clones")."""
+    return ((np.asarray(cosine, dtype=np.float32) + SEMANTIC_SHAPE * np.asarray(similarity, dtype=np.float32))
+            / np.float32(1.0 + SEMANTIC_SHAPE)).astype(np.float32)
 
 
 def band_pairs(sigs: np.ndarray, rows: np.ndarray, *, window: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:

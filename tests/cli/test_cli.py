@@ -548,7 +548,7 @@ def test_similar_min_score_outside_a_cosine_range_is_a_usage_error(
     project: Path, capsys: pytest.CaptureFixture[str], score: str
 ) -> None:
     result = sai(capsys, "similar", "--code", "x = 1", "--min-score", score)
-    assert_one_error_line(result, f"--min-score {float(score)} is not a cosine similarity", code=2)
+    assert_one_error_line(result, f"--min-score {float(score)} is not a similarity score", code=2)
 
 
 @pytest.mark.parametrize(

@@ -205,7 +205,7 @@ def test_the_core_refuses_a_directory_to_refresh_and_a_similarity_past_one(
     try:
         with pytest.raises(UsageError, match=r"^path src is a directory; give files$"):
             indexer.refresh(project, ["src"])
-        with pytest.raises(UsageError, match=r"^min_score 7 is not a cosine similarity; give a value in \[-1, 1\]$"):
+        with pytest.raises(UsageError, match=r"^min_score 7 is not a similarity score; give a value in \[-1, 1\]$"):
             find_similar(project, path="src/cart.py", line=1, min_score=7)
         assert indexer.refresh(project, ["src/cart.py"]).refreshed  # a file still refreshes
     finally:

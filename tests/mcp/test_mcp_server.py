@@ -292,6 +292,14 @@ def test_find_duplicates_returns_the_copied_function_as_a_cluster(session: Sessi
     assert isinstance(cluster["min_sim"], float)
 
 
+def test_find_duplicates_semantic_metric_is_served_with_its_own_default(session: Session) -> None:
+    result = session.call("sai_find_duplicates", path_glob="src/dup_*", metric="semantic")
+    assert (result["metric"], result["min_score"]) == ("semantic", 0.85)  # the stand-in model's default
+    (cluster,) = result["clusters"]  # an exact copy: cosine and shape 1.0
+    assert [m["path"] for m in cluster["members"]] == ["src/dup_a.py", "src/dup_b.py"]
+    assert cluster["max_sim"] == pytest.approx(1.0)
+
+
 def test_min_cluster_size_1_gives_the_clusters_of_2(session: Session) -> None:
     tools = {t.name: t for t in session.portal.call(session.client.list_tools).tools}
     assert tools["sai_find_duplicates"].input_schema["properties"]["min_cluster_size"]["minimum"] == 1

@@ -66,6 +66,7 @@ class DuckDBStore(base.Store):
     pending_vectors = True
     can_upgrade = True
     references = True
+    cheap_shapes = True
     keeps_old_on_recreate = True
 
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:
