@@ -49,8 +49,8 @@ class UseTools:
         self, name: UseName, kinds: Kinds = None, limit: UseLimit = 20,
         max_tokens: MaxTokens = DEFAULT_TOKENS["refs"],
     ) -> Annotated[CallToolResult, UsesOut]:
-        """Where a name is used, each in its unit (chunk_id); resolved when tied to one
-        definition. Cart.total narrows to that class."""
+        """Where a name is used, each in its unit (chunk_id); resolved when one target fits.
+        Cart.total narrows to that class."""
         budget = answer_budget(max_tokens)
         found = find_references(self.project, name, limit=clamped(limit), kinds=kinds)
         return tool_result(fitted_uses_json(found, budget=budget))
