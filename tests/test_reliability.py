@@ -220,7 +220,8 @@ def test_a_reader_does_not_wait_for_a_dead_writer(tmp_path: Path, ollama_server:
     project = open_project(root)
     holder = subprocess.Popen(["sleep", "30"])  # a live process whose pid a writer file names
     try:
-        project.store.intent_path.write_text(str(holder.pid))
+        db = project.config.db_path
+        db.with_name(db.name + ".writer").write_text(str(holder.pid))
         started = time.monotonic()
         assert search.search(project, "gen_3 value", mode="lexical")
         assert time.monotonic() - started < 3

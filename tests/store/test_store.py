@@ -15,11 +15,12 @@ import duckdb
 import numpy as np
 import pytest
 
-import sai.store.duckdb.store as store_module
+import sai.store.duckdb.lease as lease_module
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
 from sai.store.duckdb.errors import describe
-from sai.store.duckdb.store import READ_LEASE_S, DuckDBStore
+from sai.store.duckdb.lease import READ_LEASE_S, State
+from sai.store.duckdb.store import DuckDBStore
 
 DIM = 16
 COLLECTION = "code"
@@ -199,7 +200,7 @@ def test_idle_read_lease_is_released_after_it_expires(
 ) -> None:
     lease = 0.5  # the real lease (READ_LEASE_S, 5 s) is read when the idle timer fires
     assert READ_LEASE_S > lease
-    monkeypatch.setattr(store_module, "READ_LEASE_S", lease)
+    monkeypatch.setattr(lease_module, "READ_LEASE_S", lease)
     with built.read() as reader:
         assert reader.chunk_count() == 40
     time.sleep(lease + 0.5)
@@ -383,6 +384,36 @@ def test_an_idle_run_lets_another_process_read_without_waiting_for_its_next_writ
     assert seen == 0
     assert waited < 3  # the run's next write comes 6 s after its first
     assert opens == 2
+
+
+READ_ONCE = """
+import sys
+from pathlib import Path
+from sai.store.duckdb import DuckDBStore
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
+with store.read() as reader:
+    print(reader.chunk_count(), flush=True)
+"""
+
+
+def test_the_lease_moves_through_its_named_states(built: DuckDBStore, db: Path) -> None:
+    lease = built.lease
+    built.close()
+    assert lease.state is State.CLOSED
+    with built.read():
+        assert lease.state is State.LEASED
+    assert lease.state is State.LEASED  # kept after its last reader, for READ_LEASE_S
+    with built.run():
+        with built.write():
+            assert lease.state is State.WRITING
+        assert lease.state is State.HOLDING  # between the run's transactions: the connection kept
+        other = subprocess.run([sys.executable, "-c", READ_ONCE, str(db)], capture_output=True, text=True, timeout=60)
+        assert other.returncode == 0 and other.stdout.strip() == "40", other.stderr
+        assert lease.state is State.CLOSED  # it yielded to the reader of the other process
+        with built.write():
+            assert lease.state is State.WRITING
+        assert lease.state is State.HOLDING
+    assert lease.state is State.CLOSED
 
 
 def test_a_run_commits_each_write_and_serves_its_other_threads_between_them(built: DuckDBStore) -> None:

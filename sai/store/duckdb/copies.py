@@ -29,10 +29,8 @@ that mapped the old file keeps its pages; the files may be deleted at any time.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, Protocol, TypeVar
 
@@ -45,6 +43,7 @@ from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LEXICON_VERSION, LexicalTable
 from sai.store.duckdb.sidecar import Sidecar, VectorSource
 from sai.store.duckdb.vectors import VectorTable
+from sai.store.locks import EXCLUSIVE, FileLock
 from sai.store.shapes import ShapeTable
 from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
 from sai.text.shape import SIGNATURE_SIZE
@@ -189,20 +188,10 @@ def _read(kind: Copy[T], path: Path) -> T | None:
         return None
 
 
-@contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
 def _write(path: Path, data: pa.Table) -> None:
     """Write `data` as the shared file: aside, fsynced, renamed over the old one."""
-    with _locked(path.parent):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(path.parent / "lock").hold(EXCLUSIVE):
         # left by a killed writer, and the files of the layout before (g<n>.<name>.arrow beside the sidecar's)
         for stray in [*path.parent.glob(f"{path.name}.*.new"), *path.parent.parent.glob("g*.*.arrow")]:
             with contextlib.suppress(OSError):

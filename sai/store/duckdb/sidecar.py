@@ -37,7 +37,6 @@ at the reader's snapshot, after any sequence of writes and kills.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -50,6 +49,7 @@ import pyarrow as pa
 
 from sai.store.dirs import replace_synced
 from sai.store.duckdb.rows import matrix_of
+from sai.store.locks import EXCLUSIVE, SHARED, FileLock
 
 FORMAT = 2  # the layout above; a manifest of another format is rebuilt
 COMPACT_MIN_DEAD = 50_000  # tombstones are cheap below this many: a compaction rewrites every row
@@ -133,12 +133,12 @@ class Sidecar:
 
         Opening holds the lock shared (a compaction removes old generations under it); a patch
         holds it exclusively, so the readers of other processes wait for one patch, not make their own."""
-        with self.locked(fcntl.LOCK_SH):
+        with self.locked(SHARED):
             held = Manifest.read(self.manifest_path)
             if _matches(held, token, origin, dim):
                 with contextlib.suppress(*_DAMAGED):  # files shorter than the manifest says: rebuilt below
                     return self._open(held)  # type: ignore[arg-type]
-        with self.locked(fcntl.LOCK_EX):
+        with self.locked(EXCLUSIVE):
             held = Manifest.read(self.manifest_path)  # another process may have patched it meanwhile
             if _matches(held, token, origin, dim):
                 with contextlib.suppress(*_DAMAGED):
@@ -247,12 +247,8 @@ class Sidecar:
     @contextlib.contextmanager
     def locked(self, mode: int) -> Iterator[None]:
         self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            fcntl.flock(fd, mode)
+        with FileLock(self.dir / "lock").hold(mode):
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
 
 class _Appender:
