@@ -3,8 +3,7 @@
 The indexer, search, duplicates and look-ups speak only these verbs, with the typed rows of
 `sai.models` (`ChunkRow`, `FileRow`, `IndexMeta`, `NewChunk`); no SQL, connection or client
 crosses this line. Derived state (the lexical index, in-memory vector and symbol tables) is the
-backend's own business: `finish_run` brings it up to date, and a run killed before it leaves
-`run_finished()` false, so the next run repairs it.
+backend's own business, kept current by every write.
 
 Capabilities: what a backend does beyond the verbs is declared on its Store (`transactional`,
 `pending_vectors`, `can_upgrade`, `keeps_old_on_recreate`, `references`), and callers and the contract test
@@ -111,11 +110,6 @@ class IndexReader(ABC):
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
         """A stored vector for each content hash found, under any key (what a run of a few files
         asks instead of reading every hash)."""
-
-    @abstractmethod
-    def run_finished(self) -> bool:
-        """True when `finish_run` would change nothing (a reader asks first, so that a run with
-        nothing to repair takes no writer)."""
 
     # -- search
     @abstractmethod
@@ -258,11 +252,6 @@ class IndexWriter(IndexReader):
         """Record that no chunk waits for a vector: the caller gave a vector to every text
         pending() named (or it named none), under the one index run (Store.claim). A chunk
         stored without a vector afterwards unmarks it in the same transaction."""
-
-    @abstractmethod
-    def finish_run(self) -> None:
-        """Bring derived state up to date with the chunks and mark the run finished; cheap when
-        `run_finished()` already holds."""
 
 
 class Store(ABC):

@@ -177,24 +177,6 @@ def test_a_reader_killed_writing_a_shared_copy_leaves_a_usable_index(db: Path, w
         store.close()
 
 
-def test_postings_behind_the_chunks_are_never_shared(db: Path) -> None:
-    """An index run rebuilds such postings (their terms renumbered) without a new token: a file
-    of them would outlive the rebuild."""
-    store = build_worded(db)
-    try:
-        with store.write() as writer:
-            writer.set_meta({"lexicon_token": "an older write's"})  # what a write that skipped the postings leaves
-        for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
-            shared.unlink()
-        with store.read() as reader:
-            reader.conn.vector_table()  # type: ignore[attr-defined]
-            assert reader.conn.lexical_table().delta is None  # type: ignore[attr-defined]  # its own copy, read whole
-            reader.conn.row_table()  # type: ignore[attr-defined]
-        assert _shared(db) == ["rows.arrow"]
-    finally:
-        store.close()
-
-
 def test_a_symbol_look_up_after_a_write_leaves_the_vector_sidecar_alone(db: Path) -> None:
     """The copies learn what changed from the change log, not from the sidecar: a look-up maps
     and patches no vector."""

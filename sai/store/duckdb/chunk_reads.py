@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.duckdb import changelog
-from sai.store.duckdb.postings import LEXICON_VERSION, Postings
+from sai.store.duckdb.postings import Postings
 from sai.store.duckdb.rows import arrow, chunk_cols, id_table, int_list, registered
 from sai.store.symbols import SYMBOL_COLS, SymbolRow
 
@@ -45,12 +45,6 @@ class ChunkReads:
         """What a sidecar is built from besides the token: the collection's creation time, the dimension."""
         meta = self._meta()
         return meta.get("created_at", ""), int(meta.get("vector_dim") or 0)
-
-    def postings_current(self) -> bool:
-        """Whether the postings hold the chunks of this snapshot (else an index run rebuilds them,
-        renumbering their terms, without a new token: a shared file of them would outlive the rebuild)."""
-        meta = self._meta()
-        return meta.get("lexicon") == LEXICON_VERSION and meta.get("lexicon_token") == meta.get("token")
 
     def touched_since(self, token: str) -> np.ndarray | None:
         """The ids of every chunk written since `token` (None: the change log misses a write)."""

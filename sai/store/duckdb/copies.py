@@ -40,7 +40,7 @@ import pyarrow as pa
 from sai.store.cache import TokenCache
 from sai.store.dirs import replace_synced
 from sai.store.duckdb.chunkrows import RowTable
-from sai.store.duckdb.postings import LEXICON_VERSION, LexicalTable
+from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar, VectorSource
 from sai.store.duckdb.vectors import VectorTable
 from sai.store.locks import EXCLUSIVE, FileLock
@@ -48,7 +48,7 @@ from sai.store.shapes import ShapeTable
 from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
 from sai.text.shape import SIGNATURE_SIZE
 
-FORMAT = f"2-{LEXICON_VERSION}"  # the layout above and the postings' terms: a file of another is written again
+FORMAT = "3"  # the layout above: a file of another is written again
 PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
 # Below this many chunks a process reads a copy whole in about the time writing its shared file
 # takes (with its fsyncs): the end of a write leaves such a file behind for the next reader.
@@ -66,7 +66,6 @@ class CopySource(VectorSource, Protocol):
         ...
 
     def identity(self) -> tuple[str, int]: ...
-    def postings_current(self) -> bool: ...
     def vector_rows(self) -> pa.Table: ...
     def row_rows(self, ids: np.ndarray | None = None) -> pa.Table: ...
     def symbol_rows(self) -> pa.Table: ...
@@ -82,7 +81,6 @@ class Copy(Protocol, Generic[T]):
 
     name: str
 
-    def shareable(self, source: CopySource) -> bool: ...
     def build(self, source: CopySource, token: str) -> T: ...
     def patched(self, source: CopySource, old: T, token: str, touched: np.ndarray) -> T | None: ...
     def save(self, table: T) -> pa.Table: ...
@@ -135,7 +133,7 @@ class Copies:
         live = len(self.vectors())
         for kind in KINDS:
             path = self._file(kind)
-            if kind.shareable(self.source) and (path is None or not path.exists() or live >= WARM_MIN_CHUNKS):
+            if path is None or not path.exists() or live >= WARM_MIN_CHUNKS:
                 self.get(kind)
 
     def _mapped(self, token: str) -> VectorTable:
@@ -156,7 +154,7 @@ class Copies:
 
     def _load(self, kind: Copy[T], token: str) -> T:
         path = self._file(kind)
-        if path is None or not kind.shareable(self.source):
+        if path is None:
             return kind.build(self.source, token)
         found = _read(kind, path)
         if found is not None:
@@ -231,13 +229,7 @@ def _patches_too_many(old: RowTable | ShapeTable, touched: np.ndarray) -> bool:
     return _too_many(written + dead + len(touched), len(old.ids))
 
 
-class _Kind:
-    def shareable(self, source: CopySource) -> bool:
-        """Whether a shared file may hold this copy at the source's token."""
-        return True
-
-
-class Rows(_Kind):
+class Rows:
     name = "rows"
 
     def build(self, source: CopySource, token: str) -> RowTable:
@@ -259,11 +251,8 @@ class Rows(_Kind):
 _LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs")
 
 
-class Lexicon(_Kind):
+class Lexicon:
     name = "lexicon"
-
-    def shareable(self, source: CopySource) -> bool:
-        return source.postings_current()
 
     def build(self, source: CopySource, token: str) -> LexicalTable:
         return LexicalTable.from_arrow(token, source.lexicon_rows())
@@ -271,8 +260,8 @@ class Lexicon(_Kind):
     def patched(self, source: CopySource, old: LexicalTable, token: str, touched: np.ndarray) -> LexicalTable | None:
         """`old` with the touched chunks masked out, and a new delta of every chunk written since its full read."""
         written = np.union1d(old.written, touched)
-        if not source.postings_current() or _too_many(len(written), len(old.ids)):
-            return None  # postings rebuilt since renumber their terms: read whole
+        if _too_many(len(written), len(old.ids)):
+            return None
         delta = LexicalTable.from_arrow(token, source.lexicon_rows(written, after_termid=old.last_termid))
         return old.patched(token, touched, delta)
 
@@ -283,7 +272,7 @@ class Lexicon(_Kind):
         return LexicalTable(token=token, **_unpacked(data, _LEXICON_ARRAYS))
 
 
-class Symbols(_Kind):
+class Symbols:
     name = "symbols"
 
     def build(self, source: CopySource, token: str) -> SymbolTable:
@@ -305,7 +294,7 @@ class Symbols(_Kind):
 _SHAPE_ARRAYS = ("ids", "columns", "sizes")
 
 
-class Shapes(_Kind):
+class Shapes:
     name = "shapes"
 
     def build(self, source: CopySource, token: str) -> ShapeTable:

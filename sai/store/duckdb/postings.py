@@ -31,7 +31,6 @@ from sai.store import terms
 from sai.store.duckdb.rows import registered
 
 K1, B = 1.2, 0.75
-LEXICON_VERSION = "1"  # bump when the terms change: indexes then rebuild their postings
 REBUILD_SLICE = 8192  # chunks whose words a rebuild holds in memory at once
 
 

@@ -52,9 +52,6 @@ class DuckDBReader(IndexReader):
     def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
         return self.conn.vectors_by_hash(hashes) if hashes and self.has_index() else {}
 
-    def run_finished(self) -> bool:
-        return self.has_index() and self.conn.run_finished()
-
     # -- search
     def nearest(
         self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
@@ -185,6 +182,3 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         removed = self.conn.delete_chunks(keys)
         self.conn.delete_file_rows(keys)
         return removed
-
-    def finish_run(self) -> None:
-        self.conn.finish_run()

@@ -42,7 +42,6 @@ from sai.store.duckdb.rows import (
     check_collection,
     chunk_cols,
     chunk_rows_of,
-    extension_path,
     id_table,
     int_list,
     matrix_of,
@@ -63,7 +62,7 @@ _WITH_VECTORS = "WHERE embedding IS NOT NULL"  # duplicates compare chunks that 
 FEW_IDS = 512  # ids bound as one list; more are joined (Connection._among)
 VECTORS_COMPLETE = "vectors_complete"  # meta key: "1" when no chunk waits for a vector (vectors_complete)
 
-__all__ = ["Connection", "extension_path"]
+__all__ = ["Connection"]
 
 
 class Connection:
@@ -98,11 +97,9 @@ class Connection:
     def open(
         cls, path: Path, collection: str, *, read_only: bool, derived: TokenCache | None = None
     ) -> Connection:
-        """Load vss before attaching, so a WAL holding HNSW changes replays (IOException on lock)."""
-        # Verifying the extensions' signatures hashes ~35 MB on every open (~0.4 s CPU, ~100x the
-        # rest of an open); they come from installed wheels, as trusted as SAI's own code.
+        """The file attached as `sai` (IOException while another process holds it)."""
         check_collection(collection)
-        config: dict[str, str | bool | int | float | list[str]] = {"allow_unsigned_extensions": "true"}
+        config: dict[str, str | bool | int | float | list[str]] = {}
         if not read_only:
             # A run keeps its writer open from start to end (store.py): without a cap,
             # DuckDB keeps every block it wrote cached (1.4 GB after the whole stdlib); above
@@ -110,8 +107,6 @@ class Connection:
             config |= {"memory_limit": WRITER_MEMORY, "temp_directory": f"{path}.tmp"}
         con = duckdb.connect(":memory:", config=config)
         try:
-            con.execute(f"LOAD '{extension_path('vss')}'")
-            con.execute("SET hnsw_enable_experimental_persistence = true")
             mode = " (READ_ONLY)" if read_only else ""
             con.execute(f"ATTACH '{quote(str(path))}' AS sai{mode}")
             con.execute("USE sai")
@@ -298,35 +293,11 @@ class Connection:
         self._touch(ids)
         return len(ids)
 
-    def finish_run(self) -> None:
-        """Unless run_finished() holds: build the postings from every chunk's lexemes, and
-        record which state of the chunks they hold, so a run that dies before this is repaired later.
-
-        Needed only by an index without postings (written by an older SAI, whose DuckDB FTS
-        index is dropped here) or with postings of another LEXICON_VERSION: every chunk write
-        keeps the postings current in its own transaction.
-        """
-        if not self.has_index() or self.run_finished():
-            return
-        self.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{self.collection} CASCADE")
-        self.postings.rebuild()
-        self.set_meta({"lexicon": postings.LEXICON_VERSION})
-        self.set_meta({"lexicon_token": self._next_token()})
-
-    def run_finished(self) -> bool:
-        """Whether the postings hold exactly the committed chunks (finish_run has nothing to do)."""
-        meta = self.meta()
-        return (self.has_postings() and meta.get("lexicon") == postings.LEXICON_VERSION
-                and bool(meta.get("lexicon_token")) and meta.get("lexicon_token") == meta.get("token"))
-
     def _next_token(self) -> str:
-        """The token this transaction commits with (a new one when it changed chunk rows); the
-        lexical index follows it when its postings were written alongside."""
+        """The token this transaction commits with (a new one when it changed chunk rows)."""
         if self.dirty:
-            meta = self.meta()
-            token, previous = uuid.uuid4().hex, meta.get("token") or ""
-            follows = self.has_postings() and meta.get("lexicon_token") == meta.get("token")
-            self.set_meta({"token": token, **({"lexicon_token": token} if follows else {})})
+            token, previous = uuid.uuid4().hex, self.meta().get("token") or ""
+            self.set_meta({"token": token})
             if self.touched is not None and previous:
                 changelog.record(self.con, self.collection, previous=previous, token=token,
                                  ids=np.concatenate([np.zeros(0, np.int64), *self.touched]))
@@ -340,10 +311,6 @@ class Connection:
     def has_references(self) -> bool:
         """Whether the collection has its references table (format 6 on)."""
         return self.table_exists(self.references.table)
-
-    def has_postings(self) -> bool:
-        """Whether the collection has a lexical index (a postings table)."""
-        return self.table_exists(self.postings.postings)
 
     # -- files ------------------------------------------------------------------------------
 
@@ -395,8 +362,7 @@ class Connection:
         """Remove every chunk of these files; returns how many were removed."""
         if not keys:
             return 0
-        if self.has_postings():
-            self.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
+        self.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
         if self.has_references():
             self.references.delete(keys)
         return self._touching(
@@ -504,8 +470,7 @@ class Connection:
         with registered(self.con, "sai_batch", batch):
             # by name: columns an upgrade added (shape, kind) sit in the order they were added
             self.con.execute(f"INSERT INTO {self.collection} BY NAME SELECT * FROM sai_batch")
-            if self.has_postings():  # an index without postings gets them from finish_run
-                self.postings.add("sai_batch")
+            self.postings.add("sai_batch")
 
     def chunks_of_file(self, path: str, *, line: int | None = None) -> list[ChunkRow]:
         """Every chunk of one file with its text, in (start_line, end_line) order; with `line`,
@@ -588,7 +553,7 @@ class Connection:
         statistics (document count, mean length, document frequencies) of that subset: the
         answer an index holding only them would give.
         """
-        if not query_lexemes.strip() or not self.has_postings() or (among is not None and not len(among)):
+        if not query_lexemes.strip() or (among is not None and not len(among)):
             return []
         terms = self.postings.query_terms(query_lexemes)
         if not terms:
