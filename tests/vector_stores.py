@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sai.models import FileRow, IndexMeta, NewChunk, chunk_id
+from sai.store import Scope
 from sai.store.duckdb import DuckDBStore
 from sai.store.duckdb.chunk_reads import ChunkReads
 from sai.store.duckdb.sidecar import Manifest, Sidecar
@@ -87,7 +88,7 @@ def assert_nearest_exact(store: DuckDBStore, db: Path) -> None:
         for q in queries:
             assert_same(reader.nearest(q, 10), exact_top(db, q, 10))
             scope_paths = {"src/f1.py", "src/f2.py", "src/f7.py"}
-            table = reader.conn.vector_table()
+            table = reader.copies.vectors()  # type: ignore[attr-defined]
             assert_same(table.nearest(q, 4, mask=table.mask(paths=scope_paths)), exact_top(db, q, 4, paths=scope_paths))
             assert_same(table.nearest(q, 6, mask=table.mask(language="rust")), exact_top(db, q, 6, language="rust"))
 
@@ -128,16 +129,15 @@ def answers_of(store: DuckDBStore) -> tuple[list[object], ...]:
     (each chunk's, and the chunks of a shape alike), as this store's copies give them (after the
     vector table, as a hybrid search reads them)."""
     with store.read() as reader:
-        conn = reader.conn  # type: ignore[attr-defined]
-        conn.vector_table()
-        ids = [r[0] for r in conn.con.execute(f"SELECT id FROM {COLLECTION} ORDER BY id").fetchall()]
-        scope = np.asarray(ids[::3], np.int64)
-        hits = [conn.lexical(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
-        rows = conn.row_table().rows(ids + [10**6], lambda t: t.to_pylist())
+        reader.nearest(unit_queries()[0], 1)
+        ids = sorted(r.id for key in reader.files() for r in reader.chunks_of_file(key))
+        scope = Scope(keys=frozenset(sorted(reader.files())[::3]))
+        hits = [reader.lexical(query_lexemes(q), 15, scope=within) for q in QUERIES for within in (None, scope)]
+        rows = reader.chunks(ids + [10**6], text=False)
         symbols = reader.symbols()
         defined = [[(d.symbol, d.path, d.start_line, d.chunk_id, d.match) for d in symbols.lookup(w[:k], limit=30)]
                    for w in WORDS for k in (2, len(w))]
-        named = [symbols.row_id(chunk_id(r["path"], r["start_line"], r["end_line"], r["content_hash"])) for r in rows]
+        named = [symbols.row_id(chunk_id(r.path, r.start_line, r.end_line, r.content_hash)) for r in rows]
         shapes = reader.shapes()
         sigs, sizes = shapes.of(np.asarray(ids + [10**6]))
         alike = [[a.tolist() for a in shapes.alike(sig, 0.4)] for sig in sigs[::7]]

@@ -196,6 +196,58 @@ class IndexReader(ABC):
         return out
 
 
+class EmptyReader(IndexReader):
+    """The reader of an index that does not exist: every verb answers as an empty index does
+    (a store hands out the one EMPTY instead of guarding each verb)."""
+
+    def has_index(self) -> bool:
+        return False
+
+    def meta(self) -> dict[str, str]:
+        return {}
+
+    def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
+        return {}
+
+    def chunk_count(self, keys: list[str] | None = None) -> int:
+        return 0
+
+    def summary(self) -> IndexSummary:
+        return IndexSummary()
+
+    def content_hashes(self) -> set[str]:
+        return set()
+
+    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        return {}
+
+    def nearest(
+        self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
+    ) -> list[tuple[int, float]]:
+        return []
+
+    def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
+        return []
+
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        return {}
+
+    def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
+        return []
+
+    def chunks_of_file(self, key: str, *, line: int | None = None) -> list[ChunkRow]:
+        return []
+
+    def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
+        return [], np.zeros((0, 0), dtype=np.float32), []
+
+    def symbols(self) -> SymbolTable:
+        return SymbolTable("", [])
+
+
+EMPTY = EmptyReader()
+
+
 class IndexWriter(IndexReader):
     """A write session, committed when it ends cleanly: one transaction on a `transactional`
     store (readers never see it half done, an exception undoes it); elsewhere each verb lands

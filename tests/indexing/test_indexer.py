@@ -43,7 +43,7 @@ from sai.project import Project
 from sai.query import lookup, search
 from sai.query.status import status as index_status
 from sai.store.duckdb import DuckDBStore, schema
-from sai.store.duckdb.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
+from sai.store.duckdb.writer import DuckDBWriter  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout, for subprocesses
@@ -770,14 +770,14 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
     embedder = _SignallingEmbedder(OllamaEmbedder(model=STANDIN_MODEL, url=ollama_server.url, timeout_s=5,
                                                   batch_size=32, prefix_style="nomic"))
     overlapped: list[bool] = []
-    insert = Connection.insert_chunks
+    insert = DuckDBWriter.replace_files
 
-    def first_insert_waits_for_the_second_embedding(self: Connection, *args: object) -> None:
+    def first_insert_waits_for_the_second_embedding(self: DuckDBWriter, *args: object) -> None:
         if not overlapped:  # a serial indexer would embed batch 2 only after this returns
             overlapped.append(embedder.second_call.wait(timeout=5))
         insert(self, *args)
 
-    monkeypatch.setattr(Connection, "insert_chunks", first_insert_waits_for_the_second_embedding)
+    monkeypatch.setattr(DuckDBWriter, "replace_files", first_insert_waits_for_the_second_embedding)
     monkeypatch.setattr(DuckDBStore, "pending_vectors", False)  # the pipeline that embeds as it reads
     project = Project(load(root), embedder=embedder)
     try:

@@ -17,6 +17,7 @@ from sai.errors import OutsideRootError
 from sai.indexing import indexer
 from sai.models import PathResult
 from sai.project import Project
+from sai.store.duckdb.reader import DuckDBReader
 
 PRICE = '''def total_price(items):
     return sum(item.price for item in items)
@@ -103,7 +104,7 @@ def test_refresh_of_a_moved_function_takes_its_stored_vector_without_reading_eve
     def every_hash(self):
         raise AssertionError("a refresh of a few files read every stored hash")
 
-    monkeypatch.setattr(tables.Connection, "content_hashes", every_hash)
+    monkeypatch.setattr(DuckDBReader, "content_hashes", every_hash)
     before = rows_by_location(project)
     (tmp_path / "src/c.py").unlink()
     (tmp_path / "src/d.py").write_text(TREE["src/c.py"] + "\n\n" + NEW_FILE)  # slugify moved, greet new

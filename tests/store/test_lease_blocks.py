@@ -58,14 +58,14 @@ def test_a_whole_read_leaves_no_blocks_cached_once_its_reader_leaves(store: Duck
     monkeypatch.setattr(lease_module, "KEPT_BLOCKS_MAX", 1 << 20)  # the index is small; the rule is the same
     try:
         with store.read() as reader:
-            reader.conn.vector_table()  # builds the vector sidecar from the DuckDB file: a whole read
+            reader.copies.vectors()  # builds the vector sidecar from the DuckDB file: a whole read
             cached_while_reading = _cached_bytes(store)
         left = _cached_bytes(store)
         assert cached_while_reading > 2 << 20  # ~4.6 MB: the check below can fail
         assert left <= 1 << 20, (cached_while_reading, left)
         with store.read() as reader:  # the same answers after the blocks went, and the memory limit
             assert_same(reader.nearest(_query(), 10), exact_top(store.path, _query(), 10))
-            assert reader.conn.reads.vector_rows().num_rows == FILES * PER_FILE  # 4.6 MB read: the limit is back
+            assert reader.copies.source.vector_rows().num_rows == FILES * PER_FILE  # 4.6 MB read: the limit is back
     finally:
         store.close()
 
@@ -77,7 +77,7 @@ def test_other_reads_leave_their_blocks_at_the_first_idle_tick(store: DuckDBStor
     monkeypatch.setattr(lease_module, "KEPT_BLOCKS_MAX", 1 << 20)
     try:
         with store.read() as reader:
-            assert reader.conn.reads.vector_rows().num_rows == FILES * PER_FILE
+            assert reader.copies.source.vector_rows().num_rows == FILES * PER_FILE
             counted = _cached_bytes(store)
         deadline = time.monotonic() + 10  # the tick comes after 0.2 s; a loaded machine may delay it
         while _cached_bytes(store) > 1 << 20 and time.monotonic() < deadline:

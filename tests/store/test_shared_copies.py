@@ -41,8 +41,8 @@ def replace(src, dst):
 copies.os.replace = replace
 store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
 with store.read() as reader:
-    reader.conn.vector_table()
-    {"rows": reader.conn.row_table, "shapes": reader.shapes}.get(sys.argv[3], reader.symbols)()
+    reader.copies.vectors()
+    {"rows": lambda: reader.copies.get(copies.ROWS), "shapes": reader.shapes}.get(sys.argv[3], reader.symbols)()
 """
 
 
@@ -66,7 +66,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
         try:
             assert answers_of(other) == expected
             with other.read() as reader:
-                lexicon = reader.conn.lexical_table()  # type: ignore[attr-defined]
+                lexicon = reader.copies.get(copies.LEXICON)  # type: ignore[attr-defined]
                 assert not lexicon.rows.flags.owndata and not lexicon.rows.flags.writeable  # the file's pages
                 assert not reader.symbols().arrays["def_row"].flags.writeable
                 assert not reader.shapes().columns.flags.writeable
@@ -91,9 +91,9 @@ def test_a_process_at_a_later_token_patches_the_mapped_copies(
         forbid_whole_reads(patching)
         later = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         with later.read() as reader:
-            conn = reader.conn  # type: ignore[attr-defined]
-            conn.vector_table()
-            rows, lexicon, symbols = conn.row_table(), conn.lexical_table(), reader.symbols()
+            held = reader.copies  # type: ignore[attr-defined]
+            held.vectors()
+            rows, lexicon, symbols = held.get(copies.ROWS), held.get(copies.LEXICON), reader.symbols()
             assert rows.added is not None and lexicon.delta is not None  # the mapped copies, patched
             assert reader.shapes().added is not None
             assert symbols.patched_files
@@ -190,7 +190,7 @@ def test_a_symbol_look_up_after_a_write_leaves_the_vector_sidecar_alone(db: Path
         try:
             with other.read() as reader:
                 assert reader.symbols().patched_files == {"src/f2.py"}  # the shared file, patched from the log
-                assert reader.conn.derived.peek(reader.conn.token) is None  # type: ignore[attr-defined]
+                assert reader.copies.current_vectors() is None  # type: ignore[attr-defined]  # none held, none mapped
         finally:
             other.close()
         assert manifest_of(db).token == token  # the sidecar still at the token before the write

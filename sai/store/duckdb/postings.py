@@ -5,7 +5,7 @@ search"): it does not follow table changes, so every writing run ended in a full
 at 78k chunks), and its scoring ran in SQL (8 ms a query at 20k chunks, ~90 ms at 78k). Here the
 collection has two companion tables, `<collection>__terms` (term, termid: every stemmed term
 ever written, numbered once) and `<collection>__postings` (id, termid, tf), which
-`insert_chunks` and `delete_chunks` keep in the same transaction as the chunks, so they are
+every write of chunks (writer.py) keeps in the same transaction as the chunks, so they are
 never behind them. A process reads the postings once into a CSR (termid -> chunk rows and term
 counts) and scores a query over the postings of its terms only. A write's new token patches
 that copy instead of reading it again: the chunks it removed are masked out (`alive`) and the

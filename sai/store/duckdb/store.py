@@ -20,13 +20,14 @@ from pathlib import Path
 
 from sai.errors import StoreCorruptError, StoreError
 from sai.store import base
-from sai.store.base import IndexReader, IndexWriter
+from sai.store.base import EMPTY, IndexReader, IndexWriter
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
 from sai.store.duckdb import migrations, schema
 from sai.store.duckdb.errors import first_line
 from sai.store.duckdb.lease import Lease, lock_file
-from sai.store.duckdb.sessions import DuckDBReader, DuckDBWriter
+from sai.store.duckdb.reader import DuckDBReader
+from sai.store.duckdb.writer import DuckDBWriter
 from sai.store.locks import EXCLUSIVE
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,10 @@ class DuckDBStore(base.Store):
 
     @contextlib.contextmanager
     def read(self) -> Iterator[IndexReader]:
-        """A reader on the lease (threads read in parallel), or on this thread's write transaction."""
+        """A reader on the lease (threads read in parallel), or on this thread's write transaction;
+        base.EMPTY when the collection does not exist."""
         with self.lease.reading() as conn:
-            yield DuckDBReader(conn)
+            yield DuckDBReader(conn) if conn.has_index() else EMPTY
 
     @contextlib.contextmanager
     def write(self) -> Iterator[IndexWriter]:
