@@ -69,7 +69,7 @@ def test_another_process_maps_the_shared_copies_instead_of_reading_them(
                 lexicon = reader.copies.get(copies.LEXICON)  # type: ignore[attr-defined]
                 assert not lexicon.rows.flags.owndata and not lexicon.rows.flags.writeable  # the file's pages
                 assert not reader.symbols().arrays["def_row"].flags.writeable
-                assert not reader.shapes().columns.flags.writeable
+                assert not reader.shapes().base.columns.flags.writeable
         finally:
             other.close()
     finally:

@@ -39,12 +39,13 @@ import pyarrow as pa
 
 from sai.store.cache import TokenCache
 from sai.store.dirs import replace_synced
+from sai.store.duckdb import chunkrows
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar, VectorSource
 from sai.store.duckdb.vectors import VectorTable
 from sai.store.locks import EXCLUSIVE, FileLock
-from sai.store.shapes import ShapeTable
+from sai.store.shapes import ShapeTable, Signatures
 from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
 from sai.text.shape import SIGNATURE_SIZE
 
@@ -222,11 +223,9 @@ def _too_many(changed: int, base: int) -> bool:
 
 
 def _patches_too_many(old: RowTable | ShapeTable, touched: np.ndarray) -> bool:
-    """Whether a copy of rows read whole, masked and added to (RowTable, ShapeTable), would hold
-    too many patched rows once these are."""
-    written = 0 if old.added is None else len(old.added)
-    dead = 0 if old.alive is None else len(old.ids) - int(np.count_nonzero(old.alive))
-    return _too_many(written + dead + len(touched), len(old.ids))
+    """Whether a copy of rows read whole plus a patch (store/patched.py) would hold too many
+    patched rows once these are."""
+    return _too_many(old.patch_rows + len(touched), len(old.base.ids))
 
 
 class Rows:
@@ -239,10 +238,10 @@ class Rows:
         """`old` without the touched chunks, with their rows read now."""
         if _patches_too_many(old, touched):
             return None
-        return old.patched(token, touched, source.row_rows(touched))
+        return old.patched(token, touched, chunkrows.Rows.of(source.row_rows(touched).cast(old.base.table.schema)))
 
     def save(self, table: RowTable) -> pa.Table:
-        return table.table.combine_chunks()
+        return table.base.table.combine_chunks()
 
     def load(self, token: str, data: pa.Table) -> RowTable:
         return RowTable.from_arrow(token, data)
@@ -304,15 +303,15 @@ class Shapes:
         """`old` without the touched chunks, with their signatures read now."""
         if _patches_too_many(old, touched):
             return None
-        return old.patched(token, touched, ShapeTable.of_blobs(token, *source.shape_rows(touched)))
+        return old.patched(token, touched, Signatures.of_blobs(*source.shape_rows(touched)))
 
     def save(self, table: ShapeTable) -> pa.Table:
-        return _packed({"ids": table.ids, "columns": table.columns.ravel(), "sizes": table.sizes})
+        return _packed({"ids": table.base.ids, "columns": table.base.columns.ravel(), "sizes": table.base.sizes})
 
     def load(self, token: str, data: pa.Table) -> ShapeTable:
         arrays = _unpacked(data, _SHAPE_ARRAYS)
-        return ShapeTable(token=token, ids=arrays["ids"], columns=arrays["columns"].reshape(SIGNATURE_SIZE, -1),
-                          sizes=arrays["sizes"])
+        return ShapeTable(token=token, base=Signatures(ids=arrays["ids"], sizes=arrays["sizes"],
+                                                       columns=arrays["columns"].reshape(SIGNATURE_SIZE, -1)))
 
 
 ROWS, LEXICON, SYMBOLS, SHAPES = Rows(), Lexicon(), Symbols(), Shapes()
