@@ -4,6 +4,7 @@ checks that their answers equal an exact scan of the file or copies read whole b
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -149,13 +150,22 @@ def assert_same_as_read_whole(store: DuckDBStore, db: Path) -> None:
     """`store`'s copies (patched, or mapped from the shared files) answer as copies read whole
     from DuckDB by a new process (the shared files removed first, so it cannot map them)."""
     held = answers_of(store)
-    for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
-        shared.unlink()
+    forget_shared_copies(db)
     fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
     try:
         assert held == answers_of(fresh)
     finally:
         fresh.close()
+
+
+def forget_shared_copies(db: Path) -> None:
+    """Remove the shared copies' files and their listing (a process reads them whole again)."""
+    directory = Sidecar.beside(db, COLLECTION).dir
+    for shared in (directory / "copies").glob("*"):
+        shared.unlink()
+    held = Manifest.read(directory / "manifest.json")
+    if held is not None:
+        replace(held, copies={}).write(directory / "manifest.json")
 
 
 def forbid_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,9 +18,6 @@ from sai.store.duckdb.postings import Postings
 from sai.store.duckdb.rows import arrow, chunk_cols, id_table, int_list, registered
 from sai.store.symbols import SYMBOL_COLS, SymbolRow
 
-# A chunk row's write time in µs, times 2, plus 1 when it has its vector: the sidecar's stamps
-# (its low bit is what tells a pending row from one with its vector).
-_STAMP = "coalesce(epoch_us(indexed_at), 0) * 2"
 # Rows per Arrow batch a sidecar patch reads: a batch's vectors are copied a few times on their
 # way to the files (Arrow, the float matrix, its rotation for the bits), 3 MB a copy at 384-d.
 _BATCH_ROWS = 2_048
@@ -57,13 +54,13 @@ class ChunkReads:
         return arrow(self.con, f"SELECT id, path, language, {vectors} FROM {self.table}")
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
-        """id, stamp, path, language and embedding (null: none yet) of these chunks (None: every
+        """id, present, path, language and embedding (null: none yet) of these chunks (None: every
         chunk), in no particular order, streamed: a sidecar rebuild holds one batch of vectors at
         a time (an ORDER BY would make DuckDB sort every vector before handing back the first)."""
         if self._has_vectors():
-            columns = f"{_STAMP} + (embedding IS NOT NULL)::BIGINT AS stamp, path, language, embedding"
+            columns = "(embedding IS NOT NULL)::UTINYINT AS present, path, language, embedding"
         else:
-            columns = f"{_STAMP} AS stamp, path, language, NULL::FLOAT[1] AS embedding"
+            columns = "0::UTINYINT AS present, path, language, NULL::FLOAT[1] AS embedding"
         sql = f"SELECT id, {columns} FROM {self.table}"
         if ids is None:
             yield from self.con.execute(sql).to_arrow_reader(_BATCH_ROWS)

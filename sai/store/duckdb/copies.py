@@ -19,18 +19,16 @@ uncommitted rows (a writer's) reads whole and keeps nothing. The vectors' shared
 sidecar, which applies the same rule to its own files (append and tombstone, from the same log).
 
 Every other copy is a `Copy`: build (read whole), patched (from the touched ids), save (as one
-Arrow table) and load (from one). A shared file is `<db>.vectors/<collection>/copies/<name>.arrow`
-with the token and FORMAT in its schema's metadata; it is never changed in place: written aside,
-fsynced and renamed over the old one under `copies/lock`, so a process killed while writing
-leaves the previous file (or none) and a stray `.new` file the next writer removes; a process
-that mapped the old file keeps its pages; the files may be deleted at any time.
+Arrow table) and load (from one). A shared file is a new `<db>.vectors/<collection>/copies/<name>.<id>.arrow`,
+fsynced, then listed with its token by the directory's one manifest (sidecar.py), which drops the
+old one's file; no file is changed in place, so a process killed while writing leaves the file
+listed before (or none) and an unlisted file the next listing removes; a process that mapped the
+old file keeps its pages; the files may be deleted at any time (read whole again).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, Protocol, TypeVar
 
@@ -38,18 +36,15 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.cache import TokenCache
-from sai.store.dirs import replace_synced
 from sai.store.duckdb import chunkrows
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar, VectorSource
 from sai.store.duckdb.vectors import VectorTable
-from sai.store.locks import EXCLUSIVE, FileLock
 from sai.store.shapes import ShapeTable, Signatures
 from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
 from sai.text.shape import SIGNATURE_SIZE
 
-FORMAT = "3"  # the layout above: a file of another is written again
 PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
 # Below this many chunks a process reads a copy whole in about the time writing its shared file
 # takes (with its fsyncs): the end of a write leaves such a file behind for the next reader.
@@ -133,8 +128,8 @@ class Copies:
         is large enough that reading it whole costs more than writing it costs here."""
         live = len(self.vectors())
         for kind in KINDS:
-            path = self._file(kind)
-            if path is None or not path.exists() or live >= WARM_MIN_CHUNKS:
+            listed = self.sidecar.copy_file(kind.name) if self.sidecar is not None else None
+            if listed is None or not listed[0].exists() or live >= WARM_MIN_CHUNKS:
                 self.get(kind)
 
     def _mapped(self, token: str) -> VectorTable:
@@ -150,14 +145,11 @@ class Copies:
         touched = self.source.touched_since(old.token)
         return None if touched is None else kind.patched(self.source, old, token, touched)
 
-    def _file(self, kind: Copy[T]) -> Path | None:
-        return None if self.sidecar is None else self.sidecar.dir / "copies" / f"{kind.name}.arrow"
-
     def _load(self, kind: Copy[T], token: str) -> T:
-        path = self._file(kind)
-        if path is None:
+        if self.sidecar is None:
             return kind.build(self.source, token)
-        found = _read(kind, path)
+        listed = self.sidecar.copy_file(kind.name)
+        found = _read(kind, *listed) if listed is not None else None
         if found is not None:
             if found.token == token:
                 return found
@@ -165,37 +157,23 @@ class Copies:
             if patched is not None:
                 return patched
         table = kind.build(self.source, token)
+        origin, dim = self.source.identity()
         try:
-            _write(path, kind.save(table).replace_schema_metadata({"format": FORMAT, "token": token}))
+            path = self.sidecar.add_copy(kind.name, token, lambda out: _save(out, kind.save(table)),
+                                         origin=origin, dim=dim)
         except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
-            log.debug("shared copy %s not written (%s)", path, exc)
+            log.debug("shared copy %s not written (%s)", kind.name, exc)
             return table
-        again = _read(kind, path)
-        return again if again is not None and again.token == token else table
+        return _read(kind, path, token) or table
 
 
-def _read(kind: Copy[T], path: Path) -> T | None:
-    """The copy a shared file holds, mapped (no copy); None when missing, damaged or of another format."""
+def _read(kind: Copy[T], path: Path, token: str) -> T | None:
+    """The copy a shared file holds, mapped (no copy); None when missing or damaged."""
     try:
         with pa.memory_map(str(path)) as source:
-            data = pa.ipc.open_file(source).read_all()
-        meta = {k.decode(): v.decode() for k, v in (data.schema.metadata or {}).items()}
-        if meta.get("format") != FORMAT or "token" not in meta:
-            return None
-        return kind.load(meta["token"], data.replace_schema_metadata(None))
+            return kind.load(token, pa.ipc.open_file(source).read_all())
     except (OSError, KeyError, IndexError, pa.ArrowException):
         return None
-
-
-def _write(path: Path, data: pa.Table) -> None:
-    """Write `data` as the shared file: aside, fsynced, renamed over the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path.parent / "lock").hold(EXCLUSIVE):
-        # left by a killed writer, and the files of the layout before (g<n>.<name>.arrow beside the sidecar's)
-        for stray in [*path.parent.glob(f"{path.name}.*.new"), *path.parent.parent.glob("g*.*.arrow")]:
-            with contextlib.suppress(OSError):
-                stray.unlink()
-        replace_synced(path, lambda out: _save(out, data), aside=path.with_name(f"{path.name}.{os.getpid()}.new"))
 
 
 def _save(out: BinaryIO, data: pa.Table) -> None:
