@@ -19,6 +19,7 @@ from sai.indexing import indexer
 from sai.indexing import run as run_module
 from sai.models import SCHEMA_VERSION
 from sai.query import search
+from sai.text.lexical import lexemes
 
 ALPHA = "def alpha(x):\n    return x + 1\n"
 BETA = "def beta(items):\n    return sorted(items, key=len)\n"
@@ -155,6 +156,9 @@ def _as_format_5_without_postings(root: Path) -> None:
     db = project.config.db_path
     project.close()
     con = duckdb.connect(str(db))
+    rows = con.execute("SELECT id, text, path, symbol FROM source_code").fetchall()  # it kept each chunk's lexemes
+    con.executemany("UPDATE source_code SET lexemes = ? WHERE id = ?",
+                    [[lexemes(text, path=path, symbol=symbol), i] for i, text, path, symbol in rows])
     con.execute("DROP TABLE source_code__postings")
     con.execute("DROP TABLE source_code__refs")
     con.execute("UPDATE sai_meta SET value = '5' WHERE collection = 'source_code' AND key = 'schema_version'")

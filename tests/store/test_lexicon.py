@@ -4,6 +4,7 @@ DuckDB's FTS did."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 
 import duckdb
@@ -14,7 +15,6 @@ from old_formats import connect_with
 from sai.models import IndexMeta, NewChunk
 from sai.store import Scope, terms
 from sai.store.duckdb import DuckDBStore as Store
-from sai.store.duckdb.postings import Postings
 from sai.store.terms import STOPWORDS
 from sai.text.lexical import lexemes, query_lexemes
 
@@ -51,6 +51,9 @@ def _key(k: int) -> str:
     return f"src/m{k}.py"
 
 
+FIXTURE = {k + 1: _row(k, text) for k, text in enumerate(TEXTS)}  # the `store` fixture's chunks, by id
+
+
 def _vectors(n: int) -> np.ndarray:
     return np.random.default_rng(3).standard_normal((n, DIM)).astype(np.float32)
 
@@ -67,27 +70,36 @@ def store(tmp_path: Path) -> Store:
     store.close()
 
 
-def _postings(store: Store, *, rebuilt: bool = False) -> set[tuple[int, str, int]]:
-    """The postings the index file holds (id, term, tf); with `rebuilt`, those a rebuild from
-    the chunks makes (postings.Postings.rebuild: the migration's, in a transaction rolled back)."""
+def _postings(store: Store) -> set[tuple[int, str, int]]:
+    """The postings the index file holds (id, term, tf)."""
     store.close()
-    con = duckdb.connect(str(store.path))
+    con = duckdb.connect(str(store.path), read_only=True)
     try:
-        con.execute("BEGIN TRANSACTION")
-        if rebuilt:
-            Postings(con, "code").rebuild()
         return set(con.execute("SELECT id, term, tf FROM code__postings JOIN code__terms USING (termid)").fetchall())
     finally:
-        con.execute("ROLLBACK")
         con.close()
+
+
+def _terms_of(chunks: dict[int, NewChunk]) -> set[tuple[int, str, int]]:
+    """The postings these chunks (by id) make by store/terms.py's rule: (id, term, tf)."""
+    return {(i, term, n) for i, c in chunks.items() for term, n in Counter(terms.terms(c.lexemes)).items()}
+
+
+def _lexemes_as_an_older_sai_wrote_them(store: Store) -> None:
+    """Fill the `lexemes` column (SAI writes the terms into the postings only) as an SAI before
+    postings did: its FTS index and the postings' rebuild read them there."""
+    store.close()
+    con = duckdb.connect(str(store.path))
+    con.executemany("UPDATE code SET lexemes = ? WHERE id = ?", [[r.lexemes, i] for i, r in FIXTURE.items()])
+    con.close()
 
 
 def _fts_scores(store: Store, query: str) -> list[tuple[int, float]]:
     """What DuckDB's FTS extension (SAI's lexical index up to format 5) answers for `query`."""
     store.close()
     con = connect_with("fts")
-    con.execute(f"ATTACH '{store.path}' AS sai (READ_ONLY)")
-    con.execute("CREATE TABLE chunks AS SELECT id, lexemes FROM sai.code")
+    con.execute("CREATE TABLE chunks (id BIGINT, lexemes VARCHAR)")
+    con.executemany("INSERT INTO chunks VALUES (?, ?)", [[i, r.lexemes] for i, r in FIXTURE.items()])
     con.execute(f"PRAGMA create_fts_index('chunks', 'id', 'lexemes', {FTS_OPTIONS})")
     rows = con.execute(
         "SELECT id, score FROM (SELECT id, fts_main_chunks.match_bm25(id, ?) AS score FROM chunks) "
@@ -108,13 +120,24 @@ def test_bm25_answers_what_duckdbs_fts_index_answered(store: Store) -> None:
     assert _fts_scores(store, "parse header line")  # the comparison is not between two empties
 
 
-def test_postings_follow_inserts_and_deletes_and_equal_a_rebuild(store: Store) -> None:
+def test_the_chunk_table_keeps_no_lexemes_the_postings_hold_them(store: Store) -> None:
+    store.close()
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*), count(lexemes) FROM code").fetchone() == (len(FIXTURE), 0)
+    finally:
+        con.close()
+    assert _postings(store) == _terms_of(FIXTURE)
+
+
+def test_postings_follow_inserts_and_deletes_by_the_chunks_terms(store: Store) -> None:
     with store.write() as writer:
         writer.remove_files([_key(0), _key(3)])
         writer.replace_files([], [_row(9, TEXTS[0], "src/moved.py")], _vectors(1))
     kept = _postings(store)
     assert {i for i, _, _ in kept} == {2, 3, 5, 6, 7, 8, 9}  # ids 1 and 4 gone, 9 new
-    assert kept == _postings(store, rebuilt=True)
+    assert kept == _terms_of({i: r for i, r in FIXTURE.items() if i not in (1, 4)}
+                             | {9: _row(9, TEXTS[0], "src/moved.py")})
     with store.read() as reader:
         assert reader.lexical(query_lexemes("compress data"), 5) == []  # its only chunk was deleted
         assert 9 in {i for i, _ in reader.lexical(query_lexemes("parse header line"), 5)}  # the moved chunk
@@ -153,6 +176,8 @@ def test_an_index_an_older_sai_left_with_an_fts_index_gains_postings_in_its_upgr
     """SAI loads no extension: a file that still holds the FTS index SAI built up to format 5 (and
     no postings) opens without it, and the upgrade drops that index and writes the postings."""
     before = _postings(store)
+    assert before == _terms_of(FIXTURE)
+    _lexemes_as_an_older_sai_wrote_them(store)
     con = connect_with("fts", str(store.path))
     con.execute("DROP TABLE code__postings")
     con.execute("DROP TABLE code__refs")

@@ -145,6 +145,7 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
             "kind": column("kind", pa.string()),
         })
         with registered(self.conn.con, "sai_batch", batch):
-            # by name: columns an upgrade added (shape, kind) sit in the order they were added
-            self.conn.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM sai_batch")
+            # by name: columns an upgrade added (shape, kind) sit in the order they were added; the
+            # lexemes go into the postings only (the column is what an upgrade from FTS reads)
+            self.conn.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * EXCLUDE (lexemes) FROM sai_batch")
             self.conn.postings.add("sai_batch")
