@@ -267,9 +267,8 @@ class Sidecar:
         changed in place: one killed before the listing leaves an unlisted file, swept here."""
         with self.locked(EXCLUSIVE):
             held = Manifest.read(self.manifest_path)
-            if not _same_index(held, origin, dim):
+            if held is None or not _same_index(held, origin, dim):
                 held = Manifest(0, "", origin, dim, 0, 0, 0)  # no vector file yet (or another index's)
-            assert held is not None
             path = self.dir / "copies" / f"{name}.{uuid.uuid4().hex[:12]}.arrow"
             path.parent.mkdir(exist_ok=True)
             with open(path, "wb") as out:
