@@ -8,7 +8,7 @@ downloaded or run and both backends store the same vectors.
 
 Each backend runs in its own child process (so its peak RSS is its own) and measures:
 - index: create, then replace_files per batch of about 1,000 chunks (one write session each, as an
-  index run writes), then finish_run (DuckDB rebuilds its BM25 index there);
+  index run writes);
 - no-op: what an index run over an unchanged tree reads from the store (meta, files, known hashes);
 - query p50/p95 per mode (top 50): semantic (nearest), lexical (BM25), hybrid (both, then the
   chunks of the fused top 10), and semantic within a glob's keys (a filtered search);
@@ -177,8 +177,6 @@ def run_backend(name: str, corpus: Path, where: Path) -> dict:
     for batch, rows in zip(batches, files, strict=True):
         with store.write() as writer:
             writer.replace_files(rows, batch, np.stack([vectors[c.content_hash] for c in batch]))
-    with store.write() as writer:
-        writer.finish_run()
     out["index_s"] = round(time.perf_counter() - start, 2)
     with store.read() as reader:
         ops = Ops(reader, name)

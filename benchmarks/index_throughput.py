@@ -115,7 +115,7 @@ class ReplayEmbedder:
 
 
 class OpenCounter:
-    """Counts and times Connection.open (each loads the vss and fts extensions) while active."""
+    """Counts and times Connection.open while active."""
 
     def __init__(self) -> None:
         self.count, self.seconds = 0, 0.0

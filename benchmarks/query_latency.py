@@ -35,7 +35,7 @@ from index_throughput import (
 
 from sai.indexing.indexer import index
 from sai.query import search as search_module
-from sai.store.duckdb.store import READ_LEASE_S
+from sai.store.duckdb.lease import READ_LEASE_S
 
 TARGETS_MS = {"semantic": 40.0, "hybrid": 60.0}
 

@@ -175,9 +175,6 @@ class MemoryReader(IndexReader):
                 found.setdefault(s.chunk.content_hash, s.vector)
         return found
 
-    def run_finished(self) -> bool:
-        return self.has_index()  # nothing is derived: the postings are the chunks' own counts
-
     # -- search
     def nearest(
         self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
@@ -383,9 +380,6 @@ class MemoryWriter(MemoryReader, IndexWriter):
     def mark_vectors_complete(self) -> None:
         if self.index is not None:
             self.index.vectors_complete = True
-
-    def finish_run(self) -> None:
-        return  # nothing derived to bring up to date (run_finished holds)
 
 
 def _rows(vectors: np.ndarray, count: int) -> list[np.ndarray | None]:

@@ -1,4 +1,4 @@
-"""Faults a careful user meets: renamed and moved code, kills in the last step, a growing file."""
+"""Faults a careful user meets: renamed and moved code, kills in an upgrade, a growing file."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 from child_signals import default_sigint
 from fixtures_tree import many_functions, open_project, snapshot, write_config, write_tree
@@ -16,7 +17,9 @@ from ollama_standin import OllamaStandIn
 
 from sai.indexing import indexer
 from sai.indexing import run as run_module
+from sai.models import SCHEMA_VERSION
 from sai.query import search
+from sai.text.lexical import lexemes
 
 ALPHA = "def alpha(x):\n    return x + 1\n"
 BETA = "def beta(items):\n    return sorted(items, key=len)\n"
@@ -91,41 +94,40 @@ def test_a_function_moved_between_files_written_in_different_batches_keeps_a_vec
     assert _chunks(root)["z.py"] == {GAMMA.rstrip("\n"), BETA.rstrip("\n")}
 
 
-# Runs an index in a child process that stops inside the last step (the lexical index rebuild,
-# which a run needs when the index has no postings: one written by an older SAI) and says so.
-PAUSE_IN_LAST_STEP = """
+# Runs an index in a child process that stops inside its upgrade of an older SAI's index (the
+# postings built where it left an FTS index) and says so.
+PAUSE_IN_UPGRADE = """
 import sys, time
-from pathlib import Path
-from sai.store.duckdb import tables
-real = tables.Connection.finish_run
-def slow(self):
-    real(self)
-    print("last step", flush=True)
+from sai.store.duckdb import migrations
+real = migrations.MIGRATIONS[6]
+def slow(conn):
+    real(conn)
+    print("upgrading", flush=True)
     time.sleep(30)
-tables.Connection.finish_run = slow
+migrations.MIGRATIONS[6] = slow
 from sai.cli import commands as cli
 sys.exit(cli.main(["--root", sys.argv[1], "--config", sys.argv[1] + "/sai-cfg.yml"]))
 """
 
 
-def _run_until_last_step(root: Path) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", PAUSE_IN_LAST_STEP, str(root)], preexec_fn=default_sigint,
+def _run_until_upgrading(root: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", PAUSE_IN_UPGRADE, str(root)], preexec_fn=default_sigint,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "last step", proc.stderr
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "upgrading", proc.stderr
     return proc
 
 
 @pytest.mark.parametrize("how", ["kill", "ctrl-c"])
 @pytest.mark.slow
-def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
+def test_a_run_stopped_in_its_upgrade_leaves_the_old_format_and_the_next_run_upgrades_it(
     tmp_path: Path, ollama_server: OllamaStandIn, how: str
 ) -> None:
     root = write_tree(tmp_path / "p", many_functions(20, per_file=10))
     write_config(root, ollama_server.url)
     _index(root)
-    _forget_postings(root)
+    _as_format_5_without_postings(root)
     write_tree(root, {"gen/new.py": "def freshly_written_helper(value):\n    return value\n"})
-    proc = _run_until_last_step(root)
+    proc = _run_until_upgrading(root)
     proc.send_signal(signal.SIGKILL if how == "kill" else signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     if how == "ctrl-c":
@@ -133,27 +135,34 @@ def test_a_run_stopped_in_its_last_step_is_repaired_by_the_next_run(
         assert err.splitlines()[-1].startswith("error: interrupted")  # above it: progress lines
     project = open_project(root)
     with project.store.read() as reader:
-        assert not reader.run_finished()  # the chunks are in, the BM25 index is behind them
+        assert reader.meta()["schema_version"] == "5"  # the upgrade is one transaction: none of it stayed
     project.close()
     ollama_server.reset_counts()
     report = _index(root)
-    # the last step comes before the vectors: the new text, stored then, is embedded now, once
     assert report.embedded == ollama_server.inputs_embedded == 1 and report.chunks == 21
     project = open_project(root)
     hits = search.search(project, "freshly_written_helper", mode="lexical")
+    old = search.search(project, "gen_3 value", mode="lexical")
     with project.store.read() as reader:
-        assert reader.run_finished()
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION)
     project.close()
     assert hits and hits[0].path == "gen/new.py"
+    assert old and old[0].path == "gen/mod_000.py"  # the chunks stored before have their postings
 
 
-def _forget_postings(root: Path) -> None:
-    """Make the index look written by an SAI before postings (it held a DuckDB FTS index)."""
+def _as_format_5_without_postings(root: Path) -> None:
+    """Make the index look written by an SAI of format 5 before postings (it held a DuckDB FTS index)."""
     project = open_project(root)
-    with project.store.write() as writer:
-        writer.conn.postings.drop()  # the DuckDB store's own table: below the contract
-        assert not writer.run_finished()
+    db = project.config.db_path
     project.close()
+    con = duckdb.connect(str(db))
+    rows = con.execute("SELECT id, text, path, symbol FROM source_code").fetchall()  # it kept each chunk's lexemes
+    con.executemany("UPDATE source_code SET lexemes = ? WHERE id = ?",
+                    [[lexemes(text, path=path, symbol=symbol), i] for i, text, path, symbol in rows])
+    con.execute("DROP TABLE source_code__postings")
+    con.execute("DROP TABLE source_code__refs")
+    con.execute("UPDATE sai_meta SET value = '5' WHERE collection = 'source_code' AND key = 'schema_version'")
+    con.close()
 
 
 @pytest.mark.slow
@@ -220,7 +229,8 @@ def test_a_reader_does_not_wait_for_a_dead_writer(tmp_path: Path, ollama_server:
     project = open_project(root)
     holder = subprocess.Popen(["sleep", "30"])  # a live process whose pid a writer file names
     try:
-        project.store.intent_path.write_text(str(holder.pid))
+        db = project.config.db_path
+        db.with_name(db.name + ".writer").write_text(str(holder.pid))
         started = time.monotonic()
         assert search.search(project, "gen_3 value", mode="lexical")
         assert time.monotonic() - started < 3

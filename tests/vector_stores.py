@@ -4,6 +4,7 @@ checks that their answers equal an exact scan of the file or copies read whole b
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from sai.models import FileRow, IndexMeta, NewChunk, chunk_id
+from sai.store import Scope
 from sai.store.duckdb import DuckDBStore
 from sai.store.duckdb.chunk_reads import ChunkReads
 from sai.store.duckdb.sidecar import Manifest, Sidecar
@@ -87,7 +89,7 @@ def assert_nearest_exact(store: DuckDBStore, db: Path) -> None:
         for q in queries:
             assert_same(reader.nearest(q, 10), exact_top(db, q, 10))
             scope_paths = {"src/f1.py", "src/f2.py", "src/f7.py"}
-            table = reader.conn.vector_table()
+            table = reader.copies.vectors()  # type: ignore[attr-defined]
             assert_same(table.nearest(q, 4, mask=table.mask(paths=scope_paths)), exact_top(db, q, 4, paths=scope_paths))
             assert_same(table.nearest(q, 6, mask=table.mask(language="rust")), exact_top(db, q, 6, language="rust"))
 
@@ -128,16 +130,15 @@ def answers_of(store: DuckDBStore) -> tuple[list[object], ...]:
     (each chunk's, and the chunks of a shape alike), as this store's copies give them (after the
     vector table, as a hybrid search reads them)."""
     with store.read() as reader:
-        conn = reader.conn  # type: ignore[attr-defined]
-        conn.vector_table()
-        ids = [r[0] for r in conn.con.execute(f"SELECT id FROM {COLLECTION} ORDER BY id").fetchall()]
-        scope = np.asarray(ids[::3], np.int64)
-        hits = [conn.lexical(query_lexemes(q), 15, among=among) for q in QUERIES for among in (None, scope)]
-        rows = conn.row_table().rows(ids + [10**6], lambda t: t.to_pylist())
+        reader.nearest(unit_queries()[0], 1)
+        ids = sorted(r.id for key in reader.files() for r in reader.chunks_of_file(key))
+        scope = Scope(keys=frozenset(sorted(reader.files())[::3]))
+        hits = [reader.lexical(query_lexemes(q), 15, scope=within) for q in QUERIES for within in (None, scope)]
+        rows = reader.chunks(ids + [10**6], text=False)
         symbols = reader.symbols()
         defined = [[(d.symbol, d.path, d.start_line, d.chunk_id, d.match) for d in symbols.lookup(w[:k], limit=30)]
                    for w in WORDS for k in (2, len(w))]
-        named = [symbols.row_id(chunk_id(r["path"], r["start_line"], r["end_line"], r["content_hash"])) for r in rows]
+        named = [symbols.row_id(chunk_id(r.path, r.start_line, r.end_line, r.content_hash)) for r in rows]
         shapes = reader.shapes()
         sigs, sizes = shapes.of(np.asarray(ids + [10**6]))
         alike = [[a.tolist() for a in shapes.alike(sig, 0.4)] for sig in sigs[::7]]
@@ -149,13 +150,22 @@ def assert_same_as_read_whole(store: DuckDBStore, db: Path) -> None:
     """`store`'s copies (patched, or mapped from the shared files) answer as copies read whole
     from DuckDB by a new process (the shared files removed first, so it cannot map them)."""
     held = answers_of(store)
-    for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("*.arrow"):
-        shared.unlink()
+    forget_shared_copies(db)
     fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
     try:
         assert held == answers_of(fresh)
     finally:
         fresh.close()
+
+
+def forget_shared_copies(db: Path) -> None:
+    """Remove the shared copies' files and their listing (a process reads them whole again)."""
+    directory = Sidecar.beside(db, COLLECTION).dir
+    for shared in (directory / "copies").glob("*"):
+        shared.unlink()
+    held = Manifest.read(directory / "manifest.json")
+    if held is not None:
+        replace(held, copies={}).write(directory / "manifest.json")
 
 
 def forbid_whole_reads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,7 @@
 
 Reads through the store contract (store/base.py): the files' rows, every chunk with its vector
 and shape, the texts in batches; writes whole files per batch with `replace_files`, then
-`finish_run`. Lexemes are worked out again from each chunk's text (sai/text/lexical.py), as the index
+the meta. Lexemes are worked out again from each chunk's text (sai/text/lexical.py), as the index
 run made them. An index already at the target is replaced. References are not copied (only the
 DuckDB backend holds them): a copy into DuckDB records that it holds none, so the next `sai`
 reads every file again for them (nothing embedded).
@@ -21,7 +21,7 @@ from sai.store import open_store
 from sai.text.lexical import lexemes
 
 BATCH = 512  # chunks per write (whole files)
-_NOT_COPIED = {"token", "lexicon_token", "fts_token", "run_state", "created_at", "backend"}  # fts_token: format 5
+_NOT_COPIED = {"token", "created_at", "backend"}  # the target's own
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,6 @@ def copy_index(source: Any, target: Any, *, collection: str) -> CopyReport:
             writer.set_meta({k: v for k, v in meta.items() if k not in _NOT_COPIED})
             if target.references and not source.references:  # the next run reads every file for them
                 writer.set_meta({"chunking": without_references(meta.get("chunking", ""))})
-            writer.finish_run()
     return CopyReport(files=len(files), chunks=len(rows))
 
 

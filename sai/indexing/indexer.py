@@ -97,8 +97,8 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
         record[files.WALKED] = walked_with
     if run.meta.get(vendored.META_KEY, "") != (found := "\n".join(walked.vendored)):
         record[vendored.META_KEY] = found
-    with run.stats.timing("finish"):
-        _finish(project, meta=record or None)
+    with run.stats.timing("write"):
+        _record(project, record)
     return run, unreadable
 
 
@@ -126,7 +126,6 @@ def refresh(project: Project, keys: list[str]) -> RefreshReport:
         gone += [PathResult(path=key, removed_reason=reason) for key, reason in unreadable]
         run.stored = _stored_files(project, keys)
         run.remove([g.path for g in gone if g.path in run.stored])
-        _finish(project)
     if run.wrote or run.counts.removed:
         project.store.warm()  # the shared copies follow the write here, not in the next question
     done = {s.key for s in sources} - {key for key, _ in unreadable}
@@ -151,19 +150,12 @@ def _changed(stored: FileRow | None, source: SourceFile) -> bool:
     return stored is None or stored.size != source.size or stored.mtime_ns != source.mtime_ns
 
 
-def _finish(project: Project, *, meta: dict[str, str] | None = None) -> None:
-    """finish_run unless the store says the last run finished (a run killed in
-    this step left it behind: the next run repairs it), and record the chunking settings."""
-    if not project.store.exists:
+def _record(project: Project, meta: dict[str, str]) -> None:
+    """Record the settings the run was made with (last: a run killed before does it all again)."""
+    if not meta or not project.store.exists:
         return
-    with project.store.read() as reader:  # a current index needs no writer, which shuts readers out
-        if not reader.has_index() or (reader.run_finished() and not meta):
-            return
     with project.store.write() as writer:
-        if not writer.has_index():
-            return
-        writer.finish_run()
-        if meta:
+        if writer.has_index():
             writer.set_meta(meta)
 
 

@@ -13,7 +13,7 @@ class StageTimes:
     """Seconds a run spent in each stage (cheap perf_counter sums).
 
     read_chunk, lexemes, shapes and references are summed over files, so with worker processes they add up
-    the workers' time (more than the wall clock); embed_wait, write and finish are what the writing
+    the workers' time (more than the wall clock); embed_wait and write are what the writing
     thread waited; walk, close and warm fall outside the writes. Logged at debug level at the end of
     index() with the record's `stage_times` attribute set, for benchmarks/index_throughput.py.
     """
@@ -25,7 +25,6 @@ class StageTimes:
     references: float = 0.0  # the uses of names (index_references)
     embed_wait: float = 0.0  # waiting for the embedder
     write: float = 0.0  # database writes
-    finish: float = 0.0  # the store's finish_run (the DuckDB postings, when behind the chunks: an older SAI's index)
     close: float = 0.0  # closing the run's writer connection (DuckDB checkpoints the file)
     warm: float = 0.0  # building the copies searching processes map, after a run that wrote (Store.warm)
     transactions: int = 0  # write transactions of chunk batches

@@ -3,8 +3,7 @@
 The indexer, search, duplicates and look-ups speak only these verbs, with the typed rows of
 `sai.models` (`ChunkRow`, `FileRow`, `IndexMeta`, `NewChunk`); no SQL, connection or client
 crosses this line. Derived state (the lexical index, in-memory vector and symbol tables) is the
-backend's own business: `finish_run` brings it up to date, and a run killed before it leaves
-`run_finished()` false, so the next run repairs it.
+backend's own business, kept current by every write.
 
 Capabilities: what a backend does beyond the verbs is declared on its Store (`transactional`,
 `pending_vectors`, `can_upgrade`, `keeps_old_on_recreate`, `references`), and callers and the contract test
@@ -112,11 +111,6 @@ class IndexReader(ABC):
         """A stored vector for each content hash found, under any key (what a run of a few files
         asks instead of reading every hash)."""
 
-    @abstractmethod
-    def run_finished(self) -> bool:
-        """True when `finish_run` would change nothing (a reader asks first, so that a run with
-        nothing to repair takes no writer)."""
-
     # -- search
     @abstractmethod
     def nearest(
@@ -213,6 +207,58 @@ class IndexReader(ABC):
         return out
 
 
+class EmptyReader(IndexReader):
+    """The reader of an index that does not exist: every verb answers as an empty index does
+    (a store hands out the one EMPTY instead of guarding each verb)."""
+
+    def has_index(self) -> bool:
+        return False
+
+    def meta(self) -> dict[str, str]:
+        return {}
+
+    def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
+        return {}
+
+    def chunk_count(self, keys: list[str] | None = None) -> int:
+        return 0
+
+    def summary(self) -> IndexSummary:
+        return IndexSummary()
+
+    def content_hashes(self) -> set[str]:
+        return set()
+
+    def vectors_by_hash(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        return {}
+
+    def nearest(
+        self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
+    ) -> list[tuple[int, float]]:
+        return []
+
+    def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
+        return []
+
+    def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
+        return {}
+
+    def chunks(self, ids: list[int], *, text: bool = True) -> list[ChunkRow]:
+        return []
+
+    def chunks_of_file(self, key: str, *, line: int | None = None) -> list[ChunkRow]:
+        return []
+
+    def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
+        return [], np.zeros((0, 0), dtype=np.float32), []
+
+    def symbols(self) -> SymbolTable:
+        return SymbolTable("", [])
+
+
+EMPTY = EmptyReader()
+
+
 class IndexWriter(IndexReader):
     """A write session, committed when it ends cleanly: one transaction on a `transactional`
     store (readers never see it half done, an exception undoes it); elsewhere each verb lands
@@ -269,11 +315,6 @@ class IndexWriter(IndexReader):
         """Record that no chunk waits for a vector: the caller gave a vector to every text
         pending() named (or it named none), under the one index run (Store.claim). A chunk
         stored without a vector afterwards unmarks it in the same transaction."""
-
-    @abstractmethod
-    def finish_run(self) -> None:
-        """Bring derived state up to date with the chunks and mark the run finished; cheap when
-        `run_finished()` already holds."""
 
 
 class Store(ABC):

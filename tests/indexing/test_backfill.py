@@ -16,7 +16,7 @@ from sai.config import load_config
 from sai.indexing import backfill
 from sai.indexing.indexer import index
 from sai.project import Project
-from sai.store.duckdb.sessions import DuckDBWriter
+from sai.store.duckdb.writer import DuckDBWriter
 
 SHARED = "def shared_helper(value):\n    return sorted(set(value))[:3]\n"
 

@@ -28,6 +28,7 @@ from fixtures_tree import (
     write_config,
     write_tree,
 )
+from old_formats import connect_with
 from ollama_standin import OllamaStandIn
 
 from sai.chunking.base import CHUNKER_VERSION
@@ -42,7 +43,7 @@ from sai.project import Project
 from sai.query import lookup, search
 from sai.query.status import status as index_status
 from sai.store.duckdb import DuckDBStore, schema
-from sai.store.duckdb.tables import Connection  # the DuckDB backend's SQL: a test reaches into it
+from sai.store.duckdb.writer import DuckDBWriter  # the DuckDB backend's SQL: a test reaches into it
 from sai.text.shape import signature
 
 REPO = Path(__file__).resolve().parents[2]  # the checkout, for subprocesses
@@ -171,7 +172,6 @@ def test_recreate_drops_the_collection_and_rebuilds_it(indexed: Path, ollama_ser
     project = open_project(indexed)
     with project.store.read() as reader:
         assert "leftover" not in reader.meta()
-        assert reader.run_finished()
     project.close()
 
 
@@ -294,7 +294,6 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
 ) -> None:
     project = open_project(indexed)
     with project.store.write() as writer:  # what SAI 2 left: no shape column, its chunking meta
-        schema.drop_hnsw(writer.conn)
         writer.conn.con.execute("ALTER TABLE source_code DROP COLUMN shape")
         writer.set_meta({"schema_version": "2", "chunking": "ast/3/2000/strip=False/lexemes=2"})
     with pytest.raises(IndexMismatchError, match="older SAI") as caught:
@@ -307,7 +306,7 @@ def test_index_of_the_previous_format_is_upgraded_in_place_without_embedding(
     assert snapshot(indexed) == original  # every vector kept, bit for bit
     project = open_project(indexed)
     with project.store.read() as reader:
-        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.run_finished()
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION)
         rows, _, shapes = reader.all_chunks()
         rows = reader.chunks([r.id for r in rows])
     assert shapes == [signature(r.text, r.language) for r in rows] and any(shapes)
@@ -466,8 +465,6 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     project = open_project(root)
     status = index_status(project)
     assert (status.chunk_count, status.pending_vectors, status.file_count) == (functions, functions - written, 20)
-    with project.store.read() as reader:
-        assert reader.run_finished()
     assert search.search(project, "gen_150", mode="lexical")[0].path == "gen/mod_015.py"
     hits = search.search(project, "gen_150", explain=True)  # hybrid over every chunk, vector or not
     assert hits[0].path == "gen/mod_015.py" and hits[0].explain and hits[0].explain.pending_vector
@@ -507,8 +504,6 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     project = open_project(root)
     status = index_status(project)
     assert status.chunk_count == batch
-    with project.store.read() as reader:
-        assert reader.run_finished()  # postings are written with their chunks: none behind them
     assert search.search(project, "gen_7 value")
     assert search.search(project, "gen_7", mode="lexical")[0].path == "gen/mod_000.py"
     ollama_server.reset_counts()
@@ -521,10 +516,6 @@ def test_killed_run_keeps_finished_batches_and_next_run_completes_it(
     write_config(clean, ollama_server.url)
     assert _index(clean).chunks == functions
     assert snapshot(root) == snapshot(clean)
-    project = open_project(root)
-    with project.store.read() as reader:
-        assert reader.run_finished()  # rebuilt at the end of the completed run
-    project.close()
 
 
 def test_removing_most_chunks_leaves_exact_search_over_the_rest(
@@ -546,12 +537,15 @@ def test_removing_most_chunks_leaves_exact_search_over_the_rest(
 def test_index_of_format_3_drops_its_hnsw_index_without_embedding(
     indexed: Path, original: Snapshot, ollama_server: OllamaStandIn
 ) -> None:
-    project = open_project(indexed)
-    with project.store.write() as writer:  # what SAI 3 left: an HNSW index in the file
-        writer.conn.con.execute("CREATE INDEX source_code_hnsw ON source_code USING HNSW (embedding) "
-                         "WITH (metric = 'cosine')")
+    project = open_project(indexed)  # what SAI 3 left: an HNSW index in the file (made by the vss extension)
+    with project.store.write() as writer:
         writer.set_meta({"schema_version": "3"})
+    db = project.config.db_path
     project.close()
+    con = connect_with("vss", str(db))
+    con.execute("SET hnsw_enable_experimental_persistence = true")
+    con.execute("CREATE INDEX source_code_hnsw ON source_code USING HNSW (embedding) WITH (metric = 'cosine')")
+    con.close()
     report = _index(indexed)
     assert (report.embedded, ollama_server.requests) == (0, 0)
     assert snapshot(indexed) == original
@@ -580,7 +574,7 @@ def test_index_of_format_4_gains_chunk_kinds_without_embedding(
     assert ollama_server.requests == 0 and snapshot(indexed) == original
     project = open_project(indexed)
     with project.store.read() as reader:
-        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION) and reader.run_finished()
+        assert reader.meta()["schema_version"] == str(SCHEMA_VERSION)
     (found,) = lookup.find_symbol(project, "add")
     assert (found.symbol, found.kind, found.path) == ("Cart.add", "method", "billing.py")
     assert [d.kind for d in lookup.find_symbol(project, "Normalize")] == ["function"]
@@ -776,14 +770,14 @@ def test_the_next_batch_is_embedded_while_the_previous_one_is_written(
     embedder = _SignallingEmbedder(OllamaEmbedder(model=STANDIN_MODEL, url=ollama_server.url, timeout_s=5,
                                                   batch_size=32, prefix_style="nomic"))
     overlapped: list[bool] = []
-    insert = Connection.insert_chunks
+    insert = DuckDBWriter.replace_files
 
-    def first_insert_waits_for_the_second_embedding(self: Connection, *args: object) -> None:
+    def first_insert_waits_for_the_second_embedding(self: DuckDBWriter, *args: object) -> None:
         if not overlapped:  # a serial indexer would embed batch 2 only after this returns
             overlapped.append(embedder.second_call.wait(timeout=5))
         insert(self, *args)
 
-    monkeypatch.setattr(Connection, "insert_chunks", first_insert_waits_for_the_second_embedding)
+    monkeypatch.setattr(DuckDBWriter, "replace_files", first_insert_waits_for_the_second_embedding)
     monkeypatch.setattr(DuckDBStore, "pending_vectors", False)  # the pipeline that embeds as it reads
     project = Project(load(root), embedder=embedder)
     try:

@@ -266,7 +266,7 @@ def test_an_older_reference_extraction_reads_the_uses_again_and_leaves_the_chunk
         indexer.index(project)
         before = written()
         with project.store.write() as writer:  # as an older extraction left it: other uses, another version
-            writer.conn.con.execute("DELETE FROM source_code__refs")  # type: ignore[attr-defined]
+            writer.replace_references({key: [] for key in files})
             writer.set_meta({"chunking": chunks_part(writer.meta()["chunking"]) + "/refs=1"})
     finally:
         project.close()

@@ -23,6 +23,7 @@ from ollama_standin import OllamaStandIn
 
 from sai.config import load_config
 from sai.store import open_store
+from sai.text.lexical import query_lexemes
 
 pytestmark = pytest.mark.slow  # processes killed at random moments: `make test-all`
 TRIALS = 4
@@ -84,18 +85,21 @@ def _version(n: int) -> dict[str, str]:
     return {key: text.replace("len('", f"{n} + len('") for key, text in TREE.items()}
 
 
-def _contents(root: Path, backend: str) -> tuple[set[tuple[str, int, int, str]], dict[str, str]]:
-    """Every chunk (key, lines, hash) and every file's hash of the index at `root`."""
+def _contents(root: Path, backend: str) -> tuple[set[tuple[str, int, int, str]], dict[str, str], set[tuple]]:
+    """Every chunk (key, lines, hash), every file's hash and the chunks a lexical search finds,
+    of the index at `root`."""
     store = open_store(load_config(cwd=root, env={}), backend=backend)
     try:
         with store.read() as reader:
             rows, _, _ = reader.all_chunks()
             files = {key: row.file_hash for key, row in reader.files().items()}
-            finished = reader.run_finished()
+            where = {r.id: (r.path, r.start_line, r.end_line) for r in rows}
+            found = {where.get(i) for i, _ in reader.lexical(query_lexemes("value gen"), len(rows) + 1)}
+            pending = reader.pending_count()
     finally:
         store.close()
-    assert finished, "the run did not record itself finished"
-    return {(r.path, r.start_line, r.end_line, r.content_hash) for r in rows}, files
+    assert pending == 0, "chunks left without a vector"
+    return {(r.path, r.start_line, r.end_line, r.content_hash) for r in rows}, files, found
 
 
 def _project(root: Path, url: str, **settings: object) -> Path:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from vector_stores import META, assert_same, exact_top
 
-import sai.store.duckdb.store as store_module
+import sai.store.duckdb.lease as lease_module
 from sai.models import FileRow, NewChunk
 from sai.store.duckdb import DuckDBStore
 
@@ -42,8 +42,8 @@ def store(tmp_path: Path) -> DuckDBStore:
 
 
 def _cached_bytes(store: DuckDBStore) -> int:
-    assert store._conn is not None and store._conn.read_only  # the lease is still open
-    row = store._conn.con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()
+    assert store.lease.state is lease_module.State.LEASED and store.lease.conn is not None  # still open
+    row = store.lease.conn.con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()
     return int(row[0] or 0) if row else 0
 
 
@@ -55,17 +55,17 @@ def _query() -> np.ndarray:
 def test_a_whole_read_leaves_no_blocks_cached_once_its_reader_leaves(store: DuckDBStore,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: the ~4.6 MB of vectors read to build the sidecar stayed cached until the lease closed."""
-    monkeypatch.setattr(store_module, "KEPT_BLOCKS_MAX", 1 << 20)  # the index is small; the rule is the same
+    monkeypatch.setattr(lease_module, "KEPT_BLOCKS_MAX", 1 << 20)  # the index is small; the rule is the same
     try:
         with store.read() as reader:
-            reader.conn.vector_table()  # builds the vector sidecar from the DuckDB file: a whole read
+            reader.copies.vectors()  # builds the vector sidecar from the DuckDB file: a whole read
             cached_while_reading = _cached_bytes(store)
         left = _cached_bytes(store)
         assert cached_while_reading > 2 << 20  # ~4.6 MB: the check below can fail
         assert left <= 1 << 20, (cached_while_reading, left)
         with store.read() as reader:  # the same answers after the blocks went, and the memory limit
             assert_same(reader.nearest(_query(), 10), exact_top(store.path, _query(), 10))
-            assert reader.conn.reads.vector_rows().num_rows == FILES * PER_FILE  # 4.6 MB read: the limit is back
+            assert reader.copies.source.vector_rows().num_rows == FILES * PER_FILE  # 4.6 MB read: the limit is back
     finally:
         store.close()
 
@@ -74,10 +74,10 @@ def test_other_reads_leave_their_blocks_at_the_first_idle_tick(store: DuckDBStor
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A read outside the table copies (here the vector rows read as a query, no copy kept) is no
     table load: its blocks go at the lease's first idle tick, not when the lease closes."""
-    monkeypatch.setattr(store_module, "KEPT_BLOCKS_MAX", 1 << 20)
+    monkeypatch.setattr(lease_module, "KEPT_BLOCKS_MAX", 1 << 20)
     try:
         with store.read() as reader:
-            assert reader.conn.reads.vector_rows().num_rows == FILES * PER_FILE
+            assert reader.copies.source.vector_rows().num_rows == FILES * PER_FILE
             counted = _cached_bytes(store)
         deadline = time.monotonic() + 10  # the tick comes after 0.2 s; a loaded machine may delay it
         while _cached_bytes(store) > 1 << 20 and time.monotonic() < deadline:

@@ -3,21 +3,18 @@ DuckDB's FTS did."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
+from collections import Counter
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
+from old_formats import connect_with
 
 from sai.models import IndexMeta, NewChunk
-from sai.store import terms
+from sai.store import Scope, terms
 from sai.store.duckdb import DuckDBStore as Store
-from sai.store.duckdb import schema
-from sai.store.duckdb.rows import extension_path
-from sai.store.duckdb.tables import Connection
 from sai.store.terms import STOPWORDS
 from sai.text.lexical import lexemes, query_lexemes
 
@@ -44,16 +41,17 @@ QUERIES = ["parse header line", "read the config file", "HTTPConnection request"
 
 
 def _row(k: int, text: str, path: str | None = None) -> NewChunk:
-    path = path or f"src/m{k}.py"
+    path = path or _key(k)
     return NewChunk(path, "python", 1, 3, f"f{k}", text, f"h{k}-{len(text)}", f"file{k}", False,
                     lexemes(text, path=path, symbol=f"f{k}"), b"")
 
 
-@contextlib.contextmanager
-def _conn(session: contextlib.AbstractContextManager) -> Iterator[Connection]:
-    """The DuckDB connection behind a store session: these tests check the store's own SQL."""
-    with session as opened:
-        yield opened.conn
+def _key(k: int) -> str:
+    """The file of _row(k), the chunk of id k + 1 in the `store` fixture."""
+    return f"src/m{k}.py"
+
+
+FIXTURE = {k + 1: _row(k, text) for k, text in enumerate(TEXTS)}  # the `store` fixture's chunks, by id
 
 
 def _vectors(n: int) -> np.ndarray:
@@ -63,28 +61,45 @@ def _vectors(n: int) -> np.ndarray:
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
     store = Store(tmp_path / "code.duckdb", collection="code", lock_timeout_s=10)
-    with _conn(store.write()) as conn:
-        schema.create(conn, META)
-        conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS[:5])], _vectors(5))
-    with _conn(store.write()) as conn:
-        conn.insert_chunks([_row(k, t) for k, t in enumerate(TEXTS) if k >= 5], _vectors(3))
+    with store.write() as writer:
+        writer.create(META)
+        writer.replace_files([], [_row(k, t) for k, t in enumerate(TEXTS[:5])], _vectors(5))
+    with store.write() as writer:
+        writer.replace_files([], [_row(k, t) for k, t in enumerate(TEXTS) if k >= 5], _vectors(3))
     yield store
     store.close()
 
 
 def _postings(store: Store) -> set[tuple[int, str, int]]:
-    with _conn(store.read()) as conn:
-        return set(conn.con.execute(
-            "SELECT id, term, tf FROM code__postings JOIN code__terms USING (termid)").fetchall())
+    """The postings the index file holds (id, term, tf)."""
+    store.close()
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        return set(con.execute("SELECT id, term, tf FROM code__postings JOIN code__terms USING (termid)").fetchall())
+    finally:
+        con.close()
+
+
+def _terms_of(chunks: dict[int, NewChunk]) -> set[tuple[int, str, int]]:
+    """The postings these chunks (by id) make by store/terms.py's rule: (id, term, tf)."""
+    return {(i, term, n) for i, c in chunks.items() for term, n in Counter(terms.terms(c.lexemes)).items()}
+
+
+def _lexemes_as_an_older_sai_wrote_them(store: Store) -> None:
+    """Fill the `lexemes` column (SAI writes the terms into the postings only) as an SAI before
+    postings did: its FTS index and the postings' rebuild read them there."""
+    store.close()
+    con = duckdb.connect(str(store.path))
+    con.executemany("UPDATE code SET lexemes = ? WHERE id = ?", [[r.lexemes, i] for i, r in FIXTURE.items()])
+    con.close()
 
 
 def _fts_scores(store: Store, query: str) -> list[tuple[int, float]]:
     """What DuckDB's FTS extension (SAI's lexical index up to format 5) answers for `query`."""
     store.close()
-    con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
-    con.execute(f"LOAD '{extension_path('fts')}'")
-    con.execute(f"ATTACH '{store.path}' AS sai (READ_ONLY)")
-    con.execute("CREATE TABLE chunks AS SELECT id, lexemes FROM sai.code")
+    con = connect_with("fts")
+    con.execute("CREATE TABLE chunks (id BIGINT, lexemes VARCHAR)")
+    con.executemany("INSERT INTO chunks VALUES (?, ?)", [[i, r.lexemes] for i, r in FIXTURE.items()])
     con.execute(f"PRAGMA create_fts_index('chunks', 'id', 'lexemes', {FTS_OPTIONS})")
     rows = con.execute(
         "SELECT id, score FROM (SELECT id, fts_main_chunks.match_bm25(id, ?) AS score FROM chunks) "
@@ -96,8 +111,8 @@ def _fts_scores(store: Store, query: str) -> list[tuple[int, float]]:
 def test_bm25_answers_what_duckdbs_fts_index_answered(store: Store) -> None:
     for query in QUERIES:
         expected = _fts_scores(store, query)
-        with _conn(store.read()) as conn:
-            got = conn.lexical(query_lexemes(query), 10)
+        with store.read() as reader:
+            got = reader.lexical(query_lexemes(query), 10)
         assert [i for i, _ in got] == [i for i, _ in expected], query
         # the extension's macro takes log10 for the idf, SAI (before and now) the natural log:
         # every score differs by the factor ln 10, the order not at all
@@ -105,91 +120,85 @@ def test_bm25_answers_what_duckdbs_fts_index_answered(store: Store) -> None:
     assert _fts_scores(store, "parse header line")  # the comparison is not between two empties
 
 
-def test_postings_follow_inserts_and_deletes_and_equal_a_rebuild(store: Store) -> None:
-    with _conn(store.write()) as conn:
-        conn.delete_chunks(["src/m0.py", "src/m3.py"])
-        conn.insert_chunks([_row(9, TEXTS[0], "src/moved.py")], _vectors(1))
+def test_the_chunk_table_keeps_no_lexemes_the_postings_hold_them(store: Store) -> None:
+    store.close()
+    con = duckdb.connect(str(store.path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*), count(lexemes) FROM code").fetchone() == (len(FIXTURE), 0)
+    finally:
+        con.close()
+    assert _postings(store) == _terms_of(FIXTURE)
+
+
+def test_postings_follow_inserts_and_deletes_by_the_chunks_terms(store: Store) -> None:
+    with store.write() as writer:
+        writer.remove_files([_key(0), _key(3)])
+        writer.replace_files([], [_row(9, TEXTS[0], "src/moved.py")], _vectors(1))
     kept = _postings(store)
-    with _conn(store.read()) as conn:
-        ids = {i for i, _, _ in kept}
-        assert conn.run_finished()
-        assert ids == {r[0] for r in conn.con.execute("SELECT id FROM code WHERE lexemes <> ''").fetchall()}
-    with _conn(store.write()) as conn:
-        conn.finish_run()
-    assert _postings(store) == kept
-    with _conn(store.read()) as conn:
-        hits = conn.lexical(query_lexemes("compress data"), 5)
-        assert conn.run_finished()
-    assert hits == []  # its only chunk was deleted
+    assert {i for i, _, _ in kept} == {2, 3, 5, 6, 7, 8, 9}  # ids 1 and 4 gone, 9 new
+    assert kept == _terms_of({i: r for i, r in FIXTURE.items() if i not in (1, 4)}
+                             | {9: _row(9, TEXTS[0], "src/moved.py")})
+    with store.read() as reader:
+        assert reader.lexical(query_lexemes("compress data"), 5) == []  # its only chunk was deleted
+        assert 9 in {i for i, _ in reader.lexical(query_lexemes("parse header line"), 5)}  # the moved chunk
 
 
 def test_stopwords_are_dropped_and_words_stemmed(store: Store) -> None:
     terms = {term for _, term, _ in _postings(store)}
     assert {"pars", "header", "compress", "send"} <= terms  # Porter stems, as FTS stemmed them
     assert not terms & STOPWORDS
-    with _conn(store.read()) as conn:
-        assert conn.lexical(query_lexemes("the and of"), 5) == []
-        assert conn.lexical(query_lexemes("compressing"), 5)[0][0] == 4
+    with store.read() as reader:
+        assert reader.lexical(query_lexemes("the and of"), 5) == []
+        assert reader.lexical(query_lexemes("compressing"), 5)[0][0] == 4
 
 
 def test_a_scoped_search_answers_as_an_index_of_only_that_scope(store: Store, tmp_path: Path) -> None:
-    scope = [1, 2, 6, 8]
-    with _conn(store.read()) as conn:
-        scoped = {q: conn.lexical(query_lexemes(q), 10, among=np.array(scope)) for q in QUERIES}
+    scope = [1, 2, 6, 8]  # chunk ids: the chunks of _key(id - 1)
+    within = Scope(keys=frozenset(_key(i - 1) for i in scope))
+    with store.read() as reader:
+        scoped = {q: reader.lexical(query_lexemes(q), 10, scope=within) for q in QUERIES}
     alone = Store(tmp_path / "alone.duckdb", collection="code")
-    with _conn(alone.write()) as conn:
-        schema.create(conn, META)
+    with alone.write() as writer:
+        writer.create(META)
         for k, text in enumerate(TEXTS):
-            conn.insert_chunks([_row(k, text)], _vectors(1))  # the same ids: 1..8
-        conn.delete_chunks([f"src/m{k - 1}.py" for k in range(1, 9) if k not in scope])
-    with _conn(alone.read()) as conn:
+            writer.replace_files([], [_row(k, text)], _vectors(1))  # the same ids: 1..8
+        writer.remove_files([_key(i - 1) for i in range(1, 9) if i not in scope])
+    with alone.read() as reader:
         for query in QUERIES:
-            alone_hits = conn.lexical(query_lexemes(query), 10)
+            alone_hits = reader.lexical(query_lexemes(query), 10)
             assert [i for i, _ in scoped[query]] == [i for i, _ in alone_hits], query
             assert [s for _, s in scoped[query]] == pytest.approx([s for _, s in alone_hits]), query
     alone.close()
     assert any(scoped.values())
 
 
-def test_chunks_written_without_postings_leave_the_index_behind_until_a_rebuild(store: Store) -> None:
-    with _conn(store.write()) as conn:
-        conn.postings.drop()  # as an SAI before postings left the index
-        conn.insert_chunks([_row(20, "def brand_new_helper():\n    pass\n")], _vectors(1))
-    with _conn(store.read()) as conn:
-        assert not conn.run_finished()
-        assert conn.lexical(query_lexemes("brand_new_helper"), 5) == []
-    with _conn(store.write()) as conn:
-        conn.finish_run()
-    with _conn(store.read()) as conn:
-        assert conn.run_finished()
-        assert conn.lexical(query_lexemes("brand_new_helper"), 5)[0][0] == 9
-
-
-def test_an_index_of_format_5_loses_its_fts_index_and_gains_postings(store: Store) -> None:
-    """SAI no longer loads the fts extension: a file that still holds the FTS index SAI built up to
-    format 5 opens without it, and the run's finish drops that index and writes the postings."""
-    with _conn(store.write()) as conn:
-        conn.postings.drop()
-    store.close()
-    con = duckdb.connect(str(store.path), config={"allow_unsigned_extensions": "true"})
-    con.execute(f"LOAD '{extension_path('fts')}'")
+def test_an_index_an_older_sai_left_with_an_fts_index_gains_postings_in_its_upgrade(store: Store) -> None:
+    """SAI loads no extension: a file that still holds the FTS index SAI built up to format 5 (and
+    no postings) opens without it, and the upgrade drops that index and writes the postings."""
+    before = _postings(store)
+    assert before == _terms_of(FIXTURE)
+    _lexemes_as_an_older_sai_wrote_them(store)
+    con = connect_with("fts", str(store.path))
+    con.execute("DROP TABLE code__postings")
+    con.execute("DROP TABLE code__refs")
     con.execute(f"PRAGMA create_fts_index('code', 'id', 'lexemes', {FTS_OPTIONS})")
+    con.execute("INSERT INTO sai_meta VALUES ('code', 'lexicon_token', 'x'), ('code', 'fts_token', 'y')")
     con.close()
-    with _conn(store.write()) as conn:
-        assert not conn.run_finished()
-        conn.finish_run()
-    with _conn(store.read()) as conn:
-        schemas = {r[0] for r in conn.con.execute(
-            "SELECT schema_name FROM duckdb_schemas() WHERE database_name = 'sai'").fetchall()}
-        assert conn.run_finished() and "fts_main_code" not in schemas
-        assert conn.lexical(query_lexemes("compress data"), 5)[0][0] == 4
+    store.upgrade(5)
+    assert _postings(store) == before
+    with store.read() as reader:
+        assert reader.lexical(query_lexemes("compress data"), 5)[0][0] == 4
+        assert not {"lexicon_token", "fts_token"} & set(reader.meta())
+    con = duckdb.connect(str(store.path), read_only=True)
+    schemas = {r[0] for r in con.execute("SELECT schema_name FROM duckdb_schemas()").fetchall()}
+    con.close()
+    assert "fts_main_code" not in schemas
 
 
 def test_the_stop_words_are_the_fts_extensions_english_list(tmp_path: Path) -> None:
     """store/terms.py keeps the list the extension made (less words with an apostrophe, which
     lexemes never hold): the Qdrant backend no longer asks DuckDB for it."""
-    con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
-    con.execute(f"LOAD '{extension_path('fts')}'")
+    con = connect_with("fts")
     con.execute("CREATE TABLE probe (id INTEGER, t VARCHAR)")
     con.execute("INSERT INTO probe VALUES (1, 'x')")
     con.execute(f"PRAGMA create_fts_index('probe', 'id', 't', {FTS_OPTIONS})")
@@ -200,8 +209,7 @@ def test_the_stop_words_are_the_fts_extensions_english_list(tmp_path: Path) -> N
 
 def test_terms_stem_as_the_fts_extension_does() -> None:
     words = ["parsing", "headers", "compressed", "connection", "generously", "happily", "sai_store_v2", "x"]
-    con = duckdb.connect(":memory:", config={"allow_unsigned_extensions": "true"})
-    con.execute(f"LOAD '{extension_path('fts')}'")
+    con = connect_with("fts")
     expected = dict(con.execute("SELECT w, stem(w, 'porter') FROM unnest(?::VARCHAR[]) AS u(w)", [words]).fetchall())
     con.close()
     assert terms.stems(words) == expected

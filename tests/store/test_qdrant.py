@@ -6,7 +6,7 @@ fresh store of one backend; `BACKENDS` lists the backends it builds. Qdrant runs
 
 Backend-neutral (the contract): every test taking `make_store` or `filled`, except these, which
 are the Qdrant backend's own: point ids equal across stores (the contract only promises equal
-chunk_ids), `run_state` in the token test, the closed port, local mode's single process, the
+chunk_ids), the token test, the closed port, local mode's single process, the
 writer lock's lease, and a write killed mid-file (they reach into QdrantStore's client).
 """
 
@@ -96,7 +96,6 @@ def filled(make_store: Callable[..., Store]) -> Store:
     with store.write() as writer:
         writer.create(META)
         writer.replace_files(FILES, CHUNKS, VECTORS)
-        writer.finish_run()
     return store
 
 
@@ -262,12 +261,9 @@ def test_a_write_changes_the_token_and_drop_removes_everything(filled: Store) ->
         token = reader.meta()["token"]
     with filled.write() as writer:
         writer.remove_files(["web/app.ts"])
-        assert not writer.run_finished()  # until finish_run records the run finished
     with filled.read() as reader:
-        assert reader.meta()["token"] != token and reader.meta()["run_state"] == "writing"
+        assert reader.meta()["token"] != token
     with filled.write() as writer:
-        writer.finish_run()
-        assert writer.meta()["run_state"] == "finished"
         writer.drop()
     assert not filled.exists
     with filled.read() as reader:
@@ -409,7 +405,7 @@ def test_a_write_killed_mid_file_leaves_the_old_chunks_and_a_file_the_next_run_r
     monkeypatch.setattr(filled.client, "call", real)
     with filled.read() as reader:
         assert "src/user.py" not in reader.files()  # new to the next run: indexed again
-        assert reader.chunk_count(["src/user.py"]) == 1 and reader.meta()["run_state"] == "writing"
+        assert reader.chunk_count(["src/user.py"]) == 1
         assert reader.lexical(query_lexemes("user name"), 1)  # still searchable
 
 

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 from vector_stores import (
@@ -21,6 +22,7 @@ from vector_stores import (
     build_worded,
     manifest_of,
     subprocess_env,
+    unit_queries,
     worded_chunks,
 )
 
@@ -64,7 +66,7 @@ def test_a_write_patches_the_row_and_lexical_copies_which_answer_as_read_whole(
                     writer.remove_files(["src/f19.py"])  # the last ids: the next file gets them again
             assert_same_as_read_whole(store, db)
             with store.read() as reader:
-                table = reader.conn.lexical_table()  # type: ignore[attr-defined]
+                table = reader.copies.get(copies.LEXICON)  # type: ignore[attr-defined]
             assert isinstance(table, LexicalTable)
             assert table.delta is not None and len(table.written) <= 0.3 * len(table.ids)
             if not any(table.ids is base for base in bases):
@@ -85,7 +87,7 @@ def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commit
         with store.write() as writer:
             writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
         with store.read() as reader:
-            table = reader.conn.vector_table()  # type: ignore[attr-defined]
+            table = reader.copies.vectors()  # type: ignore[attr-defined]
             pending = {int(i) for i in table.ids[table.present is not None and ~table.present]}
             assert len(pending) == 6 and isinstance(table.matrix, np.memmap)
             assert pending.isdisjoint(i for i, _ in reader.nearest(v[0], 200))
@@ -112,18 +114,21 @@ def test_pending_count_comes_from_a_current_sidecar_and_agrees_with_the_index(db
         behind = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)  # a process of its own
         with behind.read() as reader:
             assert reader.pending_count() == 6  # the sidecar is behind: counted in DuckDB, not patched
-            assert reader.conn.derived.peek(reader.conn.token) is None  # type: ignore[attr-defined]
+            assert reader.copies.current_vectors() is None  # type: ignore[attr-defined]  # none held, none mapped
         behind.close()
         with store.read() as reader:
-            reader.conn.vector_table()  # type: ignore[attr-defined]  # a search brings the sidecar up to date
+            reader.nearest(unit_queries()[0], 1)  # a search brings the sidecar up to date
         current = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         with current.read() as reader:
-            conn = reader.conn  # type: ignore[attr-defined]
             assert reader.pending_count() == 6
-            assert isinstance(conn.derived.peek(conn.token), VectorTable)  # mapped, every vector left unread
-            row = conn.con.execute(f"SELECT count(*) FROM {COLLECTION} WHERE embedding IS NULL").fetchone()
-            assert row == (6,)
+            assert isinstance(reader.copies.current_vectors(), VectorTable)  # type: ignore[attr-defined]  # mapped
         current.close()
+        store.close()
+        con = duckdb.connect(str(db), read_only=True)  # the file agrees
+        try:
+            assert con.execute(f"SELECT count(*) FROM {COLLECTION} WHERE embedding IS NULL").fetchone() == (6,)
+        finally:
+            con.close()
     finally:
         store.close()
 

@@ -15,11 +15,13 @@ import duckdb
 import numpy as np
 import pytest
 
-import sai.store.duckdb.store as store_module
+import sai.store.duckdb.lease as lease_module
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
+from sai.store.duckdb import copies
 from sai.store.duckdb.errors import describe
-from sai.store.duckdb.store import READ_LEASE_S, DuckDBStore
+from sai.store.duckdb.lease import READ_LEASE_S, State
+from sai.store.duckdb.store import DuckDBStore
 
 DIM = 16
 COLLECTION = "code"
@@ -135,7 +137,7 @@ def test_nearest_returns_the_closest_chunks_first_exactly(built: DuckDBStore) ->
 def test_nearest_within_a_mask_answers_as_if_only_those_chunks_were_stored(built: DuckDBStore) -> None:
     vectors = _vectors(40)
     with built.read() as reader:
-        table = reader.conn.vector_table()
+        table = reader.copies.vectors()
     mask = table.mask(paths=["src/f3.py", "src/f17.py", "src/f30.py"])
     hits = table.nearest(vectors[0], 8, mask=mask)
     assert sorted(i for i, _ in hits) == [4, 18, 31]
@@ -145,15 +147,15 @@ def test_nearest_within_a_mask_answers_as_if_only_those_chunks_were_stored(built
 
 def test_a_write_of_chunks_gives_readers_a_new_vector_table(built: DuckDBStore) -> None:
     with built.read() as reader:
-        before = reader.conn.vector_table()
+        before = reader.copies.vectors()
     with built.write() as writer:
         writer.set_meta({"unrelated": "x"})  # no chunk changed: the copy stays valid
     with built.read() as reader:
-        assert reader.conn.vector_table() is before
+        assert reader.copies.vectors() is before
     with built.write() as writer:
         writer.remove_files(["src/f0.py"])
     with built.read() as reader:
-        after = reader.conn.vector_table()
+        after = reader.copies.vectors()
     assert after.token != before.token and len(after) == 39
 
 
@@ -199,7 +201,7 @@ def test_idle_read_lease_is_released_after_it_expires(
 ) -> None:
     lease = 0.5  # the real lease (READ_LEASE_S, 5 s) is read when the idle timer fires
     assert READ_LEASE_S > lease
-    monkeypatch.setattr(store_module, "READ_LEASE_S", lease)
+    monkeypatch.setattr(lease_module, "READ_LEASE_S", lease)
     with built.read() as reader:
         assert reader.chunk_count() == 40
     time.sleep(lease + 0.5)
@@ -385,11 +387,41 @@ def test_an_idle_run_lets_another_process_read_without_waiting_for_its_next_writ
     assert opens == 2
 
 
+READ_ONCE = """
+import sys
+from pathlib import Path
+from sai.store.duckdb import DuckDBStore
+store = DuckDBStore(Path(sys.argv[1]), collection="code", lock_timeout_s=30)
+with store.read() as reader:
+    print(reader.chunk_count(), flush=True)
+"""
+
+
+def test_the_lease_moves_through_its_named_states(built: DuckDBStore, db: Path) -> None:
+    lease = built.lease
+    built.close()
+    assert lease.state is State.CLOSED
+    with built.read():
+        assert lease.state is State.LEASED
+    assert lease.state is State.LEASED  # kept after its last reader, for READ_LEASE_S
+    with built.run():
+        with built.write():
+            assert lease.state is State.WRITING
+        assert lease.state is State.HOLDING  # between the run's transactions: the connection kept
+        other = subprocess.run([sys.executable, "-c", READ_ONCE, str(db)], capture_output=True, text=True, timeout=180)
+        assert other.returncode == 0 and other.stdout.strip() == "40", other.stderr
+        assert lease.state is State.CLOSED  # it yielded to the reader of the other process
+        with built.write():
+            assert lease.state is State.WRITING
+        assert lease.state is State.HOLDING
+    assert lease.state is State.CLOSED
+
+
 def test_a_run_commits_each_write_and_serves_its_other_threads_between_them(built: DuckDBStore) -> None:
     seen: list[int] = []
     with built.run():
         with built.write() as writer:
-            writer.conn.insert_chunks(_rows(3), _vectors(3, seed=1))
+            writer.replace_files([], _rows(3), _vectors(3, seed=1))
         reader = threading.Thread(target=lambda: seen.append(_count(built)))
         reader.start()
         reader.join(timeout=30)
@@ -420,26 +452,24 @@ def _count(store: DuckDBStore) -> int:
 def test_chunks_with_text_read_only_their_texts_when_the_rows_are_in_memory(built: DuckDBStore) -> None:
     built.derived.clear()
     with built.read() as reader:
-        conn = reader.conn
-        cold = conn.chunks([7, 3, 999, 12])  # no row table held: every column read by SQL
-        conn.row_table()
-        warm = conn.chunks([7, 3, 999, 12])  # rows from memory, only the texts by SQL
+        cold = reader.chunks([7, 3, 999, 12])  # no row table held: every column read by SQL
+        reader.chunks([1], text=False)  # ranking's read: the row table now held
+        warm = reader.chunks([7, 3, 999, 12])  # rows from memory, only the texts by SQL
     assert cold == warm and [r.text for r in warm] == ["def f6(): pass", "def f2(): pass", "def f11(): pass"]
 
 
 def test_rows_without_text_come_from_memory_as_the_table_holds_them(built: DuckDBStore) -> None:
     with built.read() as reader:
-        conn = reader.conn
-        table = conn.row_table()
-        rows = conn.chunks([7, 3, 999, 12], text=False)
-        from_sql = conn.chunks([7, 3, 12], text=True)
+        rows = reader.chunks([7, 3, 999, 12], text=False)
+        table = reader.copies.held(copies.ROWS)
+        from_sql = reader.chunks([7, 3, 12], text=True)
+    assert table is not None  # the rows came from it
     assert [r.id for r in rows] == [7, 3, 12]  # order kept, 999 unknown
     assert rows == [replace(r, text="") for r in from_sql]
     with built.write() as writer:
-        conn = writer.conn
-        conn.delete_chunks(["src/f2.py"])  # chunk 3
-        assert [r.id for r in conn.chunks([3, 7], text=False)] == [7]
+        writer.remove_files(["src/f2.py"])  # chunk 3
+        assert [r.id for r in writer.chunks([3, 7], text=False)] == [7]
     with built.read() as reader:
-        conn = reader.conn
-        assert conn.row_table() is not table
-        assert [r.id for r in conn.chunks([3, 7], text=False)] == [7]
+        assert [r.id for r in reader.chunks([3, 7], text=False)] == [7]
+        later = reader.copies.held(copies.ROWS)
+    assert later is not None and later is not table

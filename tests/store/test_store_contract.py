@@ -93,7 +93,6 @@ def _fill(store: Store, spec: list[tuple] = CHUNKS) -> tuple[list[NewChunk], np.
         if not writer.has_index():
             writer.create(META)
         writer.replace_files(_file_rows(chunks), chunks, vectors)
-        writer.finish_run()
     return chunks, vectors
 
 
@@ -400,18 +399,14 @@ def test_references_are_found_by_name_and_by_lines_and_go_with_their_file(filled
 
 
 # ---------------------------------------------------------------- runs, drop, transactions
-def test_run_finished_holds_after_finish_run(store: Store) -> None:
+def test_lexical_search_follows_every_write_at_once(store: Store) -> None:
     _fill(store)
     with store.read() as reader:
-        assert reader.run_finished()
+        assert reader.lexical("date", 5)
     with store.write() as writer:
         writer.remove_files(["src/dates.py"])
-    # here a backend may be behind (Qdrant records a run's end) or current (DuckDB writes the
-    # postings with the chunks); either way finish_run leaves it current
-    with store.write() as writer:
-        writer.finish_run()
-    with store.read() as reader:
-        assert reader.run_finished() and reader.lexical("date", 5) == []
+    with store.read() as reader:  # no step after the writes brings the lexical index up to date
+        assert reader.lexical("date", 5) == []
 
 
 def test_drop_removes_the_index(filled) -> None:
@@ -501,7 +496,6 @@ def _pending_store(store: Store, *, dim: int) -> tuple[list[NewChunk], np.ndarra
     with store.write() as writer:
         writer.create(IndexMeta(**{**META.__dict__, "vector_dim": dim}))
         writer.replace_files(_file_rows(chunks), chunks, given if dim else np.zeros((len(chunks), 0), np.float32))
-        writer.finish_run()
     return chunks, vectors
 
 

@@ -116,7 +116,7 @@ def test_a_readers_symbol_table_follows_writes_by_patch(db: Path) -> None:
             assert _looked_up(mapped) == (patched, files)  # the file's table, patched by the same files
         finally:
             mapped.close()
-        for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("symbols.arrow"):
+        for shared in (Sidecar.beside(db, COLLECTION).dir / "copies").glob("symbols.*.arrow"):
             shared.unlink()
         fresh = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)
         try:

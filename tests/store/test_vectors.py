@@ -106,7 +106,7 @@ def test_readers_map_the_sidecar_and_answer_as_the_exact_scan(db: Path) -> None:
     try:
         assert_nearest_exact(store, db)
         with store.read() as reader:
-            table = reader.conn.vector_table()
+            table = reader.copies.vectors()
         assert isinstance(table.matrix, np.memmap) and len(table) == 100
         assert manifest_of(db).rows == 100 and manifest_of(db).token == table.token
     finally:
@@ -283,7 +283,7 @@ def test_the_two_pass_scan_searches_only_live_rows_of_the_filtered_subset(
         with store.write() as writer:
             writer.replace_files(*_chunks("src/f6.py", 10, seed=606))  # tombstones ten rows
         with store.read() as reader:
-            table = reader.conn.vector_table()
+            table = reader.copies.vectors()
             assert table.bits is not None and table.live is not None
             live = set(table.ids[table.live].tolist())
             scope = {f"src/f{n}.py" for n in range(0, 40, 3)}  # 140 rows: still two passes
@@ -308,7 +308,7 @@ def test_where_the_sidecar_cannot_be_written_a_reader_keeps_its_own_copy(db: Pat
         db.with_name(db.name + ".vectors").write_text("not a directory", encoding="utf-8")
         assert_nearest_exact(store, db)
         with store.read() as reader:
-            table = reader.conn.vector_table()
+            table = reader.copies.vectors()
         assert not isinstance(table.matrix, np.memmap) and len(table) == 100
     finally:
         store.close()

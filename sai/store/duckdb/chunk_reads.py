@@ -14,13 +14,10 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.duckdb import changelog
-from sai.store.duckdb.postings import LEXICON_VERSION, Postings
+from sai.store.duckdb.postings import Postings
 from sai.store.duckdb.rows import arrow, chunk_cols, id_table, int_list, registered
 from sai.store.symbols import SYMBOL_COLS, SymbolRow
 
-# A chunk row's write time in µs, times 2, plus 1 when it has its vector: the sidecar's stamps
-# (its low bit is what tells a pending row from one with its vector).
-_STAMP = "coalesce(epoch_us(indexed_at), 0) * 2"
 # Rows per Arrow batch a sidecar patch reads: a batch's vectors are copied a few times on their
 # way to the files (Arrow, the float matrix, its rotation for the bits), 3 MB a copy at 384-d.
 _BATCH_ROWS = 2_048
@@ -46,12 +43,6 @@ class ChunkReads:
         meta = self._meta()
         return meta.get("created_at", ""), int(meta.get("vector_dim") or 0)
 
-    def postings_current(self) -> bool:
-        """Whether the postings hold the chunks of this snapshot (else an index run rebuilds them,
-        renumbering their terms, without a new token: a shared file of them would outlive the rebuild)."""
-        meta = self._meta()
-        return meta.get("lexicon") == LEXICON_VERSION and meta.get("lexicon_token") == meta.get("token")
-
     def touched_since(self, token: str) -> np.ndarray | None:
         """The ids of every chunk written since `token` (None: the change log misses a write)."""
         return changelog.touched(self.con, self.table, since=token, until=self._meta().get("token", ""))
@@ -63,13 +54,13 @@ class ChunkReads:
         return arrow(self.con, f"SELECT id, path, language, {vectors} FROM {self.table}")
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
-        """id, stamp, path, language and embedding (null: none yet) of these chunks (None: every
+        """id, present, path, language and embedding (null: none yet) of these chunks (None: every
         chunk), in no particular order, streamed: a sidecar rebuild holds one batch of vectors at
         a time (an ORDER BY would make DuckDB sort every vector before handing back the first)."""
         if self._has_vectors():
-            columns = f"{_STAMP} + (embedding IS NOT NULL)::BIGINT AS stamp, path, language, embedding"
+            columns = "(embedding IS NOT NULL)::UTINYINT AS present, path, language, embedding"
         else:
-            columns = f"{_STAMP} AS stamp, path, language, NULL::FLOAT[1] AS embedding"
+            columns = "0::UTINYINT AS present, path, language, NULL::FLOAT[1] AS embedding"
         sql = f"SELECT id, {columns} FROM {self.table}"
         if ids is None:
             yield from self.con.execute(sql).to_arrow_reader(_BATCH_ROWS)

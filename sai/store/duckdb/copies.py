@@ -19,20 +19,16 @@ uncommitted rows (a writer's) reads whole and keeps nothing. The vectors' shared
 sidecar, which applies the same rule to its own files (append and tombstone, from the same log).
 
 Every other copy is a `Copy`: build (read whole), patched (from the touched ids), save (as one
-Arrow table) and load (from one). A shared file is `<db>.vectors/<collection>/copies/<name>.arrow`
-with the token and FORMAT in its schema's metadata; it is never changed in place: written aside,
-fsynced and renamed over the old one under `copies/lock`, so a process killed while writing
-leaves the previous file (or none) and a stray `.new` file the next writer removes; a process
-that mapped the old file keeps its pages; the files may be deleted at any time.
+Arrow table) and load (from one). A shared file is a new `<db>.vectors/<collection>/copies/<name>.<id>.arrow`,
+fsynced, then listed with its token by the directory's one manifest (sidecar.py), which drops the
+old one's file; no file is changed in place, so a process killed while writing leaves the file
+listed before (or none) and an unlisted file the next listing removes; a process that mapped the
+old file keeps its pages; the files may be deleted at any time (read whole again).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Generic, Protocol, TypeVar
 
@@ -40,16 +36,15 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.cache import TokenCache
-from sai.store.dirs import replace_synced
+from sai.store.duckdb import chunkrows
 from sai.store.duckdb.chunkrows import RowTable
-from sai.store.duckdb.postings import LEXICON_VERSION, LexicalTable
+from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar, VectorSource
 from sai.store.duckdb.vectors import VectorTable
-from sai.store.shapes import ShapeTable
+from sai.store.shapes import ShapeTable, Signatures
 from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
 from sai.text.shape import SIGNATURE_SIZE
 
-FORMAT = f"2-{LEXICON_VERSION}"  # the layout above and the postings' terms: a file of another is written again
 PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
 # Below this many chunks a process reads a copy whole in about the time writing its shared file
 # takes (with its fsyncs): the end of a write leaves such a file behind for the next reader.
@@ -67,7 +62,6 @@ class CopySource(VectorSource, Protocol):
         ...
 
     def identity(self) -> tuple[str, int]: ...
-    def postings_current(self) -> bool: ...
     def vector_rows(self) -> pa.Table: ...
     def row_rows(self, ids: np.ndarray | None = None) -> pa.Table: ...
     def symbol_rows(self) -> pa.Table: ...
@@ -83,7 +77,6 @@ class Copy(Protocol, Generic[T]):
 
     name: str
 
-    def shareable(self, source: CopySource) -> bool: ...
     def build(self, source: CopySource, token: str) -> T: ...
     def patched(self, source: CopySource, old: T, token: str, touched: np.ndarray) -> T | None: ...
     def save(self, table: T) -> pa.Table: ...
@@ -135,8 +128,8 @@ class Copies:
         is large enough that reading it whole costs more than writing it costs here."""
         live = len(self.vectors())
         for kind in KINDS:
-            path = self._file(kind)
-            if kind.shareable(self.source) and (path is None or not path.exists() or live >= WARM_MIN_CHUNKS):
+            listed = self.sidecar.copy_file(kind.name) if self.sidecar is not None else None
+            if listed is None or not listed[0].exists() or live >= WARM_MIN_CHUNKS:
                 self.get(kind)
 
     def _mapped(self, token: str) -> VectorTable:
@@ -152,14 +145,11 @@ class Copies:
         touched = self.source.touched_since(old.token)
         return None if touched is None else kind.patched(self.source, old, token, touched)
 
-    def _file(self, kind: Copy[T]) -> Path | None:
-        return None if self.sidecar is None else self.sidecar.dir / "copies" / f"{kind.name}.arrow"
-
     def _load(self, kind: Copy[T], token: str) -> T:
-        path = self._file(kind)
-        if path is None or not kind.shareable(self.source):
+        if self.sidecar is None:
             return kind.build(self.source, token)
-        found = _read(kind, path)
+        listed = self.sidecar.copy_file(kind.name)
+        found = _read(kind, *listed) if listed is not None else None
         if found is not None:
             if found.token == token:
                 return found
@@ -167,47 +157,23 @@ class Copies:
             if patched is not None:
                 return patched
         table = kind.build(self.source, token)
+        origin, dim = self.source.identity()
         try:
-            _write(path, kind.save(table).replace_schema_metadata({"format": FORMAT, "token": token}))
+            path = self.sidecar.add_copy(kind.name, token, lambda out: _save(out, kind.save(table)),
+                                         origin=origin, dim=dim)
         except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
-            log.debug("shared copy %s not written (%s)", path, exc)
+            log.debug("shared copy %s not written (%s)", kind.name, exc)
             return table
-        again = _read(kind, path)
-        return again if again is not None and again.token == token else table
+        return _read(kind, path, token) or table
 
 
-def _read(kind: Copy[T], path: Path) -> T | None:
-    """The copy a shared file holds, mapped (no copy); None when missing, damaged or of another format."""
+def _read(kind: Copy[T], path: Path, token: str) -> T | None:
+    """The copy a shared file holds, mapped (no copy); None when missing or damaged."""
     try:
         with pa.memory_map(str(path)) as source:
-            data = pa.ipc.open_file(source).read_all()
-        meta = {k.decode(): v.decode() for k, v in (data.schema.metadata or {}).items()}
-        if meta.get("format") != FORMAT or "token" not in meta:
-            return None
-        return kind.load(meta["token"], data.replace_schema_metadata(None))
+            return kind.load(token, pa.ipc.open_file(source).read_all())
     except (OSError, KeyError, IndexError, pa.ArrowException):
         return None
-
-
-@contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _write(path: Path, data: pa.Table) -> None:
-    """Write `data` as the shared file: aside, fsynced, renamed over the old one."""
-    with _locked(path.parent):
-        # left by a killed writer, and the files of the layout before (g<n>.<name>.arrow beside the sidecar's)
-        for stray in [*path.parent.glob(f"{path.name}.*.new"), *path.parent.parent.glob("g*.*.arrow")]:
-            with contextlib.suppress(OSError):
-                stray.unlink()
-        replace_synced(path, lambda out: _save(out, data), aside=path.with_name(f"{path.name}.{os.getpid()}.new"))
 
 
 def _save(out: BinaryIO, data: pa.Table) -> None:
@@ -235,20 +201,12 @@ def _too_many(changed: int, base: int) -> bool:
 
 
 def _patches_too_many(old: RowTable | ShapeTable, touched: np.ndarray) -> bool:
-    """Whether a copy of rows read whole, masked and added to (RowTable, ShapeTable), would hold
-    too many patched rows once these are."""
-    written = 0 if old.added is None else len(old.added)
-    dead = 0 if old.alive is None else len(old.ids) - int(np.count_nonzero(old.alive))
-    return _too_many(written + dead + len(touched), len(old.ids))
+    """Whether a copy of rows read whole plus a patch (store/patched.py) would hold too many
+    patched rows once these are."""
+    return _too_many(old.patch_rows + len(touched), len(old.base.ids))
 
 
-class _Kind:
-    def shareable(self, source: CopySource) -> bool:
-        """Whether a shared file may hold this copy at the source's token."""
-        return True
-
-
-class Rows(_Kind):
+class Rows:
     name = "rows"
 
     def build(self, source: CopySource, token: str) -> RowTable:
@@ -258,10 +216,10 @@ class Rows(_Kind):
         """`old` without the touched chunks, with their rows read now."""
         if _patches_too_many(old, touched):
             return None
-        return old.patched(token, touched, source.row_rows(touched))
+        return old.patched(token, touched, chunkrows.Rows.of(source.row_rows(touched).cast(old.base.table.schema)))
 
     def save(self, table: RowTable) -> pa.Table:
-        return table.table.combine_chunks()
+        return table.base.table.combine_chunks()
 
     def load(self, token: str, data: pa.Table) -> RowTable:
         return RowTable.from_arrow(token, data)
@@ -270,11 +228,8 @@ class Rows(_Kind):
 _LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs")
 
 
-class Lexicon(_Kind):
+class Lexicon:
     name = "lexicon"
-
-    def shareable(self, source: CopySource) -> bool:
-        return source.postings_current()
 
     def build(self, source: CopySource, token: str) -> LexicalTable:
         return LexicalTable.from_arrow(token, source.lexicon_rows())
@@ -282,8 +237,8 @@ class Lexicon(_Kind):
     def patched(self, source: CopySource, old: LexicalTable, token: str, touched: np.ndarray) -> LexicalTable | None:
         """`old` with the touched chunks masked out, and a new delta of every chunk written since its full read."""
         written = np.union1d(old.written, touched)
-        if not source.postings_current() or _too_many(len(written), len(old.ids)):
-            return None  # postings rebuilt since renumber their terms: read whole
+        if _too_many(len(written), len(old.ids)):
+            return None
         delta = LexicalTable.from_arrow(token, source.lexicon_rows(written, after_termid=old.last_termid))
         return old.patched(token, touched, delta)
 
@@ -294,7 +249,7 @@ class Lexicon(_Kind):
         return LexicalTable(token=token, **_unpacked(data, _LEXICON_ARRAYS))
 
 
-class Symbols(_Kind):
+class Symbols:
     name = "symbols"
 
     def build(self, source: CopySource, token: str) -> SymbolTable:
@@ -316,7 +271,7 @@ class Symbols(_Kind):
 _SHAPE_ARRAYS = ("ids", "columns", "sizes")
 
 
-class Shapes(_Kind):
+class Shapes:
     name = "shapes"
 
     def build(self, source: CopySource, token: str) -> ShapeTable:
@@ -326,15 +281,15 @@ class Shapes(_Kind):
         """`old` without the touched chunks, with their signatures read now."""
         if _patches_too_many(old, touched):
             return None
-        return old.patched(token, touched, ShapeTable.of_blobs(token, *source.shape_rows(touched)))
+        return old.patched(token, touched, Signatures.of_blobs(*source.shape_rows(touched)))
 
     def save(self, table: ShapeTable) -> pa.Table:
-        return _packed({"ids": table.ids, "columns": table.columns.ravel(), "sizes": table.sizes})
+        return _packed({"ids": table.base.ids, "columns": table.base.columns.ravel(), "sizes": table.base.sizes})
 
     def load(self, token: str, data: pa.Table) -> ShapeTable:
         arrays = _unpacked(data, _SHAPE_ARRAYS)
-        return ShapeTable(token=token, ids=arrays["ids"], columns=arrays["columns"].reshape(SIGNATURE_SIZE, -1),
-                          sizes=arrays["sizes"])
+        return ShapeTable(token=token, base=Signatures(ids=arrays["ids"], sizes=arrays["sizes"],
+                                                       columns=arrays["columns"].reshape(SIGNATURE_SIZE, -1)))
 
 
 ROWS, LEXICON, SYMBOLS, SHAPES = Rows(), Lexicon(), Symbols(), Shapes()

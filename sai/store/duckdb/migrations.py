@@ -1,8 +1,11 @@
 """Numbered schema migrations: what turns an index file of an older format into this one.
 
-Each step brings a collection from format `n - 1` to `n` and keeps every vector. Columns added
-here start empty; the chunking signature changed with them, so the next index run chunks every
-file again and fills them (vectors reused, nothing embedded).
+Each step brings a collection from format `n - 1` to `n` and keeps every vector; the steps of
+one upgrade run in one transaction, so a kill leaves the old format, upgraded again by the next
+run. Columns added here start empty; the chunking signature changed with them, so the next index
+run chunks every file again and fills them (vectors reused, nothing embedded). Nothing of an
+older format is read anywhere else: a file opens without the extensions older formats used
+(DuckDB keeps an index of an unknown type unbound until a write, and a dropped one needs none).
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sai.models import SCHEMA_VERSION
-from sai.store.duckdb import schema
 from sai.store.duckdb.tables import Connection
 
 
@@ -20,8 +22,8 @@ def _add_shape(conn: Connection) -> None:
 
 
 def _drop_hnsw(conn: Connection) -> None:
-    """4: no HNSW index; vectors are searched in memory (store/vectors.py)."""
-    schema.drop_hnsw(conn)
+    """4: no HNSW index; vectors are searched in memory (vectors.py)."""
+    conn.con.execute(f"DROP INDEX IF EXISTS {conn.collection}_hnsw")
 
 
 def _add_kind(conn: Connection) -> None:
@@ -30,9 +32,14 @@ def _add_kind(conn: Connection) -> None:
 
 
 def _add_references(conn: Connection) -> None:
-    """6: a table of the uses of names (store/duckdb/references.py); filled as files are read again."""
+    """6: a table of the uses of names (references.py), filled as files are read again; and the
+    postings of every chunk where an SAI before them left a DuckDB FTS index instead (postings.py)."""
     conn.references.create()
-    conn.cache.pop(f"table:main.{conn.references.table}", None)
+    if not conn.table_exists(conn.postings.postings):
+        conn.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{conn.collection} CASCADE")
+        conn.postings.rebuild()
+    conn.con.execute("DELETE FROM sai_meta WHERE collection = ? AND key IN ('lexicon', 'lexicon_token', 'fts_token')",
+                     [conn.collection])
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {

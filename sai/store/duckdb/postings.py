@@ -5,7 +5,7 @@ search"): it does not follow table changes, so every writing run ended in a full
 at 78k chunks), and its scoring ran in SQL (8 ms a query at 20k chunks, ~90 ms at 78k). Here the
 collection has two companion tables, `<collection>__terms` (term, termid: every stemmed term
 ever written, numbered once) and `<collection>__postings` (id, termid, tf), which
-`insert_chunks` and `delete_chunks` keep in the same transaction as the chunks, so they are
+every write of chunks (writer.py) keeps in the same transaction as the chunks, so they are
 never behind them. A process reads the postings once into a CSR (termid -> chunk rows and term
 counts) and scores a query over the postings of its terms only. A write's new token patches
 that copy instead of reading it again: the chunks it removed are masked out (`alive`) and the
@@ -31,7 +31,7 @@ from sai.store import terms
 from sai.store.duckdb.rows import registered
 
 K1, B = 1.2, 0.75
-LEXICON_VERSION = "1"  # bump when the terms change: indexes then rebuild their postings
+TF_MAX = np.iinfo(np.uint16).max  # a term's count in a chunk, as the CSR holds it (2 bytes a posting)
 REBUILD_SLICE = 8192  # chunks whose words a rebuild holds in memory at once
 
 
@@ -87,7 +87,8 @@ class Postings:
         )
 
     def rebuild(self) -> None:
-        """Terms and postings of every chunk, from nothing, a slice of chunks at a time."""
+        """Terms and postings of every chunk, from nothing, a slice of chunks at a time: from the
+        `lexemes` column an SAI before postings wrote (migrations.py); SAI leaves it null now."""
         self.create()
         row = self.con.execute(f"SELECT min(id), max(id) FROM {self.chunks}").fetchone()
         if not row or row[0] is None:
@@ -118,7 +119,7 @@ class LexicalTable:
     hashed: np.ndarray  # int32: ... and its term id
     starts: np.ndarray  # int64 per term id + 1: where its postings begin
     rows: np.ndarray  # int32 chunk row of each posting, grouped by term id
-    tfs: np.ndarray  # float64 count of the term in that chunk
+    tfs: np.ndarray  # uint16 count of the term in that chunk (BM25 saturates long before 65,535)
     alive: np.ndarray | None = None  # bool per row: still in the index (None: every row)
     delta: LexicalTable | None = None  # the chunks written since these rows were read
 
@@ -154,7 +155,7 @@ class LexicalTable:
         row_of = np.full(int(chunk_ids.max(initial=0)) + 1, -1, np.int32)  # ids are dense enough
         row_of[chunk_ids] = np.arange(len(chunk_ids), dtype=np.int32)
         rows = row_of[postings.column("id").to_numpy()[order]]
-        tfs = postings.column("tf").to_numpy()[order].astype(np.float64)
+        tfs = np.minimum(postings.column("tf").to_numpy()[order], TF_MAX).astype(np.uint16)
         counts = np.bincount(termids, minlength=1)
         hashes = terms.column("hash").to_numpy().astype(np.uint64)
         by_hash = np.argsort(hashes)

@@ -1,11 +1,9 @@
-"""What the store holds and hands out: row types, the schema version, extension paths, and the
-literals SQL values are bound as (VARCHAR casts: binding Python lists costs ~10-35x more)."""
+"""What the store holds and hands out: row types, the schema version, and the literals SQL
+values are bound as (VARCHAR casts: binding Python lists costs ~10-35x more)."""
 
 from __future__ import annotations
 
 import contextlib
-import glob
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -16,17 +14,6 @@ import pyarrow as pa
 from sai.errors import StoreError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta  # noqa: F401 (the store's row types)
 from sai.settings import COLLECTION_RE
-
-
-def extension_path(name: str) -> str:
-    """The DuckDB extension file shipped in the `duckdb-extension-<name>` wheel."""
-    module = __import__(f"duckdb_extension_{name}")
-    pattern = os.path.join(os.path.dirname(module.__file__ or ""), "extensions", "*", f"{name}.duckdb_extension")
-    found = sorted(glob.glob(pattern))
-    if not found:
-        raise StoreError(f"the {name} extension is missing; reinstall duckdb-extension-{name}")
-    return found[-1]
-
 
 _COMPANIONS = ("__files", "__terms", "__postings", "__changes")  # a collection's other tables
 

@@ -3,7 +3,7 @@ checking them; the statements that change the schema rather than the rows (table
 
 from __future__ import annotations
 
-from sai.store.duckdb import changelog, postings
+from sai.store.duckdb import changelog
 from sai.store.duckdb.rows import IndexMeta, check_collection, now_iso, quote_ident
 from sai.store.duckdb.tables import Connection
 
@@ -31,16 +31,13 @@ def create(conn: Connection, meta: IndexMeta) -> None:
     )
     conn.postings.create()
     conn.references.create()
-    conn.set_meta({k: str(v) for k, v in meta.__dict__.items()}
-                  | {"created_at": now_iso(), "lexicon": postings.LEXICON_VERSION})
+    conn.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
     conn.dirty = True  # a new collection: its readers build their copies anew (nothing logged)
 
 
 def drop(conn: Connection) -> None:
     """Drop the collection's tables and meta rows, in the transaction."""
-    drop_hnsw(conn)
     conn.dirty = False
-    conn.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{conn.collection} CASCADE")
     conn.con.execute(f"DROP TABLE IF EXISTS {conn.collection}")
     conn.con.execute(f"DROP TABLE IF EXISTS {conn.files_table}")
     conn.con.execute(f"DROP TABLE IF EXISTS {changelog.table_of(conn.collection)}")
@@ -70,7 +67,3 @@ def verify(conn: Connection) -> None:
     for schema, table in tables:
         conn.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
 
-
-def drop_hnsw(conn: Connection) -> None:
-    """Drop the HNSW index an index of format 3 or older holds (no longer used)."""
-    conn.con.execute(f"DROP INDEX IF EXISTS {conn.collection}_hnsw")

@@ -7,9 +7,10 @@ derived from it, may be deleted at any time, and is rebuilt from it when missing
 
 Layout, in `<db>.vectors/<collection>/` (`g<n>` is the generation, new at each compaction):
 
-    manifest.json  what the files hold: generation, token, dim, rows, dead, names_bytes
+    manifest.json  every derived file: the generation's counts (rows, dead, names_bytes), its token
+                   and dim, and each shared copy's file with its token (copies/<name>.<id>.arrow)
     g<n>.ids       int64 per row: the chunk id
-    g<n>.stamps    int64 per row: the chunk's indexed_at (µs) times 2, plus 1 when it has its vector
+    g<n>.present   uint8 per row: 1 when the chunk has its vector
     g<n>.paths     int32 per row: its file key, an index into g<n>.names
     g<n>.langs     int32 per row: its language, an index into g<n>.names (-1: none)
     g<n>.f32       float32 (rows, dim): the vectors, L2-normalised (zeros: a chunk without one yet)
@@ -17,7 +18,8 @@ Layout, in `<db>.vectors/<collection>/` (`g<n>` is the generation, new at each c
     g<n>.bits      uint8 (rows, dim / 8): the sign bits of the rotated vectors, the first pass of a large scan
     g<n>.dead      int64: tombstones, the rows whose chunk left the index
     g<n>.names     NUL-terminated UTF-8 strings (paths and languages never hold a NUL)
-    lock           flock: exclusive while patching, shared while opening a generation
+    lock           flock: exclusive while patching or listing a copy, shared while opening a generation
+    copies/        the shared copies' files (copies.py): each new, never changed, listed by the manifest
 
 Ordering and recovery. DuckDB commits first; the sidecar follows, patched by the first process
 that reads at the new token (a writer never touches it, so a writer killed anywhere leaves it
@@ -37,26 +39,27 @@ at the reader's snapshot, after any sequence of writes and kills.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from sai.store.dirs import replace_synced
 from sai.store.duckdb.rows import matrix_of
+from sai.store.locks import EXCLUSIVE, SHARED, FileLock
 
-FORMAT = 2  # the layout above; a manifest of another format is rebuilt
+FORMAT = 3  # the layout above, the shared copies' included; a manifest of another format is rebuilt
 COMPACT_MIN_DEAD = 50_000  # tombstones are cheap below this many: a compaction rewrites every row
 COMPACT_DEAD_SHARE = 0.25  # and above this share of the rows (scans pay for dead rows)
 _COPY_ROWS = 65_536  # rows copied per step of a compaction (bounds its memory)
 _DAMAGED = (ValueError, OSError)  # what mapping a file shorter than its manifest's counts raises
-_COLUMNS = {"ids": np.int64, "stamps": np.int64, "paths": np.int32, "langs": np.int32}
+_COLUMNS = {"ids": np.int64, "present": np.uint8, "paths": np.int32, "langs": np.int32}
 _ROTATION_SEED = 20_260_101  # any fixed seed: the rotation is stored with the codes it made
 
 
@@ -64,7 +67,7 @@ class VectorSource(Protocol):
     """What the sidecar reads from the index (chunk_reads.ChunkReads): a snapshot of one lease."""
 
     def vector_batches(self, ids: np.ndarray | None) -> Iterator[pa.RecordBatch]:
-        """id, stamp, path, language, embedding (null: none yet) of these chunks (None: all)."""
+        """id, present, path, language, embedding (null: none yet) of these chunks (None: all)."""
         ...
 
     def touched_since(self, token: str) -> np.ndarray | None:
@@ -74,13 +77,17 @@ class VectorSource(Protocol):
 
 @dataclass(frozen=True)
 class Manifest:
-    generation: int
+    """Every derived file of the directory: the vector files of one generation (their counts) and
+    each shared copy's file (copies.py), with the token each holds."""
+
+    generation: int  # 0: no vector file yet
     token: str
     origin: str  # the collection's created_at: a new collection under the same path starts over
     dim: int
     rows: int
     dead: int
     names_bytes: int
+    copies: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (file in copies/, token)
 
     @classmethod
     def read(cls, path: Path) -> Manifest | None:
@@ -88,7 +95,7 @@ class Manifest:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.pop("format", None) != FORMAT:
                 return None
-            return cls(**data)
+            return cls(**data | {"copies": {k: (f, t) for k, (f, t) in data.get("copies", {}).items()}})
         except (OSError, ValueError, TypeError):
             return None  # missing or damaged: rebuilt from the index
 
@@ -103,7 +110,7 @@ class View:
     token: str
     dead: np.ndarray  # int64: the tombstoned rows, in the order they were tombstoned
     ids: np.ndarray  # int64 per row (dead rows included)
-    stamps: np.ndarray
+    flags: np.ndarray  # uint8 per row: 1 when it has its vector
     path_of: np.ndarray  # int32 per row, into names
     language_of: np.ndarray  # int32 per row, into names, -1 for none
     matrix: np.ndarray  # float32 (rows, dim), memory-mapped
@@ -133,12 +140,12 @@ class Sidecar:
 
         Opening holds the lock shared (a compaction removes old generations under it); a patch
         holds it exclusively, so the readers of other processes wait for one patch, not make their own."""
-        with self.locked(fcntl.LOCK_SH):
+        with self.locked(SHARED):
             held = Manifest.read(self.manifest_path)
             if _matches(held, token, origin, dim):
                 with contextlib.suppress(*_DAMAGED):  # files shorter than the manifest says: rebuilt below
                     return self._open(held)  # type: ignore[arg-type]
-        with self.locked(fcntl.LOCK_EX):
+        with self.locked(EXCLUSIVE):
             held = Manifest.read(self.manifest_path)  # another process may have patched it meanwhile
             if _matches(held, token, origin, dim):
                 with contextlib.suppress(*_DAMAGED):
@@ -171,9 +178,9 @@ class Sidecar:
         if dead is not None:
             live = np.ones(m.rows, dtype=bool)
             live[dead] = False
-        present = (np.asarray(cols["stamps"]) & 1).astype(bool)
+        present = np.asarray(cols["present"]).astype(bool)
         return View(token=m.token, dead=dead if dead is not None else np.zeros(0, np.int64), ids=cols["ids"],
-                    stamps=cols["stamps"],
+                    flags=cols["present"],
                     path_of=cols["paths"], language_of=cols["langs"], matrix=matrix, bits=bits,
                     rotation=self._rotation(m), live=live, present=None if present.all() else present,
                     names=self._names(m))
@@ -224,7 +231,8 @@ class Sidecar:
         old = Manifest.read(self.manifest_path)
         generation = (old.generation + 1) if old else 1
         self.dir.mkdir(parents=True, exist_ok=True)
-        fresh = Manifest(generation, "", origin, dim, 0, 0, 0)
+        kept = old.copies if old is not None and _same_index(old, origin, dim) else {}  # copies follow the log
+        fresh = Manifest(generation, "", origin, dim, 0, 0, 0, kept)
         for stale in self.dir.glob(f"g{generation}.*"):  # a killed rebuild's, or the copies of a lost manifest
             stale.unlink(missing_ok=True)
         if dim:
@@ -242,17 +250,48 @@ class Sidecar:
         for stale in self.dir.glob("g*.*"):  # older generations: their readers keep their maps
             if not stale.name.startswith(f"g{generation}."):
                 stale.unlink(missing_ok=True)
+        self._sweep(done)
         return done
+
+    # -- the shared copies' files (copies.py) ---------------------------------------------------
+
+    def copy_file(self, name: str) -> tuple[Path, str] | None:
+        """The file the manifest lists for the shared copy `name`, and the token it holds."""
+        held = Manifest.read(self.manifest_path)
+        entry = held.copies.get(name) if held is not None else None
+        return (self.dir / "copies" / entry[0], entry[1]) if entry else None
+
+    def add_copy(self, name: str, token: str, write: Callable[[BinaryIO], object], *, origin: str, dim: int) -> Path:
+        """Write a new file for the shared copy `name` at `token` and list it in the manifest in
+        place of the old one, which goes (a process that mapped it keeps its pages). No file is
+        changed in place: one killed before the listing leaves an unlisted file, swept here."""
+        with self.locked(EXCLUSIVE):
+            held = Manifest.read(self.manifest_path)
+            if held is None or not _same_index(held, origin, dim):
+                held = Manifest(0, "", origin, dim, 0, 0, 0)  # no vector file yet (or another index's)
+            path = self.dir / "copies" / f"{name}.{uuid.uuid4().hex[:12]}.arrow"
+            path.parent.mkdir(exist_ok=True)
+            with open(path, "wb") as out:
+                write(out)
+                out.flush()
+                os.fsync(out.fileno())
+            listed = replace(held, copies=held.copies | {name: (path.name, token)})
+            listed.write(self.manifest_path)
+            self._sweep(listed)
+        return path
+
+    def _sweep(self, listed: Manifest) -> None:
+        """Remove the copies' files the manifest does not list (replaced, or a killed writer's)."""
+        files = {file for file, _ in listed.copies.values()}
+        for path in (self.dir / "copies").glob("*"):
+            if path.name not in files:
+                path.unlink(missing_ok=True)
 
     @contextlib.contextmanager
     def locked(self, mode: int) -> Iterator[None]:
         self.dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            fcntl.flock(fd, mode)
+        with FileLock(self.dir / "lock").hold(mode):
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
 
 class _Appender:
@@ -292,7 +331,7 @@ class _Appender:
             if column.null_count:
                 matrix[~column.is_valid().to_numpy(zero_copy_only=False)] = 0.0  # a null's slots hold anything
         self._append(batch.column("id").to_numpy().astype(np.int64),
-                     batch.column("stamp").to_numpy().astype(np.int64),
+                     batch.column("present").to_numpy(zero_copy_only=False).astype(np.uint8),
                      self._codes(batch.column("path").to_pylist()),
                      self._codes(batch.column("language").to_pylist()), matrix)
 
@@ -305,13 +344,13 @@ class _Appender:
 
     def add_rows(self, view: View, rows: np.ndarray) -> None:
         """Rows of another generation whose names add_names copied (a compaction)."""
-        self._append(view.ids[rows], np.asarray(view.stamps[rows]), np.asarray(view.path_of[rows]),
+        self._append(view.ids[rows], np.asarray(view.flags[rows]), np.asarray(view.path_of[rows]),
                      np.asarray(view.language_of[rows]), np.asarray(view.matrix[rows]))
 
-    def _append(self, ids: np.ndarray, stamps: np.ndarray, paths: np.ndarray, langs: np.ndarray,
+    def _append(self, ids: np.ndarray, present: np.ndarray, paths: np.ndarray, langs: np.ndarray,
                 matrix: np.ndarray) -> None:
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        for name, values in (("ids", ids), ("stamps", stamps), ("paths", paths), ("langs", langs)):
+        for name, values in (("ids", ids), ("present", present), ("paths", paths), ("langs", langs)):
             self.files[name].write(np.ascontiguousarray(values, _COLUMNS[name]).tobytes())
         self.files["f32"].write(matrix.tobytes())
         if self.rotation is not None:
@@ -345,7 +384,8 @@ class _Appender:
             f.flush()
             os.fsync(f.fileno())
             f.close()
-        done = Manifest(self.m.generation, token, self.m.origin, self.m.dim, self.rows, self.dead, self.names_bytes)
+        done = Manifest(self.m.generation, token, self.m.origin, self.m.dim, self.rows, self.dead, self.names_bytes,
+                        self.m.copies)
         done.write(self.sidecar.manifest_path)
         return done
 

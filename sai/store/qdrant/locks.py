@@ -17,7 +17,6 @@ stops at its next change instead of interleaving with the new holder.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -32,6 +31,7 @@ from pathlib import Path
 from qdrant_client import models
 
 from sai.errors import StoreError, StoreLockedError
+from sai.store.locks import EXCLUSIVE, FileLock
 from sai.store.qdrant import points as qp
 from sai.store.qdrant.client import Client
 
@@ -61,29 +61,19 @@ class LocalLock:
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
         try:
-            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            held = FileLock(self.file, writes=True).take(EXCLUSIVE, timeout_s=self.timeout_s, poll_s=POLL_S)
         except OSError as exc:
             raise StoreError(f"cannot open the writer lock {self.file}: {exc.strerror}; "
                              "check the permissions of qdrant.path") from exc
+        if held is None:
+            raise self.locked(self._holder())
         try:
-            self._take(fd)
             started = datetime.now(UTC).strftime("%H:%M:%S UTC")
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps({"holder": this_process(), "since": started}).encode(), 0)
+            os.ftruncate(held.fd, 0)
+            os.pwrite(held.fd, json.dumps({"holder": this_process(), "since": started}).encode(), 0)
             yield
         finally:
-            os.close(fd)  # closing the file releases the lock
-
-    def _take(self, fd: int) -> None:
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise self.locked(self._holder()) from None
-                time.sleep(POLL_S)
+            held.release()
 
     def _holder(self) -> str:
         try:

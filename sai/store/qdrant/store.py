@@ -168,11 +168,6 @@ class QdrantReader(IndexReader):
     def meta(self) -> dict[str, str]:
         return self.store._meta()
 
-    def run_finished(self) -> bool:
-        """The sparse vectors are written with their points; what a run leaves to finish is its
-        `run_state`, recorded by finish_run."""
-        return self.has_index() and self.meta().get("run_state") == "finished"
-
     def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
         if keys is not None and not keys:
             return {}
@@ -319,11 +314,11 @@ class QdrantWriter(QdrantReader, IndexWriter):
 
     def _changing(self) -> None:
         """Before each change of chunks: the lease still ours; before the first, a new token
-        (readers drop their tables) and the run marked unfinished."""
+        (readers drop their tables)."""
         if isinstance(self.lock, ServerLease):
             self.lock.check()
         if not self.dirty and self.has_index():
-            self.set_meta({"token": uuid.uuid4().hex, "run_state": "writing"})
+            self.set_meta({"token": uuid.uuid4().hex})
         self.dirty = True
 
     def end(self) -> None:
@@ -345,7 +340,7 @@ class QdrantWriter(QdrantReader, IndexWriter):
         self.client.call("create_collection", self.store.files_name, vectors_config={})
         self.client.index_field(self.store.files_name, "key")
         values = {k: str(v) for k, v in meta.__dict__.items()}
-        self.set_meta(values | {"created_at": _now(), "token": uuid.uuid4().hex, "run_state": "finished"})
+        self.set_meta(values | {"created_at": _now(), "token": uuid.uuid4().hex})
 
     def _drop_collections(self) -> None:
         for name in (self.name, self.store.files_name):
@@ -407,10 +402,6 @@ class QdrantWriter(QdrantReader, IndexWriter):
 
     def _delete(self, collection: str, filter_: models.Filter) -> None:
         self.client.call("delete", collection, points_selector=models.FilterSelector(filter=filter_))
-
-    def finish_run(self) -> None:
-        if self.has_index() and self.meta().get("run_state") != "finished":
-            self.set_meta({"run_state": "finished"})
 
 
 def _chunk_point(point: int, chunk: NewChunk, vector: np.ndarray) -> models.PointStruct:
