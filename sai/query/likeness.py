@@ -94,14 +94,19 @@ def candidates(
 
 
 def _text_shapes(rows: list[ChunkRow]) -> tuple[np.ndarray, np.ndarray]:
-    """The rows' shape signatures and element counts read from their texts, as the index stores them."""
-    sigs, sizes, _ = shape.signatures([shape.signature(r.text, r.language, kind=r.kind) for r in rows])
+    """The rows' shape signatures and element counts read from their texts."""
+    sigs, sizes, _ = shape.signatures([_stored_shape(r) for r in rows])
     return sigs, sizes
 
 
 def chunk_signature(row: ChunkRow) -> np.ndarray | None:
-    """A stored chunk's shape read from its text (what the index stores for it)."""
-    return signature_of(shape.signature(row.text, row.language, kind=row.kind))
+    """A stored chunk's shape read from its text."""
+    return signature_of(_stored_shape(row))
+
+
+def _stored_shape(row: ChunkRow) -> bytes:
+    """What the index stores as a chunk's shape (sai/indexing/prepare.py), from its text."""
+    return shape.signature(row.text, row.language, kind=row.kind)
 
 
 def _signature(target: Target, language: str | None) -> np.ndarray | None:
