@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import ssl
 import threading
 import time
 from collections.abc import Sequence
@@ -25,6 +27,13 @@ _wait = time.sleep  # between attempts (a test records the schedule through it)
 _TRANSIENT = (
     ConnectionError, httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError
 )
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's verifying TLS context, built once a process: building one reads the CA bundle (60-80 ms),
+    and each thread's client would build its own."""
+    return httpx.create_ssl_context()
 
 
 class OllamaEmbedder:
@@ -64,7 +73,7 @@ class OllamaEmbedder:
     def _client(self) -> ollama.Client:
         client = getattr(self._local, "client", None)
         if client is None:
-            client = self._local.client = ollama.Client(host=self.url, timeout=self.timeout_s)
+            client = self._local.client = ollama.Client(host=self.url, timeout=self.timeout_s, verify=_tls())
         return client
 
     @property

@@ -22,6 +22,7 @@ from vector_stores import (
     assert_same,
     exact_top,
     manifest_of,
+    stored_vectors,
     subprocess_env,
     unit_queries,
 )
@@ -288,16 +289,17 @@ def test_the_two_pass_scan_searches_only_live_rows_of_the_filtered_subset(
             live = set(table.ids[table.live].tolist())
             scope = {f"src/f{n}.py" for n in range(0, 40, 3)}  # 140 rows: still two passes
             in_scope = {int(i) for i, p in zip(table.ids, table.path_of, strict=True) if table.paths[p] in scope}
+            stored = stored_vectors(db)
             for q in unit_queries():
                 hits = table.nearest(q, 3)
                 assert len(hits) == 3 and {i for i, _ in hits} <= live  # never a dead row
                 assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
-                exact = dict(exact_top(db, q, 400))
+                exact = dict(exact_top(stored, q, 400))
                 assert all(abs(exact[i] - s) < 1e-5 for i, s in hits)  # scored exactly
                 found = table.nearest(q, 2, mask=table.mask(paths=scope))
                 assert len(found) == 2 and {i for i, _ in found} <= (in_scope & live)
                 small = {"src/f5.py", "src/f6.py"}  # fewer rows than the first pass hands on: exact
-                assert_same(table.nearest(q, 5, mask=table.mask(paths=small)), exact_top(db, q, 5, paths=small))
+                assert_same(table.nearest(q, 5, mask=table.mask(paths=small)), exact_top(stored, q, 5, paths=small))
     finally:
         store.close()
 

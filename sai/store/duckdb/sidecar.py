@@ -39,6 +39,7 @@ at the reader's snapshot, after any sequence of writes and kills.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import uuid
@@ -422,11 +423,15 @@ def _map(path: Path, kind: type, shape: tuple[int, ...]) -> np.ndarray:
     return np.memmap(path, dtype=kind, mode="r", shape=shape)
 
 
+@functools.cache  # a QR of 384 x 384 takes 0.03-1.4 s, as loaded cores slow OpenBLAS's threads
 def random_rotation(dim: int) -> np.ndarray:
-    """A (dim, dim) orthogonal matrix, the same for a dimension on a machine (QR of a seeded Gaussian)."""
+    """A (dim, dim) orthogonal matrix, the same for a dimension on a machine (QR of a seeded Gaussian);
+    read-only, computed once a process."""
     gaussian = np.random.default_rng(_ROTATION_SEED).standard_normal((dim, dim))
     q, r = np.linalg.qr(gaussian)
-    return (q * np.sign(np.diag(r))).astype(np.float32)  # the signs make it uniformly random
+    rotation = (q * np.sign(np.diag(r))).astype(np.float32)  # the signs make it uniformly random
+    rotation.setflags(write=False)
+    return rotation
 
 
 def _write_synced(path: Path, data: bytes) -> None:
