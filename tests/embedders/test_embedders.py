@@ -331,6 +331,7 @@ AGREEMENT_TEXTS = [
 ]
 
 
+@pytest.mark.slow  # imports torch (~15 s); the slow tier, run by CI on Python 3.11
 def test_local_vectors_agree_with_sentence_transformers(local_embedder):
     st = pytest.importorskip("sentence_transformers", reason="the reference runtime is not installed")
     from sai.embedders.minilm import model_dir

@@ -117,7 +117,7 @@ def test_cli_search_takes_language_and_path_glob(
     assert code == 0 and {h["path"] for h in json.loads(out)["hits"]} == {"gen/mod_003.py"}
 
 
-@pytest.mark.parametrize("refreshes", [12, pytest.param(50, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("refreshes", [6, pytest.param(50, marks=pytest.mark.slow)])
 def test_after_many_refreshes_searches_stay_exact(
     indexed: Path, tmp_path: Path, ollama_server: OllamaStandIn, refreshes: int
 ) -> None:

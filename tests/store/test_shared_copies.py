@@ -114,14 +114,17 @@ def test_a_process_at_a_later_token_patches_the_mapped_copies(
         later.close()
 
 
+# 6 writes in the fast tier (a compaction and a deletion among them), 12 in the slow
+@pytest.mark.parametrize("writes", [6, pytest.param(12, marks=pytest.mark.slow)])
 def test_copies_follow_writes_compactions_and_deletions_as_copies_read_whole(
-        db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        db: Path, monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
     monkeypatch.setattr(copies, "PATCH_SHARE", 0.25)
-    monkeypatch.setattr("sai.store.duckdb.sidecar.COMPACT_MIN_DEAD", 30)
+    monkeypatch.setattr("sai.store.duckdb.sidecar.COMPACT_MIN_DEAD", 10)
+    monkeypatch.setattr("sai.store.duckdb.sidecar.COMPACT_DEAD_SHARE", 0.1)
     store = build_worded(db)
     rng = np.random.default_rng(8)
     try:
-        for n in range(12):
+        for n in range(writes):
             with store.write() as writer:
                 writer.replace_files(*worded_chunks(f"src/f{rng.integers(0, 20)}.py", int(rng.integers(1, 7)), 500 + n))
             if n % 4 == 3:  # deleted under a process that mapped them
