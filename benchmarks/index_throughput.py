@@ -69,6 +69,7 @@ class TimingEmbedder:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
+        self.served = inner.served
         self.record = record
         self.recorded: dict[str, np.ndarray] = {}
         self.reset()

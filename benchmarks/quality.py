@@ -86,7 +86,7 @@ class CachedEmbedder:
         from sai.embedders.local import LocalEmbedder
 
         self.inner = LocalEmbedder(model=model, cache_dir=cache / "model")
-        self.name, self.model, self.prefix_style = "local", self.inner.model, "none"
+        self.name, self.model, self.prefix_style, self.served = "local", self.inner.model, "none", False
         self.path = cache / f"vectors-{self.model}.npz"
         self.vectors: dict[str, np.ndarray] = {}
         if self.path.is_file():

@@ -24,6 +24,10 @@ class Embedder(Protocol):
 
     name: str
     model: str
+    # the model runs in a server (Ollama), not in this process: embedding while the indexer reads
+    # and writes costs this process little, so a first index run embeds beside its first stage
+    # (sai/indexing/run.py)
+    served: bool
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors (n, d) for stored chunks or code snippets (passage prefix)."""

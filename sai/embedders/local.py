@@ -41,6 +41,7 @@ class LocalEmbedder:
     """Vectors from the bundled all-MiniLM-L6-v2; the model loads on first use."""
 
     name = "local"
+    served = False
 
     def __init__(
         self, *, model: str = MODEL_NAME, prefix_style: PrefixStyle = "none", batch_size: int | None = None,

@@ -40,6 +40,7 @@ class OllamaEmbedder:
     """Vectors from a model served by Ollama, through the official `ollama` client."""
 
     name = "ollama"
+    served = True
 
     def __init__(
         self,

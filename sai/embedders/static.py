@@ -33,6 +33,7 @@ class StaticEmbedder:
     """Vectors from the static table; the table loads (or is built) on first use."""
 
     name = "local"
+    served = False
     model = MINILM_STATIC
     # texts per round of the indexer's stoppable embedding (sai/embedders/stoppable.py): a round
     # of 1,024 chunks takes well under a second here, where MiniLM's rounds are 16 to 32

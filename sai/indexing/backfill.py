@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 
 import numpy as np
@@ -90,8 +90,12 @@ class Backfill:
     vector from `copy_vectors` at the end (docs/design.md, "Incremental indexing")."""
 
     def __init__(self, store: Store, embedder: Embedder, *, check: Check,
-                 progress: Callable[[IndexProgress], None] | None = None, resumed: bool = True) -> None:
+                 progress: Callable[[IndexProgress], None] | None = None, resumed: bool = True,
+                 sent: Sequence[tuple[list[str], Future[np.ndarray]]] = ()) -> None:
         self.store = store
+        # texts the run's first stage sent to the embedder whose vectors were not back when it
+        # wrote their chunks (indexing/run.py), with their vectors to come
+        self.sent = list(sent)
         self.resumed = resumed  # a killed run's texts may wait (else only the caller's run stored any)
         self.embedder = embedder
         self.check = check
@@ -116,6 +120,7 @@ class Backfill:
         self._copies = [item.content_hash for item in waiting if item.chunks > 1]
         if waiting:
             self._report()
+        waiting = self._take_sent(waiting)
         in_flight: deque[tuple[list[Pending], Future[np.ndarray]]] = deque()
         with embedding_thread(self.embedder) as embedding:
             try:
@@ -136,6 +141,19 @@ class Backfill:
                     future.cancel()
         return self.embedded
 
+    def _take_sent(self, waiting: list[Pending]) -> list[Pending]:
+        """Take the vectors of the texts the first stage sent, in order as they come back (the
+        embedder is on them already); returns the texts still waiting. A failed call's texts
+        are embedded again with the rest, which reports the failure."""
+        by_hash = {item.content_hash: item for item in waiting}
+        for hashes, future in self.sent:
+            if future.exception() is not None:
+                continue
+            rows = [k for k, digest in enumerate(hashes) if digest in by_hash]
+            self._take([by_hash.pop(hashes[k]) for k in rows], _done(future.result()[rows]))
+        self.sent = []
+        return [item for item in waiting if item.content_hash in by_hash]
+
     def _finish(self) -> None:
         self._copy(self._copies)
         with self.store.write() as writer:
@@ -153,9 +171,7 @@ class Backfill:
                 ) -> tuple[list[Pending], Future[np.ndarray]]:
         found = [item for item in group if item.first_id in texts]  # a text gone since (its file changed) needs none
         if not found:
-            nothing: Future[np.ndarray] = Future()
-            nothing.set_result(np.zeros((0, 0), dtype=np.float32))
-            return found, nothing
+            return found, _done(np.zeros((0, 0), dtype=np.float32))
         return found, embedding.submit([texts[item.first_id] for item in found])
 
     def _take(self, group: list[Pending], future: Future[np.ndarray]) -> None:
@@ -183,3 +199,9 @@ class Backfill:
     def _report(self) -> None:
         if self.progress is not None:
             self.progress(IndexProgress("embedding", chunks_embedded=self.embedded, chunks_to_embed=self.total))
+
+
+def _done(vectors: np.ndarray) -> Future[np.ndarray]:
+    future: Future[np.ndarray] = Future()
+    future.set_result(vectors)
+    return future

@@ -36,6 +36,9 @@ IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one bein
 WRITE_CHUNKS = 4096
 IN_FLIGHT_LARGE = 16
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
+# A deferred run beside a served model: texts at the embedder not yet back, at most; the texts of
+# a batch past it wait for the second stage, so a slow server never holds the tree's text here
+SENT_MAX = 8192
 
 Progress = Callable[[IndexProgress], None]
 log = logging.getLogger(__name__)
@@ -71,6 +74,8 @@ class Run:
     def __init__(self, project: Project, *, progress: Progress | None = None, deferred: bool = False) -> None:
         self.project = project
         self.deferred = deferred  # write chunks now, their vectors later (Backfill)
+        self.beside = False  # deferred, with a served model: embed beside the first stage (process)
+        self.late: list[tuple[list[str], Future[np.ndarray]]] = []  # sent, not back when written
         self.config = project.config
         self.progress = progress
         self.counts = Counts()
@@ -140,7 +145,8 @@ class Run:
             self.counts.unchanged += count
             return
         for chunk, digest in zip(item.chunks, item.hashes, strict=True):
-            if not self.deferred and digest not in self.requested and not (self.merge and digest in self.known):
+            if (not self.deferred or self.beside) and digest not in self.requested \
+                    and not (self.merge and digest in self.known):
                 batch.texts[digest] = chunk.text
                 self.requested.add(digest)
         batch.files.append(item)
@@ -169,9 +175,16 @@ class Run:
         self._take_vectors(hashes, vectors)
 
     def write(self, batches: list[Batch]) -> None:
-        """Wait for the batches' vectors, then write them in one transaction."""
+        """Wait for the batches' vectors, then write them in one transaction; a deferred run
+        waits for none: what is not back yet is the second stage's (`late`)."""
         for batch in batches:
-            if batch.vectors is not None:
+            if batch.vectors is None:
+                continue
+            if self.deferred and not batch.vectors.done():
+                self.late.append((list(batch.texts), batch.vectors))
+            elif self.deferred and batch.vectors.exception() is not None:
+                self.beside = False  # the second stage embeds these and reports what failed
+            else:
                 with self.stats.timing("embed_wait"):
                     vectors = batch.vectors.result()
                 self._take_vectors(list(batch.texts), vectors)
@@ -247,7 +260,9 @@ class Run:
         """
         texts = {digest: chunk.text for item in batch for chunk, digest in zip(item.chunks, item.hashes, strict=True)
                  if digest not in self.fresh}
-        vectors = {**writer.vectors_by_hash(list(texts)), **self.fresh}
+        # asked of the index: only a text it may hold (a first build's new text cannot be there)
+        asked = [digest for digest in texts if self._known is None or digest in self._known or digest in self.requested]
+        vectors = {**writer.vectors_by_hash(asked), **self.fresh}
         lost = {digest: text for digest, text in texts.items() if digest not in vectors}
         if lost and not self.deferred:  # a deferred run embeds every text without a vector next
             log.debug("embedding %d chunk(s) whose stored copy this run replaced", len(lost))
@@ -278,8 +293,15 @@ class Run:
             pool.close()
 
     def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
-        """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones."""
+        """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones.
+
+        A deferred run whose model is served elsewhere (Ollama) sends each batch's new texts to it
+        all the same and writes a batch with the vectors already back: a remote model keeps up
+        with the first stage, and its vectors then cost no second pass (the second stage takes
+        the rest). A model in this process would take the cores the first stage runs on, and
+        delay the first answer: its texts wait for the second stage."""
         self.merge = len(sources) >= POOL_MIN_FILES
+        self.beside = self.deferred and self.project.embedder.served
         in_flight: deque[Batch] = deque()
         with embedding_thread(self.project.embedder) as embedding:
             try:
@@ -298,9 +320,14 @@ class Run:
         """Embed the texts stored without a vector (this run's and any a killed run left): when
         none waited as the run began, those are this run's, known without reading every chunk."""
         if self.complete and not self.stored_pending:
+            if self.wrote and not self.meta:  # a first build whose vectors all came with their chunks
+                with self.project.store.write() as writer:
+                    writer.mark_vectors_complete()
             return
         self.counts.embedded += Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
-                                         progress=self.progress, resumed=not self.complete).run()
+                                         progress=self.progress, resumed=not self.complete,
+                                         sent=self.late).run()
+        self.late = []
 
     def _pump(self, prepared: Iterator[Prepared], embedding: EmbeddingThread, in_flight: deque[Batch],
               total: int) -> list[tuple[str, str]]:
@@ -325,6 +352,9 @@ class Run:
         """Send the batch's new text to the embedder; write the oldest batches beyond `depth`."""
         if depth is None:
             depth = IN_FLIGHT_LARGE if self.merge else IN_FLIGHT
+        if batch.texts and self.deferred and (not self.beside or self._sent(in_flight) + len(batch.texts) > SENT_MAX):
+            self.requested.difference_update(batch.texts)  # stored without a vector: the second stage's
+            batch.texts = {}
         if batch.texts and not self.merge:
             self._reuse_stored(batch)
         if batch.texts:
@@ -336,10 +366,15 @@ class Run:
             # Each transaction costs a checkpoint (~0.1-0.3 s): a large run writes the batches
             # whose vectors are already in together, up to WRITE_CHUNKS chunks.
             while (self.merge and in_flight and chunks + in_flight[0].chunks <= WRITE_CHUNKS
-                   and (in_flight[0].vectors is None or in_flight[0].vectors.done())):
+                   and (self.deferred or in_flight[0].vectors is None or in_flight[0].vectors.done())):
                 chunks += in_flight[0].chunks
                 group.append(in_flight.popleft())
             self.write(group)
+
+    def _sent(self, in_flight: deque[Batch]) -> int:
+        """Texts at the embedder whose vectors are not back yet."""
+        return (sum(len(b.texts) for b in in_flight if b.vectors is not None and not b.vectors.done())
+                + sum(len(texts) for texts, vectors in self.late if not vectors.done()))
 
     def _reuse_stored(self, batch: Batch) -> None:
         """A run of a few files asks the index which of a batch's new texts it holds, and takes

@@ -18,7 +18,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
-from sai.store.duckdb.rows import int_list
+from sai.store.duckdb.rows import INTS, int_list
 
 KEPT = 256  # writes remembered: a copy further behind is read whole (and the log stays small)
 _SUFFIX = "__changes"
@@ -58,7 +58,7 @@ def touched(con: duckdb.DuckDBPyConnection, collection: str, *, since: str, unti
             return None
         at, seq = before[at]
         seqs.append(seq)
-    rows = con.execute(f"SELECT ids FROM {table} WHERE seq IN (SELECT unnest(CAST(?::VARCHAR AS BIGINT[])))",
+    rows = con.execute(f"SELECT ids FROM {table} WHERE seq IN {INTS}",
                        [int_list(seqs)]).fetchall()
     found = [np.asarray(ids, np.int64) for (ids,) in rows]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)

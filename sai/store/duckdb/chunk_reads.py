@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from sai.store.duckdb import changelog
 from sai.store.duckdb.postings import Postings
-from sai.store.duckdb.rows import arrow, chunk_cols, id_table, int_list, registered
+from sai.store.duckdb.rows import INTS, TEXTS, arrow, chunk_cols, id_table, int_list, registered, text_list
 from sai.store.symbols import SYMBOL_COLS, SymbolRow
 
 # Rows per Arrow batch a sidecar patch reads: a batch's vectors are copied a few times on their
@@ -91,13 +91,13 @@ class ChunkReads:
     def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]:
         """The symbol rows of every chunk of these files, by id."""
         return [tuple(r) for r in self.con.execute(
-            f"SELECT {SYMBOL_COLS} FROM {self.table} WHERE path IN (SELECT unnest(?::VARCHAR[])) ORDER BY id",
-            [sorted(files)]).fetchall()]
+            f"SELECT {SYMBOL_COLS} FROM {self.table} WHERE path IN {TEXTS} ORDER BY id",
+            [text_list(sorted(files))]).fetchall()]
 
     def files_of(self, ids: np.ndarray) -> set[str]:
         """The files of these chunk ids."""
-        rows = self.con.execute(f"SELECT DISTINCT path FROM {self.table} WHERE id IN "
-                                "(SELECT unnest(CAST(?::VARCHAR AS BIGINT[])))", [int_list(ids.tolist())]).fetchall()
+        rows = self.con.execute(f"SELECT DISTINCT path FROM {self.table} WHERE id IN {INTS}",
+                                [int_list(ids.tolist())]).fetchall()
         return {path for (path,) in rows}
 
     def lexicon_rows(self, ids: np.ndarray | None = None, *, after_termid: int = -1

@@ -9,7 +9,6 @@ copies every reader derives (copies.py), a Scope turned into the vector copy's r
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC
@@ -21,6 +20,7 @@ from sai.store.base import IndexReader, IndexSummary, Pending, Scope
 from sai.store.duckdb.copies import LEXICON, ROWS, SHAPES, SYMBOLS
 from sai.store.duckdb.rows import (
     CHUNK_COLS,
+    TEXTS,
     arrow,
     chunk_cols,
     chunk_rows_of,
@@ -28,6 +28,7 @@ from sai.store.duckdb.rows import (
     int_list,
     matrix_of,
     registered,
+    text_list,
 )
 from sai.store.duckdb.tables import VECTORS_COMPLETE, Connection
 from sai.store.duckdb.vectors import VectorTable
@@ -69,14 +70,13 @@ class DuckDBReader(IndexReader):
             rows = self.conn.con.execute(sql).fetchall()
         else:
             rows = self.conn.con.execute(
-                sql + " WHERE list_contains(json_extract_string(?::VARCHAR, '$[*]'), path)", [json.dumps(list(keys))]
-            ).fetchall()
+                sql + f" WHERE path IN {TEXTS}", [text_list(keys)]).fetchall()
         return {r[0]: FileRow(*r) for r in rows}
 
     def chunk_count(self, keys: list[str] | None = None) -> int:
         if keys is None:
             return self._one(f"SELECT count(*) FROM {self.table}")
-        return self._one(f"SELECT count(*) FROM {self.table} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys])
+        return self._one(f"SELECT count(*) FROM {self.table} WHERE path IN {TEXTS}", [text_list(keys)])
 
     def summary(self) -> IndexSummary:
         languages = self.conn.con.execute(f"SELECT language, count(*) FROM {self.table} WHERE language IS NOT NULL "
@@ -103,7 +103,7 @@ class DuckDBReader(IndexReader):
         if not hashes or not self.conn.has_vectors():
             return {}
         ids = [int(i) for (i,) in self.conn.con.execute(
-            f"SELECT id FROM {self.table} WHERE content_hash IN (SELECT unnest(?::VARCHAR[]))", [hashes]).fetchall()]
+            f"SELECT id FROM {self.table} WHERE content_hash IN {TEXTS}", [text_list(hashes)]).fetchall()]
         if not ids:
             return {}
         with self._among(sorted(ids)) as (where, params):

@@ -15,13 +15,18 @@ import duckdb
 import pyarrow as pa
 
 from sai.models import Reference
-from sai.store.duckdb.rows import registered
+from sai.store.duckdb.rows import INTS, TEXTS, int_list, registered, text_list
 
 _FIELDS = ("name", "kind", "line", "column", "qualifier", "module", "target", "unit", "unit_start", "unit_end",
            "unit_id", "language")
 _TYPES = (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.string(),
           pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string())
 _READ = "path, name, kind, line, col, qualifier, module, target, unit, unit_start, unit_end, unit_id, language"
+
+
+def _named(names: list[str]) -> list[object]:
+    """The parameters of `name_key IN {INTS} AND name IN {TEXTS}` for these names."""
+    return [int_list([name_key(n) for n in names]), text_list(names)]
 
 
 def name_key(name: str) -> int:
@@ -50,7 +55,7 @@ class References:
 
     def delete(self, keys: list[str]) -> None:
         if keys:
-            self.con.execute(f"DELETE FROM {self.table} WHERE path IN (SELECT unnest(?::VARCHAR[]))", [keys])
+            self.con.execute(f"DELETE FROM {self.table} WHERE path IN {TEXTS}", [text_list(keys)])
 
     def replace(self, by_key: dict[str, list[Reference]]) -> None:
         """The references of these files are these (a file mapped to [] has none now)."""
@@ -67,15 +72,14 @@ class References:
 
     def named(self, names: list[str]) -> list[Reference]:
         """Every use of one of these names, by path and position."""
-        return self._read("name_key IN (SELECT unnest(?::BIGINT[])) AND name IN (SELECT unnest(?::VARCHAR[]))",
-                          [[name_key(n) for n in names], names])
+        return self._read(f"name_key IN {INTS} AND name IN {TEXTS}", _named(names))
 
     def files_using(self, names: list[str]) -> dict[str, set[str]]:
         """The files holding a use of each name (name -> keys)."""
         out: dict[str, set[str]] = {name: set() for name in names}
         for name, path in self.con.execute(
-                f"SELECT DISTINCT name, path FROM {self.table} WHERE name_key IN (SELECT unnest(?::BIGINT[])) "
-                "AND name IN (SELECT unnest(?::VARCHAR[]))", [[name_key(n) for n in names], names]).fetchall():
+                f"SELECT DISTINCT name, path FROM {self.table} WHERE name_key IN {INTS} AND name IN {TEXTS}",
+                _named(names)).fetchall():
             out[name].add(path)
         return out
 

@@ -15,10 +15,10 @@ from sai.models import FileRow, IndexMeta, NewChunk, Reference
 from sai.store.base import IndexWriter
 from sai.store.duckdb import schema
 from sai.store.duckdb.reader import DuckDBReader
-from sai.store.duckdb.rows import registered, utc_now, vector_column
+from sai.store.duckdb.rows import TEXTS, registered, text_list, utc_now, vector_column
 from sai.store.duckdb.tables import VECTORS_COMPLETE
 
-_IN_KEYS = "path IN (SELECT unnest(?::VARCHAR[]))"
+_IN_KEYS = f"path IN {TEXTS}"  # bound: text_list(keys)
 
 
 class DuckDBWriter(DuckDBReader, IndexWriter):
@@ -37,7 +37,7 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         out: dict[str, list[str]] = {}
         if keys:
             for path, digest in self.conn.con.execute(
-                    f"SELECT path, content_hash FROM {self.table} WHERE {_IN_KEYS}", [keys]).fetchall():
+                    f"SELECT path, content_hash FROM {self.table} WHERE {_IN_KEYS}", [text_list(keys)]).fetchall():
                 out.setdefault(path, []).append(digest)
         return out
 
@@ -71,7 +71,7 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         if not keys:
             return 0
         removed = self._delete_chunks(keys)
-        self.conn.con.execute(f"DELETE FROM {self.conn.files_table} WHERE {_IN_KEYS}", [keys])
+        self.conn.con.execute(f"DELETE FROM {self.conn.files_table} WHERE {_IN_KEYS}", [text_list(keys)])
         return removed
 
     def set_vectors(self, hashes: list[str], vectors: np.ndarray, *, ids: tuple[int, int] | None = None) -> int:
@@ -111,10 +111,10 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         """Remove every chunk of these files, with its postings and the files' references."""
         if not keys:
             return 0
-        self.conn.postings.remove("SELECT unnest(?::VARCHAR[])", [keys])
+        self.conn.postings.remove(TEXTS, [text_list(keys)])
         if self.conn.has_references():
             self.conn.references.delete(keys)
-        return self.conn.touching(f"DELETE FROM {self.table} WHERE {_IN_KEYS} RETURNING id", [keys])
+        return self.conn.touching(f"DELETE FROM {self.table} WHERE {_IN_KEYS} RETURNING id", [text_list(keys)])
 
     def _insert_chunks(self, chunks: list[NewChunk], vectors: np.ndarray) -> None:
         """Insert these chunks, row-aligned with their vectors, under new ids, with their postings;
