@@ -28,6 +28,10 @@ class Embedder(Protocol):
     # and writes costs this process little, so a first index run embeds beside its first stage
     # (sai/indexing/run.py)
     served: bool
+    # cheap and pure enough to embed in the indexer's CPU stage, beside the chunking, in each
+    # worker process (the static table: ~0.2 ms a chunk): a first build then writes every chunk
+    # with its vector (sai/indexing/prepare.py)
+    with_chunks: bool
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors (n, d) for stored chunks or code snippets (passage prefix)."""

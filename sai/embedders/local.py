@@ -42,6 +42,7 @@ class LocalEmbedder:
 
     name = "local"
     served = False
+    with_chunks = False
 
     def __init__(
         self, *, model: str = MODEL_NAME, prefix_style: PrefixStyle = "none", batch_size: int | None = None,

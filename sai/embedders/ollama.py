@@ -41,6 +41,7 @@ class OllamaEmbedder:
 
     name = "ollama"
     served = True
+    with_chunks = False
 
     def __init__(
         self,

@@ -150,7 +150,7 @@ class Backfill:
             if future.exception() is not None:
                 continue
             rows = [k for k, digest in enumerate(hashes) if digest in by_hash]
-            self._take([by_hash.pop(hashes[k]) for k in rows], _done(future.result()[rows]))
+            self._take([by_hash.pop(hashes[k]) for k in rows], resolved(future.result()[rows]))
         self.sent = []
         return [item for item in waiting if item.content_hash in by_hash]
 
@@ -171,7 +171,7 @@ class Backfill:
                 ) -> tuple[list[Pending], Future[np.ndarray]]:
         found = [item for item in group if item.first_id in texts]  # a text gone since (its file changed) needs none
         if not found:
-            return found, _done(np.zeros((0, 0), dtype=np.float32))
+            return found, resolved(np.zeros((0, 0), dtype=np.float32))
         return found, embedding.submit([texts[item.first_id] for item in found])
 
     def _take(self, group: list[Pending], future: Future[np.ndarray]) -> None:
@@ -201,7 +201,8 @@ class Backfill:
             self.progress(IndexProgress("embedding", chunks_embedded=self.embedded, chunks_to_embed=self.total))
 
 
-def _done(vectors: np.ndarray) -> Future[np.ndarray]:
+def resolved(vectors: np.ndarray) -> Future[np.ndarray]:
+    """A future already holding these vectors."""
     future: Future[np.ndarray] = Future()
     future.set_result(vectors)
     return future

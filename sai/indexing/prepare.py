@@ -1,4 +1,5 @@
-"""The indexer's CPU stage: read a file, hash it, chunk it, build its rows (lexemes, shapes).
+"""The indexer's CPU stage: read a file, hash it, chunk it, build its rows (lexemes, shapes), and
+with an embedder cheap enough (`Embedder.with_chunks`: the static table), embed its chunks.
 
 `prepare` is a pure function of (file, config, stored hash), so it runs the same in this
 process or in a pool of worker processes (`PreparePool`): tree-sitter, the lexeme and shape
@@ -20,10 +21,13 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from sai.chunking import make_chunker
 from sai.chunking.base import Chunker, drop_noindex, strip_c_comments
 from sai.chunking.references import references
 from sai.config import Config
+from sai.embedders import Embedder, make_embedder
 from sai.models import Chunk, NewChunk, Reference, SourceFile, sha256_hex
 from sai.source import files
 from sai.source.languages import C_STYLE_COMMENTS, language_of
@@ -47,9 +51,11 @@ class Prepared:
     hashes: list[str] = field(default_factory=list)  # content hash of each chunk
     times: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     refs: list[Reference] = field(default_factory=list)  # the uses of names (index_references)
+    vectors: np.ndarray | None = None  # row-aligned with chunks, when the CPU stage embeds (with_chunks)
 
 
 _chunkers: dict[tuple[str, int], Chunker] = {}
+_embedders: dict[tuple[str, str], Embedder] = {}
 
 
 def _chunker(config: Config) -> Chunker:
@@ -59,8 +65,17 @@ def _chunker(config: Config) -> Chunker:
     return _chunkers[key]
 
 
-def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prepared:
-    """Read and (unless its text is the stored one) chunk a file and build its rows."""
+def _embedder(config: Config) -> Embedder:
+    key = (config.embedder, config.model)
+    if key not in _embedders:
+        _embedders[key] = make_embedder(config)
+    return _embedders[key]
+
+
+def prepare(source: SourceFile, config: Config, stored_hash: str | None, *,
+            embedder: Embedder | None = None) -> Prepared:
+    """Read and (unless its text is the stored one) chunk a file and build its rows, and with an
+    embedder its chunks' vectors."""
     out = Prepared(source)
     clock = time.perf_counter()
     try:
@@ -94,12 +109,18 @@ def prepare(source: SourceFile, config: Config, stored_hash: str | None) -> Prep
     out.times["shapes"], clock = now - clock, now
     if config.index_references:
         out.refs = references(text, language_of(source.key, text), out.chunks)
-        out.times["references"] = time.perf_counter() - clock
+        now = time.perf_counter()
+        out.times["references"], clock = now - clock, now
+    if embedder is not None and out.chunks:
+        out.vectors = embedder.embed_documents([c.text for c in out.chunks])
+        out.times["embed"] = time.perf_counter() - clock
     return out
 
 
-def prepare_many(tasks: list[tuple[SourceFile, str | None]], config: Config) -> list[Prepared]:
-    return [prepare(source, config, stored) for source, stored in tasks]
+def prepare_many(tasks: list[tuple[SourceFile, str | None]], config: Config, embed: bool) -> list[Prepared]:
+    """A worker's task; `embed`: with the vectors of the config's embedder (one a process)."""
+    embedder = _embedder(config) if embed else None
+    return [prepare(source, config, stored, embedder=embedder) for source, stored in tasks]
 
 
 def _init_worker(parent: int) -> None:
@@ -121,9 +142,10 @@ def _watch_parent(parent: int) -> None:
 class PreparePool:
     """Worker processes preparing files in order, a bounded number of tasks ahead."""
 
-    def __init__(self, config: Config, *, workers: int) -> None:
+    def __init__(self, config: Config, *, workers: int, embed: bool = False) -> None:
         self.config = config
         self.workers = workers
+        self.embed = embed
         self._executor = ProcessPoolExecutor(
             max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker, initargs=(os.getpid(),),
@@ -147,7 +169,7 @@ class PreparePool:
 
     def _submit(self, batch: list[tuple[SourceFile, str | None]]) -> Future[list[Prepared]]:
         with _sigint_blocked():  # submit() starts the workers
-            return self._executor.submit(prepare_many, batch, self.config)
+            return self._executor.submit(prepare_many, batch, self.config, self.embed)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

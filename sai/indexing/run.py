@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sai.errors import EmbedderError
-from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread
+from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread, resolved
 from sai.indexing.stage_times import StageTimes
 from sai.models import FileRow, IndexProgress, NewChunk, SourceFile
 from sai.project import Project, chunks_part
@@ -58,6 +58,7 @@ class Batch:
     files: list[Prepared] = field(default_factory=list)
     touched: list[FileRow] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)  # content hash -> text to embed
+    given: dict[str, np.ndarray] = field(default_factory=dict)  # content hash -> vector the CPU stage made
     chunks: int = 0
     vectors: Future[np.ndarray] | None = None
 
@@ -75,6 +76,7 @@ class Run:
         self.project = project
         self.deferred = deferred  # write chunks now, their vectors later (Backfill)
         self.beside = False  # deferred, with a served model: embed beside the first stage (process)
+        self.with_chunks = False  # the CPU stage embeds (an embedder `with_chunks`: process)
         self.late: list[tuple[list[str], Future[np.ndarray]]] = []  # sent, not back when written
         self.config = project.config
         self.progress = progress
@@ -144,8 +146,10 @@ class Run:
             batch.touched.append(FileRow(source.key, source.size, source.mtime_ns, item.file_hash, count))
             self.counts.unchanged += count
             return
+        if item.vectors is not None:
+            batch.given.update(zip(item.hashes, item.vectors, strict=True))
         for chunk, digest in zip(item.chunks, item.hashes, strict=True):
-            if (not self.deferred or self.beside) and digest not in self.requested \
+            if (not self.deferred or self.beside or item.vectors is not None) and digest not in self.requested \
                     and not (self.merge and digest in self.known):
                 batch.texts[digest] = chunk.text
                 self.requested.add(digest)
@@ -283,10 +287,11 @@ class Run:
 
         tasks = ((source, self._stored_hash(source)) for source in sources)
         if len(sources) < POOL_MIN_FILES or (os.cpu_count() or 1) < 2:
+            embedder = self.project.embedder if self.with_chunks else None
             for source, stored in tasks:
-                yield prepare(source, self.config, stored)
+                yield prepare(source, self.config, stored, embedder=embedder)
             return
-        pool = PreparePool(self.config, workers=os.cpu_count() or 2)
+        pool = PreparePool(self.config, workers=os.cpu_count() or 2, embed=self.with_chunks)
         try:
             yield from pool.map(tasks)
         finally:
@@ -299,9 +304,15 @@ class Run:
         all the same and writes a batch with the vectors already back: a remote model keeps up
         with the first stage, and its vectors then cost no second pass (the second stage takes
         the rest). A model in this process would take the cores the first stage runs on, and
-        delay the first answer: its texts wait for the second stage."""
+        delay the first answer: its texts wait for the second stage, unless it is cheap enough to
+        embed in the CPU stage itself (`with_chunks`: the static table), which then writes every
+        chunk with its vector."""
         self.merge = len(sources) >= POOL_MIN_FILES
-        self.beside = self.deferred and self.project.embedder.served
+        embedder = self.project.embedder
+        self.beside = self.deferred and embedder.served
+        self.with_chunks = embedder.with_chunks
+        if self.with_chunks:  # loads (or builds) the model once, here, before a worker needs it
+            self.check_vectors(["probe"], embedder.embed_documents(["vector_dim probe"]))
         in_flight: deque[Batch] = deque()
         with embedding_thread(self.project.embedder) as embedding:
             try:
@@ -352,13 +363,16 @@ class Run:
         """Send the batch's new text to the embedder; write the oldest batches beyond `depth`."""
         if depth is None:
             depth = IN_FLIGHT_LARGE if self.merge else IN_FLIGHT
-        if batch.texts and self.deferred and (not self.beside or self._sent(in_flight) + len(batch.texts) > SENT_MAX):
+        given = all(digest in batch.given for digest in batch.texts)  # the CPU stage embedded them
+        if batch.texts and self.deferred and not given \
+                and (not self.beside or self._sent(in_flight) + len(batch.texts) > SENT_MAX):
             self.requested.difference_update(batch.texts)  # stored without a vector: the second stage's
             batch.texts = {}
         if batch.texts and not self.merge:
             self._reuse_stored(batch)
         if batch.texts:
-            batch.vectors = embedding.submit(list(batch.texts.values()))
+            batch.vectors = (resolved(np.vstack([batch.given[digest] for digest in batch.texts])) if given
+                             else embedding.submit(list(batch.texts.values())))
         in_flight.append(batch)
         while len(in_flight) > depth:
             group = [in_flight.popleft()]

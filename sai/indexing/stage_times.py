@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 class StageTimes:
     """Seconds a run spent in each stage (cheap perf_counter sums).
 
-    read_chunk, lexemes, shapes and references are summed over files, so with worker processes they add up
+    read_chunk, lexemes, shapes, references and embed are summed over files, so with worker processes they add up
     the workers' time (more than the wall clock); embed_wait and write are what the writing
     thread waited; walk, close and warm fall outside the writes. Logged at debug level at the end of
     index() with the record's `stage_times` attribute set, for benchmarks/index_throughput.py.
@@ -23,6 +23,7 @@ class StageTimes:
     lexemes: float = 0.0
     shapes: float = 0.0  # shape signatures and the rest of row building
     references: float = 0.0  # the uses of names (index_references)
+    embed: float = 0.0  # embedding in the CPU stage (an embedder `with_chunks`)
     embed_wait: float = 0.0  # waiting for the embedder
     write: float = 0.0  # database writes
     close: float = 0.0  # closing the run's writer connection (DuckDB checkpoints the file)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures_tree import TREE, write_tree
+from fixtures_tree import TREE, many_functions, write_tree
 
 from sai.cli.commands import main
 from sai.config import load_config
@@ -25,6 +25,8 @@ from sai.embedders.onnx_model import open_session
 from sai.embedders.static import StaticEmbedder
 from sai.embedders.static_table import Recipe, _vocabulary, build, distill, table_file
 from sai.errors import EmbedderError
+from sai.indexing.indexer import index
+from sai.project import Project
 
 COMMONEST = 2500  # ids below: specials, [unused…], single characters, then the ~500 commonest words
 TEXTS = [
@@ -143,3 +145,25 @@ def test_an_index_built_with_the_static_model_is_searched_with_it_through_the_cl
     assert main(["--model", "all-MiniLM-L6-v2-int8", "--query-only", "--query", "x"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "built with model minilm-static" in err
+
+
+@pytest.mark.parametrize("files", [10, 200])  # prepared in this process; by the pool of worker processes
+def test_a_first_build_with_the_static_model_stores_every_chunk_with_its_vector_before_the_first_answer(
+    tmp_path: Path, xdg_cache: Path, monkeypatch: pytest.MonkeyPatch, static: StaticEmbedder, files: int,
+) -> None:
+    """The static table embeds in the indexer's CPU stage (`with_chunks`): no chunk waits for a
+    vector when the chunks are searchable, and each holds the vector the model gives its text."""
+    root = write_tree(tmp_path / "p", many_functions(2 * files, per_file=2))
+    (root / "sai-cfg.yml").write_text("embedder: local\nmodel: minilm-static\n", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg_cache))  # the worker processes inherit it
+    project = Project(load_config(flags={}, env={"XDG_CACHE_HOME": str(xdg_cache)}, cwd=root))
+    waiting: list[int] = []
+    try:
+        report = index(project, on_searchable=waiting.append)
+        with project.store.read() as reader:
+            rows, vectors, _ = reader.all_chunks()
+            texts = reader.texts_by_id([row.id for row in rows])
+    finally:
+        project.close()
+    assert waiting == [0] and report.chunks == len(rows) >= 2 * files
+    np.testing.assert_allclose(vectors, static.embed_documents([texts[row.id] for row in rows]), atol=1e-6)

@@ -80,7 +80,7 @@ class _InProcess:
 
     def __init__(self, config_root: Path) -> None:
         self.inner = make_embedder(load_config(flags={}, env={}, cwd=config_root))
-        self.name, self.model, self.served = self.inner.name, self.inner.model, False
+        self.name, self.model, self.served, self.with_chunks = self.inner.name, self.inner.model, False, False
         self.calls = 0
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

@@ -748,6 +748,7 @@ class _SignallingEmbedder:
 
     def __init__(self, inner: OllamaEmbedder) -> None:
         self.inner, self.name, self.model, self.served = inner, inner.name, inner.model, inner.served
+        self.with_chunks = inner.with_chunks
         self.calls = 0
         self.second_call = threading.Event()
 

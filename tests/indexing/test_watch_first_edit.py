@@ -27,6 +27,7 @@ class LoadsOnFirstUse:
 
     def __init__(self, inner: Embedder) -> None:
         self.inner, self.name, self.model, self.served = inner, inner.name, inner.model, inner.served
+        self.with_chunks = inner.with_chunks
         self._loaded = threading.Event()
 
     def _load(self) -> None:
