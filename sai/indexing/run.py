@@ -10,7 +10,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,10 @@ POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool
 # A deferred run beside a served model: texts at the embedder not yet back, at most; the texts of
 # a batch past it wait for the second stage, so a slow server never holds the tree's text here
 SENT_MAX = 8192
+# ...and waits for a batch's vectors while its waits stay under this share of its own working time:
+# a model that keeps up is written with the chunks (no second pass over them), a slow one delays
+# the first answer by a quarter at most (0.25 and 0.5 measured alike: docs/design.md)
+WAIT_SHARE = 0.25
 
 Progress = Callable[[IndexProgress], None]
 log = logging.getLogger(__name__)
@@ -78,6 +82,7 @@ class Run:
         self.beside = False  # deferred, with a served model: embed beside the first stage (process)
         self.with_chunks = False  # the CPU stage embeds (an embedder `with_chunks`: process)
         self.late: list[tuple[list[str], Future[np.ndarray]]] = []  # sent, not back when written
+        self._began = time.monotonic()  # process(): the first stage's clock, for WAIT_SHARE
         self.config = project.config
         self.progress = progress
         self.counts = Counts()
@@ -180,10 +185,14 @@ class Run:
 
     def write(self, batches: list[Batch]) -> None:
         """Wait for the batches' vectors, then write them in one transaction; a deferred run
-        waits for none: what is not back yet is the second stage's (`late`)."""
+        waits within WAIT_SHARE: what is not back by then is the second stage's (`late`)."""
         for batch in batches:
             if batch.vectors is None:
                 continue
+            if self.deferred and not batch.vectors.done():
+                with self.stats.timing("embed_wait"):
+                    working = time.monotonic() - self._began - self.stats.embed_wait
+                    wait([batch.vectors], timeout=max(0.0, WAIT_SHARE * working - self.stats.embed_wait))
             if self.deferred and not batch.vectors.done():
                 self.late.append((list(batch.texts), batch.vectors))
             elif self.deferred and batch.vectors.exception() is not None:
@@ -308,6 +317,7 @@ class Run:
         embed in the CPU stage itself (`with_chunks`: the static table), which then writes every
         chunk with its vector."""
         self.merge = len(sources) >= POOL_MIN_FILES
+        self._began = time.monotonic()
         embedder = self.project.embedder
         self.beside = self.deferred and embedder.served
         self.with_chunks = embedder.with_chunks
@@ -380,7 +390,7 @@ class Run:
             # Each transaction costs a checkpoint (~0.1-0.3 s): a large run writes the batches
             # whose vectors are already in together, up to WRITE_CHUNKS chunks.
             while (self.merge and in_flight and chunks + in_flight[0].chunks <= WRITE_CHUNKS
-                   and (self.deferred or in_flight[0].vectors is None or in_flight[0].vectors.done())):
+                   and (in_flight[0].vectors is None or in_flight[0].vectors.done())):
                 chunks += in_flight[0].chunks
                 group.append(in_flight.popleft())
             self.write(group)
