@@ -220,7 +220,7 @@ def latencies(project: Project, filters: dict[str, dict[str, str]], queries: int
 def recall(project: Project, url: str, count: int = 60) -> dict[str, float]:
     """recall@10 of the table's nearest() against an exact scan over the same live rows."""
     with project.store.read() as reader:
-        table = reader.conn.vector_table()  # type: ignore[attr-defined]
+        table = reader.vector_table()  # type: ignore[attr-defined]
     rng = np.random.default_rng(5)
     live = np.arange(len(table.ids)) if table.live is None else np.flatnonzero(table.live)
     picks = [np.asarray(table.matrix[r]) for r in rng.choice(live, count - len(QUERIES), replace=False)]
