@@ -69,7 +69,7 @@ class TimingEmbedder:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
-        self.served, self.with_chunks = inner.served, inner.with_chunks
+        self.with_chunks = inner.with_chunks
         self.record = record
         self.recorded: dict[str, np.ndarray] = {}
         self.reset()

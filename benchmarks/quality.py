@@ -86,8 +86,7 @@ class CachedEmbedder:
         from sai.embedders.local import LocalEmbedder
 
         self.inner = LocalEmbedder(model=model, cache_dir=cache / "model")
-        self.name, self.model, self.prefix_style, self.served = "local", self.inner.model, "none", False
-        self.with_chunks = False
+        self.name, self.model, self.prefix_style, self.with_chunks = "local", self.inner.model, "none", False
         self.path = cache / f"vectors-{self.model}.npz"
         self.vectors: dict[str, np.ndarray] = {}
         if self.path.is_file():

@@ -74,7 +74,6 @@ class HashEmbedder:
 
     name = "ollama"
     model = "nomic-embed-text"
-    served = False
     with_chunks = False
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

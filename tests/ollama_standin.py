@@ -43,8 +43,6 @@ class OllamaStandIn:
         self.bodies: list[dict[str, Any]] = []  # every /api/embed request body, as JSON
         self._failures: list[tuple[int, str]] = []
         self._stalls: list[float] = []
-        self._gate = threading.Event()  # embed requests wait while it is clear (hold / release)
-        self._gate.set()
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self.port = port  # 0: any free port; the bound one is in `.url` after start()
@@ -61,7 +59,6 @@ class OllamaStandIn:
 
     def stop(self) -> None:
         """Close the listening socket: later requests get connection refused."""
-        self._gate.set()  # a held request is answered, not left hanging
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -83,13 +80,6 @@ class OllamaStandIn:
         with self._lock:
             self._stalls.extend([seconds] * n)
 
-    def hold(self) -> None:
-        """Keep every embed request waiting (answered in order) until release()."""
-        self._gate.clear()
-
-    def release(self) -> None:
-        self._gate.set()
-
     def reset_counts(self) -> None:
         with self._lock:
             self.requests = self.inputs_embedded = 0
@@ -108,7 +98,6 @@ class OllamaStandIn:
             failure = self._failures.pop(0) if self._failures else None
             stall = self._stalls.pop(0) if self._stalls else 0.0
         time.sleep(stall)
-        self._gate.wait()
         if failure:
             return failure[0], {"error": failure[1]}
         model, inputs = body.get("model"), body.get("input", [])

@@ -24,10 +24,6 @@ class Embedder(Protocol):
 
     name: str
     model: str
-    # the model runs in a server (Ollama), not in this process: embedding while the indexer reads
-    # and writes costs this process little, so a first index run embeds beside its first stage
-    # (sai/indexing/run.py)
-    served: bool
     # cheap and pure enough to embed in the indexer's CPU stage, beside the chunking, in each
     # worker process (the static table: ~0.2 ms a chunk): a first build then writes every chunk
     # with its vector (sai/indexing/prepare.py)

@@ -41,7 +41,6 @@ class LocalEmbedder:
     """Vectors from the bundled all-MiniLM-L6-v2; the model loads on first use."""
 
     name = "local"
-    served = False
     with_chunks = False
 
     def __init__(

@@ -40,7 +40,6 @@ class OllamaEmbedder:
     """Vectors from a model served by Ollama, through the official `ollama` client."""
 
     name = "ollama"
-    served = True
     with_chunks = False
 
     def __init__(

@@ -33,7 +33,6 @@ class StaticEmbedder:
     """Vectors from the static table; the table loads (or is built) on first use."""
 
     name = "local"
-    served = False
     with_chunks = True
     model = MINILM_STATIC
     # texts per round of the indexer's stoppable embedding (sai/embedders/stoppable.py): a round

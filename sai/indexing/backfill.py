@@ -15,7 +15,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 
 import numpy as np
@@ -90,12 +90,8 @@ class Backfill:
     vector from `copy_vectors` at the end (docs/design.md, "Incremental indexing")."""
 
     def __init__(self, store: Store, embedder: Embedder, *, check: Check,
-                 progress: Callable[[IndexProgress], None] | None = None, resumed: bool = True,
-                 sent: Sequence[tuple[list[str], Future[np.ndarray]]] = ()) -> None:
+                 progress: Callable[[IndexProgress], None] | None = None, resumed: bool = True) -> None:
         self.store = store
-        # texts the run's first stage sent to the embedder whose vectors were not back when it
-        # wrote their chunks (indexing/run.py), with their vectors to come
-        self.sent = list(sent)
         self.resumed = resumed  # a killed run's texts may wait (else only the caller's run stored any)
         self.embedder = embedder
         self.check = check
@@ -120,7 +116,6 @@ class Backfill:
         self._copies = [item.content_hash for item in waiting if item.chunks > 1]
         if waiting:
             self._report()
-        waiting = self._take_sent(waiting)
         in_flight: deque[tuple[list[Pending], Future[np.ndarray]]] = deque()
         with embedding_thread(self.embedder) as embedding:
             try:
@@ -140,19 +135,6 @@ class Backfill:
                 for _, future in in_flight:
                     future.cancel()
         return self.embedded
-
-    def _take_sent(self, waiting: list[Pending]) -> list[Pending]:
-        """Take the vectors of the texts the first stage sent, in order as they come back (the
-        embedder is on them already); returns the texts still waiting. A failed call's texts
-        are embedded again with the rest, which reports the failure."""
-        by_hash = {item.content_hash: item for item in waiting}
-        for hashes, future in self.sent:
-            if future.exception() is not None:
-                continue
-            rows = [k for k, digest in enumerate(hashes) if digest in by_hash]
-            self._take([by_hash.pop(hashes[k]) for k in rows], resolved(future.result()[rows]))
-        self.sent = []
-        return [item for item in waiting if item.content_hash in by_hash]
 
     def _finish(self) -> None:
         self._copy(self._copies)

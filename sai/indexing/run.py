@@ -10,7 +10,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,13 +36,6 @@ IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one bein
 WRITE_CHUNKS = 4096
 IN_FLIGHT_LARGE = 16
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
-# A deferred run beside a served model: texts at the embedder not yet back, at most; the texts of
-# a batch past it wait for the second stage, so a slow server never holds the tree's text here
-SENT_MAX = 8192
-# ...and waits for a batch's vectors while its waits stay under this share of its own working time:
-# a model that keeps up is written with the chunks (no second pass over them), a slow one delays
-# the first answer by a quarter at most (0.25 and 0.5 measured alike: docs/design.md)
-WAIT_SHARE = 0.25
 
 Progress = Callable[[IndexProgress], None]
 log = logging.getLogger(__name__)
@@ -79,10 +72,7 @@ class Run:
     def __init__(self, project: Project, *, progress: Progress | None = None, deferred: bool = False) -> None:
         self.project = project
         self.deferred = deferred  # write chunks now, their vectors later (Backfill)
-        self.beside = False  # deferred, with a served model: embed beside the first stage (process)
         self.with_chunks = False  # the CPU stage embeds (an embedder `with_chunks`: process)
-        self.late: list[tuple[list[str], Future[np.ndarray]]] = []  # sent, not back when written
-        self._began = time.monotonic()  # process(): the first stage's clock, for WAIT_SHARE
         self.config = project.config
         self.progress = progress
         self.counts = Counts()
@@ -154,7 +144,7 @@ class Run:
         if item.vectors is not None:
             batch.given.update(zip(item.hashes, item.vectors, strict=True))
         for chunk, digest in zip(item.chunks, item.hashes, strict=True):
-            if (not self.deferred or self.beside or item.vectors is not None) and digest not in self.requested \
+            if (not self.deferred or item.vectors is not None) and digest not in self.requested \
                     and not (self.merge and digest in self.known):
                 batch.texts[digest] = chunk.text
                 self.requested.add(digest)
@@ -184,20 +174,9 @@ class Run:
         self._take_vectors(hashes, vectors)
 
     def write(self, batches: list[Batch]) -> None:
-        """Wait for the batches' vectors, then write them in one transaction; a deferred run
-        waits within WAIT_SHARE: what is not back by then is the second stage's (`late`)."""
+        """Wait for the batches' vectors, then write them in one transaction."""
         for batch in batches:
-            if batch.vectors is None:
-                continue
-            if self.deferred and not batch.vectors.done():
-                with self.stats.timing("embed_wait"):
-                    working = time.monotonic() - self._began - self.stats.embed_wait
-                    wait([batch.vectors], timeout=max(0.0, WAIT_SHARE * working - self.stats.embed_wait))
-            if self.deferred and not batch.vectors.done():
-                self.late.append((list(batch.texts), batch.vectors))
-            elif self.deferred and batch.vectors.exception() is not None:
-                self.beside = False  # the second stage embeds these and reports what failed
-            else:
+            if batch.vectors is not None:
                 with self.stats.timing("embed_wait"):
                     vectors = batch.vectors.result()
                 self._take_vectors(list(batch.texts), vectors)
@@ -309,17 +288,11 @@ class Run:
     def process(self, sources: list[SourceFile], total: int) -> list[tuple[str, str]]:
         """Read, chunk, embed and write these files; returns (key, reason) for unreadable ones.
 
-        A deferred run whose model is served elsewhere (Ollama) sends each batch's new texts to it
-        all the same and writes a batch with the vectors already back: a remote model keeps up
-        with the first stage, and its vectors then cost no second pass (the second stage takes
-        the rest). A model in this process would take the cores the first stage runs on, and
-        delay the first answer: its texts wait for the second stage, unless it is cheap enough to
-        embed in the CPU stage itself (`with_chunks`: the static table), which then writes every
-        chunk with its vector."""
+        A deferred run sends no text to the model before its chunks are stored, unless the model
+        is cheap enough to embed in the CPU stage itself (`with_chunks`: the static table), which
+        then writes every chunk with its vector."""
         self.merge = len(sources) >= POOL_MIN_FILES
-        self._began = time.monotonic()
         embedder = self.project.embedder
-        self.beside = self.deferred and embedder.served
         self.with_chunks = embedder.with_chunks
         if self.with_chunks:  # loads (or builds) the model once, here, before a worker needs it
             self.check_vectors(["probe"], embedder.embed_documents(["vector_dim probe"]))
@@ -346,9 +319,7 @@ class Run:
                     writer.mark_vectors_complete()
             return
         self.counts.embedded += Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
-                                         progress=self.progress, resumed=not self.complete,
-                                         sent=self.late).run()
-        self.late = []
+                                         progress=self.progress, resumed=not self.complete).run()
 
     def _pump(self, prepared: Iterator[Prepared], embedding: EmbeddingThread, in_flight: deque[Batch],
               total: int) -> list[tuple[str, str]]:
@@ -373,14 +344,10 @@ class Run:
         """Send the batch's new text to the embedder; write the oldest batches beyond `depth`."""
         if depth is None:
             depth = IN_FLIGHT_LARGE if self.merge else IN_FLIGHT
-        given = all(digest in batch.given for digest in batch.texts)  # the CPU stage embedded them
-        if batch.texts and self.deferred and not given \
-                and (not self.beside or self._sent(in_flight) + len(batch.texts) > SENT_MAX):
-            self.requested.difference_update(batch.texts)  # stored without a vector: the second stage's
-            batch.texts = {}
         if batch.texts and not self.merge:
             self._reuse_stored(batch)
         if batch.texts:
+            given = all(digest in batch.given for digest in batch.texts)  # the CPU stage embedded them
             batch.vectors = (resolved(np.vstack([batch.given[digest] for digest in batch.texts])) if given
                              else embedding.submit(list(batch.texts.values())))
         in_flight.append(batch)
@@ -394,11 +361,6 @@ class Run:
                 chunks += in_flight[0].chunks
                 group.append(in_flight.popleft())
             self.write(group)
-
-    def _sent(self, in_flight: deque[Batch]) -> int:
-        """Texts at the embedder whose vectors are not back yet."""
-        return (sum(len(b.texts) for b in in_flight if b.vectors is not None and not b.vectors.done())
-                + sum(len(texts) for texts, vectors in self.late if not vectors.done()))
 
     def _reuse_stored(self, batch: Batch) -> None:
         """A run of a few files asks the index which of a batch's new texts it holds, and takes

@@ -747,7 +747,7 @@ class _SignallingEmbedder:
     """The real Ollama embedder, setting `second_call` when its second call starts."""
 
     def __init__(self, inner: OllamaEmbedder) -> None:
-        self.inner, self.name, self.model, self.served = inner, inner.name, inner.model, inner.served
+        self.inner, self.name, self.model = inner, inner.name, inner.model
         self.with_chunks = inner.with_chunks
         self.calls = 0
         self.second_call = threading.Event()

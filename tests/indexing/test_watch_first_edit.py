@@ -26,7 +26,7 @@ class LoadsOnFirstUse:
     """The stand-in's embedder, whose first call (of either kind) waits as a model load does."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner, self.name, self.model, self.served = inner, inner.name, inner.model, inner.served
+        self.inner, self.name, self.model = inner, inner.name, inner.model
         self.with_chunks = inner.with_chunks
         self._loaded = threading.Event()
 
