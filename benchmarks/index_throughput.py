@@ -7,7 +7,8 @@ under the stdlib directory but site-packages, sorted; `--limit-files N` takes th
 DIR` indexes another tree) against a stand-in Ollama server in a child process that answers with
 cheap precomputed vectors and sleeps n/rate seconds per request, one request at a time (a device
 embedding `--rate` texts/s), so it costs no CPU. Prints wall, the embedder's own time (inputs /
-rate), their ratio (target <= 1.3), the indexer's stage times, peak memory, then a no-op run.
+rate), their ratio (target <= 1.3), the CPU used, when the chunks were all stored (and how many
+texts the stand-in had embedded by then), the indexer's stage times, peak memory, then a no-op run.
 
     python benchmarks/index_throughput.py --embedder fast [--rate 2000] [--limit-files N]
 
