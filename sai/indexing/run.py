@@ -125,7 +125,11 @@ class Run:
         """A deferred first build writes chunks before any vector: with `vector_dim` in the config,
         one embedding first, so a model of another length is refused before anything is written."""
         if self.deferred and self.dim is None and self.config.vector_dim:
-            self.check_vectors(["probe"], self.project.embedder.embed_documents(["vector_dim probe"]))
+            self._probe()
+
+    def _probe(self) -> None:
+        """One embedding, checked against the index: the model is loaded (or built) by it."""
+        self.check_vectors(["probe"], self.project.embedder.embed_documents(["vector_dim probe"]))
 
     def _stored_hash(self, source: SourceFile) -> str | None:
         """The stored file's hash the CPU stage may skip an unchanged file by (none when every
@@ -292,10 +296,9 @@ class Run:
         is cheap enough to embed in the CPU stage itself (`with_chunks`: the static table), which
         then writes every chunk with its vector."""
         self.merge = len(sources) >= POOL_MIN_FILES
-        embedder = self.project.embedder
-        self.with_chunks = embedder.with_chunks
-        if self.with_chunks:  # loads (or builds) the model once, here, before a worker needs it
-            self.check_vectors(["probe"], embedder.embed_documents(["vector_dim probe"]))
+        self.with_chunks = self.project.embedder.with_chunks
+        if self.with_chunks:  # the model loaded (or built) once, here, before a worker needs it
+            self._probe()
         in_flight: deque[Batch] = deque()
         with embedding_thread(self.project.embedder) as embedding:
             try:

@@ -71,7 +71,7 @@ class References:
         columns = {"path": pa.array([key for key in keys for _ in by_key[key]], pa.string())}
         for field, kind in zip(_FIELDS, _TYPES, strict=True):
             columns["col" if field == "column" else field] = pa.array(list(map(attrgetter(field), refs)), kind)
-        columns["name_key"] = pa.array(list(map(name_key, columns["name"].to_pylist())), pa.int64())
+        columns["name_key"] = pa.array([name_key(ref.name) for ref in refs], pa.int64())
         with registered(self.con, "sai_refs", pa.table(columns)):
             self.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM sai_refs")
 
