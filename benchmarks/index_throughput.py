@@ -70,7 +70,7 @@ class TimingEmbedder:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
-        self.with_chunks = inner.with_chunks
+        self.with_chunks, self.served = inner.with_chunks, inner.served
         self.record = record
         self.recorded: dict[str, np.ndarray] = {}
         self.reset()

@@ -87,6 +87,7 @@ class CachedEmbedder:
 
         self.inner = LocalEmbedder(model=model, cache_dir=cache / "model")
         self.name, self.model, self.prefix_style, self.with_chunks = "local", self.inner.model, "none", False
+        self.served = False
         self.path = cache / f"vectors-{self.model}.npz"
         self.vectors: dict[str, np.ndarray] = {}
         if self.path.is_file():

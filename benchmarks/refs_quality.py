@@ -75,6 +75,7 @@ class HashEmbedder:
     name = "ollama"
     model = "nomic-embed-text"
     with_chunks = False
+    served = False
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         rows = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(DIM) for t in texts]

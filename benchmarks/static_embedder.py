@@ -93,7 +93,7 @@ class Timed:
 
     def __init__(self, inner: StaticEmbedder) -> None:
         self.inner, self.name, self.model, self.batch_size = inner, inner.name, inner.model, inner.batch_size
-        self.with_chunks = inner.with_chunks
+        self.with_chunks, self.served = inner.with_chunks, inner.served
         self.seconds = 0.0
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:

@@ -28,6 +28,9 @@ class Embedder(Protocol):
     # worker process (the static table: ~0.2 ms a chunk): a first build then writes every chunk
     # with its vector (sai/indexing/prepare.py)
     with_chunks: bool
+    # a model another process serves (Ollama): several calls in flight keep it busy while this
+    # side decodes answers and writes vectors (sai/indexing/backfill.py)
+    served: bool
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors (n, d) for stored chunks or code snippets (passage prefix)."""

@@ -42,6 +42,7 @@ class LocalEmbedder:
 
     name = "local"
     with_chunks = False
+    served = False
 
     def __init__(
         self, *, model: str = MODEL_NAME, prefix_style: PrefixStyle = "none", batch_size: int | None = None,

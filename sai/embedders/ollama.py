@@ -41,6 +41,7 @@ class OllamaEmbedder:
 
     name = "ollama"
     with_chunks = False
+    served = True
 
     def __init__(
         self,

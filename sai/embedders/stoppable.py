@@ -28,7 +28,7 @@ class StoppableEmbedder:
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
-        self.name, self.model, self.with_chunks = inner.name, inner.model, inner.with_chunks
+        self.name, self.model, self.with_chunks, self.served = inner.name, inner.model, inner.with_chunks, inner.served
         # one round: what the embedder sends at once (a model batch; Ollama's parallel requests)
         self.round = max(1, int(getattr(inner, "batch_size", 32)) * int(getattr(inner, "parallel", 1)))
         self.stopped = threading.Event()

@@ -29,20 +29,25 @@ EMBED_GROUP = 64  # texts per embedding call: a progress step every few seconds 
 READ_TEXTS = 1024  # texts read in one session (each read pays a session and a query: 19 % of the stage at 64)
 COPY_HASHES = 4_096  # texts whose copies one transaction fills (Backfill._copy)
 AHEAD = 4  # groups sent to the embedder ahead of the one being taken
-WRITE_CHUNKS = 1024  # vectors per write transaction
+AHEAD_SERVED = 64  # for a served model: work queued for the server while a write's transaction runs
+SERVED_CALLS = 2  # embedding calls in flight at once for a served model (EmbeddingThread)
+WRITE_CHUNKS = 4096  # vectors per write transaction
 WRITE_SECONDS = 5.0  # or this long, whichever comes first: readers see vectors arrive
 
 Check = Callable[[list[str], np.ndarray], None]  # raises when vectors do not fit the index
 
 
 class EmbeddingThread:
-    """A daemon thread embedding texts in submission order (daemon: Ctrl-C never waits)."""
+    """`calls` daemon threads taking embedding calls in submission order, each call's vectors handed back
+    through its future (daemon: Ctrl-C never waits)."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, calls: int = 1) -> None:
         self.embedder = embedder
         self.queue: queue.Queue[tuple[list[str], Future[np.ndarray]] | None] = queue.Queue()
-        self.thread = threading.Thread(target=self._serve, name="sai-embed", daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=self._serve, name=f"sai-embed-{n}", daemon=True)
+                        for n in range(calls)]
+        for thread in self.threads:
+            thread.start()
 
     def submit(self, texts: list[str]) -> Future[np.ndarray]:
         future: Future[np.ndarray] = Future()
@@ -60,16 +65,22 @@ class EmbeddingThread:
                 future.set_exception(exc)
 
     def close(self) -> None:
-        self.queue.put(None)
+        for _ in self.threads:
+            self.queue.put(None)
+
+    def join(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 @contextlib.contextmanager
-def embedding_thread(embedder: Embedder) -> Iterator[EmbeddingThread]:
+def embedding_thread(embedder: Embedder, calls: int = 1) -> Iterator[EmbeddingThread]:
     """An EmbeddingThread over `embedder`, ended in order: when the block raises (Ctrl-C, a lock
-    not had), the thread is stopped between two model rounds and joined, so it is out of the model
-    before the interpreter exits (embedders/stoppable.py)."""
+    not had), its threads are stopped between two model rounds and joined, so they are out of the
+    model before the interpreter exits (embedders/stoppable.py)."""
     stoppable = StoppableEmbedder(embedder)
-    embedding = EmbeddingThread(stoppable)
+    embedding = EmbeddingThread(stoppable, calls)
     try:
         yield embedding
     except BaseException:
@@ -78,7 +89,7 @@ def embedding_thread(embedder: Embedder) -> Iterator[EmbeddingThread]:
     finally:
         embedding.close()
         if stoppable.stopped.is_set():
-            embedding.thread.join(STOP_WAIT_S)
+            embedding.join(STOP_WAIT_S)
 
 
 class Backfill:
@@ -117,7 +128,11 @@ class Backfill:
         if waiting:
             self._report()
         in_flight: deque[tuple[list[Pending], Future[np.ndarray]]] = deque()
-        with embedding_thread(self.embedder) as embedding:
+        # A served model (Ollama) gets calls in flight and work queued while this side decodes
+        # answers and writes vectors (benchmarks/index_throughput.py --embedder fast, docs/design.md, "A served model's second stage")
+        served = self.embedder.served
+        ahead = AHEAD_SERVED if served else AHEAD
+        with embedding_thread(self.embedder, SERVED_CALLS if served else 1) as embedding:
             try:
                 for start in range(0, len(waiting), READ_TEXTS):
                     window = waiting[start:start + READ_TEXTS]
@@ -125,7 +140,7 @@ class Backfill:
                         texts = reader.texts_by_id([item.first_id for item in window])
                     for at in range(0, len(window), EMBED_GROUP):
                         in_flight.append(self._submit(embedding, window[at:at + EMBED_GROUP], texts))
-                        if len(in_flight) > AHEAD:
+                        if len(in_flight) > ahead:
                             self._take(*in_flight.popleft())
                 while in_flight:
                     self._take(*in_flight.popleft())

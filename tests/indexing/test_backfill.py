@@ -5,6 +5,8 @@ between the writes leaves copies that the next run fills without the model."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +129,36 @@ def test_many_copied_texts_are_filled_a_few_texts_a_transaction_and_each_embedde
     finally:
         project.close()
     assert writes == [2, 2, 2, 1] and ollama_server.inputs_embedded == 47
+
+
+def test_a_served_model_gets_the_next_call_while_it_answers_one_and_every_text_once(
+    tmp_path: Path, ollama_server: OllamaStandIn, small_steps: None
+) -> None:
+    """Ollama is served: the second stage keeps two calls in flight (SERVED_CALLS), so the server
+    has the next group's texts while an answer is on its way; the vectors are taken in order."""
+    root = write_tree(tmp_path / "project", many_functions(40, per_file=10))
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 4, "parallel": 1})
+    ollama_server.stall_next(1, seconds=2.0)  # the first group's answer is slow
+    project = Project(load_config(flags={}, env={}, cwd=root))
+    arrived: list[int] = []
+
+    def sent_during_the_stall() -> None:
+        time.sleep(1.0)  # the first request is stalled for 2 s from its arrival
+        arrived.append(ollama_server.requests)
+
+    watcher = threading.Thread(target=sent_during_the_stall)
+    try:
+        watcher.start()
+        assert index(project).embedded == 40
+    finally:
+        watcher.join()
+        project.close()
+    assert arrived and arrived[0] >= 2  # a serial stage would have sent only the stalled one
+    assert ollama_server.inputs_embedded == 40 and sorted(ollama_server.received_inputs) == sorted(
+        set(ollama_server.received_inputs))
+    project = Project(load_config(flags={}, env={}, cwd=root))
+    try:
+        with project.store.read() as reader:
+            assert reader.pending_count() == 0
+    finally:
+        project.close()

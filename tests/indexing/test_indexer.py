@@ -425,7 +425,7 @@ from sai.project import Project
 sai.indexing.run.FLUSH_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.EMBED_GROUP = 20
 sai.indexing.backfill.WRITE_CHUNKS = int(sys.argv[2])
-sai.indexing.backfill.AHEAD = 0
+sai.indexing.backfill.AHEAD = sai.indexing.backfill.AHEAD_SERVED = 0
 sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
 sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
@@ -748,7 +748,7 @@ class _SignallingEmbedder:
 
     def __init__(self, inner: OllamaEmbedder) -> None:
         self.inner, self.name, self.model = inner, inner.name, inner.model
-        self.with_chunks = inner.with_chunks
+        self.with_chunks, self.served = inner.with_chunks, inner.served
         self.calls = 0
         self.second_call = threading.Event()
 

@@ -27,7 +27,7 @@ class LoadsOnFirstUse:
 
     def __init__(self, inner: Embedder) -> None:
         self.inner, self.name, self.model = inner, inner.name, inner.model
-        self.with_chunks = inner.with_chunks
+        self.with_chunks, self.served = inner.with_chunks, inner.served
         self._loaded = threading.Event()
 
     def _load(self) -> None:
