@@ -129,7 +129,7 @@ class Backfill:
             self._report()
         in_flight: deque[tuple[list[Pending], Future[np.ndarray]]] = deque()
         # A served model (Ollama) gets calls in flight and work queued while this side decodes
-        # answers and writes vectors (docs/design.md, "A served model's second stage")
+        # answers and writes vectors (docs/design.md, "Incremental indexing": a served model's second stage)
         served = self.embedder.served
         ahead = AHEAD_SERVED if served else AHEAD
         with embedding_thread(self.embedder, SERVED_CALLS if served else 1) as embedding:
