@@ -1,11 +1,14 @@
 """The BM25 terms of a lexeme string, one rule for every backend: the words (sai.text.lexical
-writes lexemes as [a-z0-9_] words split by spaces) less English stop words, Porter-stemmed.
+writes lexemes as [a-z0-9_] words split by spaces) less English stop words that name nothing in
+code, Porter-stemmed.
 
 The stemmer is Snowball's `porter` through PyStemmer, the libstemmer C code DuckDB's fts
 extension embeds: its stems equal the extension's `stem(w, 'porter')` (400,040 distinct words of
-the benchmark checkouts compared, no difference), so the terms are those SAI's FTS index held up
-to index format 5 and both backends index the same terms (docs/design.md, "Lexical search").
-Each distinct word is stemmed once per process and kept.
+the benchmark checkouts compared, no difference). Both backends index the same terms
+(docs/design.md, "Lexical search"). Each distinct word is stemmed once per process and kept.
+
+Changing STOPWORDS changes every index's terms: bump sai.text.lexical.LEXEMES_VERSION with it,
+so the next index run writes every chunk's postings again (its vectors are kept).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import Stemmer
 _MAX_HELD = 1 << 20  # distinct words whose stems are kept; past this the table starts again
 
 # The English stop words of DuckDB's fts extension (its 571 words without the ones holding an
-# apostrophe, which lexemes never hold): the list SAI's FTS index used, kept so rankings do not move.
-STOPWORDS = frozenset("""
+# apostrophe, which lexemes never hold): the list SAI's FTS index used.
+ENGLISH = frozenset("""
     a able about above according accordingly across actually after afterwards again against all
     allow allows almost alone along already also although always am among amongst an and another
     any anybody anyhow anyone anything anyway anyways anywhere apart appear appreciate
@@ -58,6 +61,21 @@ STOPWORDS = frozenset("""
     whoever whole whom whose why will willing wish with within without wonder would x y yes yet
     you your yours yourself yourselves z zero
 """.split())
+
+# Words of that list that name things in code: `get_u32_le`, `from_le_bytes`, `self`, `new`,
+# `next`, `is_none`, `keep_fragments`, `use`. A doc comment or a task asks with them ("Gets an
+# unsigned 32 bit integer from `self` in little-endian byte order"), so BM25 keeps them; their
+# idf weighs them where they are common. Measured in benchmarks/DECISIONS.md ("Stop words").
+CODE_WORDS = frozenset("""
+    allow allows available cause causes changes contain containing contains corresponding described
+    different down example except first five four eight nine seven six two three one ones zero
+    second third fifth last next new old get gets getting given gives help ignored immediate inner
+    keep keeps kept known least less let like little look looking looks mean name need needs none
+    non not no off on out over under up per plus possible provides right same see self sent
+    specified specify sub take taken tried tries try trying use used uses using value via want
+    wants way whole from
+""".split())
+STOPWORDS = ENGLISH - CODE_WORDS
 
 _stemmer = Stemmer.Stemmer("porter")
 _lock = threading.Lock()  # a PyStemmer stemmer is not safe to share between threads

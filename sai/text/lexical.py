@@ -13,7 +13,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+"
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _SEPARATORS = re.compile(r"[._]+")
 MAX_TOKEN = 64
-LEXEMES_VERSION = 2  # bump when tokens change: indexes then rebuild their lexemes
+LEXEMES_VERSION = 3  # bump when tokens or BM25 terms (store/terms.py) change: indexes re-chunk, keeping vectors
 
 
 def split_identifier(word: str) -> list[str]:

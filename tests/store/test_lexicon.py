@@ -3,6 +3,7 @@ DuckDB's FTS did."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from pathlib import Path
@@ -15,8 +16,8 @@ from old_formats import connect_with
 from sai.models import IndexMeta, NewChunk
 from sai.store import Scope, terms
 from sai.store.duckdb import DuckDBStore as Store
-from sai.store.terms import STOPWORDS
-from sai.text.lexical import lexemes, query_lexemes
+from sai.store.terms import CODE_WORDS, ENGLISH, STOPWORDS
+from sai.text.lexical import LEXEMES_VERSION, lexemes, query_lexemes
 
 DIM = 8
 META = IndexMeta(
@@ -95,12 +96,16 @@ def _lexemes_as_an_older_sai_wrote_them(store: Store) -> None:
 
 
 def _fts_scores(store: Store, query: str) -> list[tuple[int, float]]:
-    """What DuckDB's FTS extension (SAI's lexical index up to format 5) answers for `query`."""
+    """What DuckDB's FTS extension (SAI's lexical index up to format 5) answers for `query`, with
+    SAI's stop words."""
     store.close()
     con = connect_with("fts")
     con.execute("CREATE TABLE chunks (id BIGINT, lexemes VARCHAR)")
     con.executemany("INSERT INTO chunks VALUES (?, ?)", [[i, r.lexemes] for i, r in FIXTURE.items()])
-    con.execute(f"PRAGMA create_fts_index('chunks', 'id', 'lexemes', {FTS_OPTIONS})")
+    con.execute("CREATE TABLE sai_stop (sw VARCHAR)")
+    con.executemany("INSERT INTO sai_stop VALUES (?)", [[w] for w in sorted(STOPWORDS)])
+    options = FTS_OPTIONS.replace("stopwords = 'english'", "stopwords = 'sai_stop'")
+    con.execute(f"PRAGMA create_fts_index('chunks', 'id', 'lexemes', {options})")
     rows = con.execute(
         "SELECT id, score FROM (SELECT id, fts_main_chunks.match_bm25(id, ?) AS score FROM chunks) "
         "WHERE score IS NOT NULL ORDER BY score DESC, id", [query_lexemes(query)]).fetchall()
@@ -152,6 +157,22 @@ def test_stopwords_are_dropped_and_words_stemmed(store: Store) -> None:
         assert reader.lexical(query_lexemes("compressing"), 5)[0][0] == 4
 
 
+def test_english_words_that_name_code_are_terms(store: Store) -> None:
+    """`get`, `name`, `self` are stop words in English and names in code: a query made of them
+    finds the chunk they name (`getUserName`), where the extension's list found nothing."""
+    assert {"get", "name", "self", "new", "from"} <= CODE_WORDS
+    with store.read() as reader:
+        assert reader.lexical(query_lexemes("get name"), 5)[0][0] == 5
+        assert reader.lexical(query_lexemes("self send"), 5)[0][0] == 8
+
+
+def test_a_change_of_the_stop_words_changes_the_lexemes_version() -> None:
+    """Changed stop words change every index's terms: only a new LEXEMES_VERSION (part of the
+    chunking signature) makes the next index run write every chunk's postings again."""
+    digest = hashlib.sha256(" ".join(sorted(STOPWORDS)).encode()).hexdigest()[:12]
+    assert (LEXEMES_VERSION, digest) == (3, "cf7a3e9c3257"), "bump LEXEMES_VERSION, then this pair"
+
+
 def test_a_scoped_search_answers_as_an_index_of_only_that_scope(store: Store, tmp_path: Path) -> None:
     scope = [1, 2, 6, 8]  # chunk ids: the chunks of _key(id - 1)
     within = Scope(keys=frozenset(_key(i - 1) for i in scope))
@@ -195,16 +216,17 @@ def test_an_index_an_older_sai_left_with_an_fts_index_gains_postings_in_its_upgr
     assert "fts_main_code" not in schemas
 
 
-def test_the_stop_words_are_the_fts_extensions_english_list(tmp_path: Path) -> None:
+def test_the_stop_words_are_the_fts_extensions_english_list_less_code_words(tmp_path: Path) -> None:
     """store/terms.py keeps the list the extension made (less words with an apostrophe, which
-    lexemes never hold): the Qdrant backend no longer asks DuckDB for it."""
+    lexemes never hold, and the words that name code): the Qdrant backend no longer asks DuckDB."""
     con = connect_with("fts")
     con.execute("CREATE TABLE probe (id INTEGER, t VARCHAR)")
     con.execute("INSERT INTO probe VALUES (1, 'x')")
     con.execute(f"PRAGMA create_fts_index('probe', 'id', 't', {FTS_OPTIONS})")
     listed = {r[0] for r in con.execute("SELECT sw FROM fts_main_probe.stopwords").fetchall()}
     con.close()
-    assert STOPWORDS == {w for w in listed if "'" not in w}
+    assert ENGLISH == {w for w in listed if "'" not in w}
+    assert CODE_WORDS < ENGLISH and STOPWORDS == ENGLISH - CODE_WORDS
 
 
 def test_terms_stem_as_the_fts_extension_does() -> None:
