@@ -65,7 +65,7 @@ ENGLISH = frozenset("""
 # Words of that list that name things in code: `get_u32_le`, `from_le_bytes`, `self`, `new`,
 # `next`, `is_none`, `keep_fragments`, `use`. A doc comment or a task asks with them ("Gets an
 # unsigned 32 bit integer from `self` in little-endian byte order"), so BM25 keeps them; their
-# idf weighs them where they are common. Measured in benchmarks/DECISIONS.md ("Stop words").
+# idf weighs them where they are common. Measured in benchmarks/DECISIONS.md ("Kept: stop words that name code").
 CODE_WORDS = frozenset("""
     allow allows available cause causes changes contain containing contains corresponding described
     different down example except first five four eight nine seven six two three one ones zero

@@ -18,7 +18,7 @@ import pytest
 import sai.store.duckdb.lease as lease_module
 from sai.errors import StoreCorruptError, StoreError, StoreLockedError
 from sai.models import SCHEMA_VERSION, FileRow, IndexMeta, NewChunk
-from sai.store.duckdb import copies
+from sai.store.duckdb import compaction, copies, tables
 from sai.store.duckdb.errors import describe
 from sai.store.duckdb.lease import READ_LEASE_S, State
 from sai.store.duckdb.store import DuckDBStore
@@ -473,3 +473,66 @@ def test_rows_without_text_come_from_memory_as_the_table_holds_them(built: DuckD
         assert [r.id for r in reader.chunks([3, 7], text=False)] == [7]
         later = reader.copies.held(copies.ROWS)
     assert later is not None and later is not table
+
+
+def _row_groups(db: Path, table: str = COLLECTION) -> list[int]:
+    """Rows of each row group of `table` (its id column's segments, summed per group)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [n for (n,) in con.execute(
+            "SELECT sum(count) FROM pragma_storage_info(?) WHERE column_name = 'id' AND segment_type <> 'VALIDITY' "
+            "GROUP BY row_group_id ORDER BY row_group_id", [table]).fetchall()]
+    finally:
+        con.close()
+
+
+def _many(n: int) -> list[NewChunk]:
+    return [NewChunk(f"src/m{k // 100}.py", "python", k % 100, k % 100, f"f{k}", f"def f{k}(): pass", f"h{k}",
+                     f"file{k // 100}", False, f"f{k}", b"") for k in range(n)]
+
+
+def test_a_writer_cuts_row_groups_small_enough_for_vectors_to_compress(db: Path) -> None:
+    """DuckDB compresses a float column well only while a row group holds fewer than ~29.4M of its
+    values (tables.ROW_GROUP_ROWS): a writer's rows go into groups of at most ROW_GROUP_ROWS."""
+    store = DuckDBStore(db, collection=COLLECTION)
+    rows = _many(30_000)
+    with store.write() as writer:
+        writer.create(META)
+        writer.replace_files([], rows, np.ones((len(rows), DIM), np.float32))
+    store.close()
+    groups = _row_groups(db)
+    assert sum(groups) == 30_000 and len(groups) >= 2 and max(groups) <= tables.ROW_GROUP_ROWS
+
+
+def test_a_file_an_older_sai_wrote_in_larger_row_groups_is_rewritten_once_at_a_runs_end(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DuckDBStore(db, collection=COLLECTION)
+    rows = _many(30_000)
+    with store.write() as writer:
+        writer.create(META)
+        writer.replace_files([], rows, np.ones((len(rows), DIM), np.float32))
+    store.close()
+    old = db.with_name("old.duckdb")  # as an SAI before ROW_GROUP_ROWS wrote it: DuckDB's default groups
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{db}' AS new (READ_ONLY)")
+    con.execute(f"ATTACH '{old}' AS old")
+    con.execute("COPY FROM DATABASE new TO old")
+    con.execute("DELETE FROM old.sai_meta WHERE collection = '' AND key = 'row_group_rows'")
+    con.close()
+    os.replace(old, db)
+    assert max(_row_groups(db)) > tables.ROW_GROUP_ROWS
+    monkeypatch.setattr(compaction, "FIRST_BUILD_BLOCKS", 1)  # the test's file is small
+    store = DuckDBStore(db, collection=COLLECTION)
+    for _ in range(2):
+        with store.run(), store.write() as writer:
+            writer.set_meta({"touched": "yes"})
+    with store.read() as reader:
+        assert reader.summary().chunk_count == 30_000
+    store.close()
+    groups = _row_groups(db)
+    assert sum(groups) == 30_000 and max(groups) <= tables.ROW_GROUP_ROWS
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT value FROM sai_meta WHERE collection = '' AND key = 'row_group_rows'").fetchall() \
+        == [(str(tables.ROW_GROUP_ROWS),)]
+    con.close()

@@ -6,8 +6,9 @@ refresh and stays there (16.8 MB fresh, 30.2 MB after 400 refreshes), and a run 
 a full disk leaves what it wrote as free blocks. Neither CHECKPOINT nor VACUUM returns them.
 So at the end of a run, still holding the writer lock, the store copies the database into a
 fresh file beside it (`<db>.compact`, `COPY FROM DATABASE`) when the free blocks pass
-WASTE_RATIO of the used ones, after a first build of FIRST_BUILD_BLOCKS or more, or the file has
-grown past 1 + WASTE_RATIO times its size after its last compaction (or first build), closes its
+WASTE_RATIO of the used ones, after a first build of FIRST_BUILD_BLOCKS or more, when the file has
+grown past 1 + WASTE_RATIO times its size after its last compaction (or first build), or once
+for a file an SAI before tables.ROW_GROUP_ROWS wrote in larger row groups, closes its
 own connection (a checkpoint: no write-ahead log is left) and renames the copy over the index.
 A kill at any moment leaves the index whole: before the rename the old file is untouched (a
 leftover copy is deleted by the next compaction), and the rename is atomic; every run's end
@@ -24,7 +25,7 @@ import duckdb
 
 from sai.store.dirs import fsync_path
 from sai.store.duckdb.rows import quote
-from sai.store.duckdb.tables import Connection
+from sai.store.duckdb.tables import ROW_GROUP_ROWS, Connection
 
 log = logging.getLogger(__name__)
 WASTE_RATIO = 0.4  # free blocks per used block above which a run's end compacts (file <= ~1.4x its data)
@@ -34,6 +35,7 @@ WASTE_RATIO = 0.4  # free blocks per used block above which a run's end compacts
 FIRST_BUILD_BLOCKS = 64
 MIN_FREE_BLOCKS = 4  # and at least this many 256 KB blocks wasted: a copy for less is not worth its time
 BASELINE_KEY = "compact_blocks"  # sai_meta key: the file's blocks after its last compaction or first build
+ROWS_KEY = "row_group_rows"  # sai_meta key: the row group size it was then written with (tables.ROW_GROUP_ROWS)
 
 
 def wasteful(conn: Connection) -> bool:
@@ -41,14 +43,17 @@ def wasteful(conn: Connection) -> bool:
     connection would pay anyway): free blocks past WASTE_RATIO of the used ones, or a file grown
     past 1 + WASTE_RATIO times its size after its last compaction or first build (rewritten row
     groups also leave used blocks half full, which no free-block count shows); a first build of
-    FIRST_BUILD_BLOCKS or more."""
+    FIRST_BUILD_BLOCKS or more; a file of that size written with row groups of another size
+    (an SAI before ROW_GROUP_ROWS), once."""
     conn.con.execute("CHECKPOINT")
     total, used, free = _blocks(conn, "sai")
-    baseline = _baseline(conn)
-    if baseline is None:  # a first build: its size is the base of the bound (a compaction records its own)
-        _record(conn, "sai", total)
+    baseline = _meta_value(conn, BASELINE_KEY)
+    if baseline is None or not baseline.isdigit():  # a first build: its size is the base of the bound
+        _record(conn, "sai", total)  # (a compaction records its own)
         return total >= FIRST_BUILD_BLOCKS
-    grown = total >= baseline + MIN_FREE_BLOCKS and total > (1 + WASTE_RATIO) * baseline
+    if total >= FIRST_BUILD_BLOCKS and _meta_value(conn, ROWS_KEY) != str(ROW_GROUP_ROWS):
+        return True
+    grown = total >= int(baseline) + MIN_FREE_BLOCKS and total > (1 + WASTE_RATIO) * int(baseline)
     return grown or (free >= MIN_FREE_BLOCKS and free > WASTE_RATIO * used)
 
 
@@ -61,20 +66,22 @@ def _blocks(conn: Connection, database: str) -> tuple[int, int, int]:
     return (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
 
 
-def _baseline(conn: Connection) -> int | None:
+def _meta_value(conn: Connection, key: str) -> str | None:
     if not _has_meta(conn, "sai"):
         return None
-    row = conn.con.execute("SELECT max(value) FROM sai.sai_meta WHERE collection = '' AND key = ?",
-                           [BASELINE_KEY]).fetchone()
-    return int(row[0]) if row and row[0] and str(row[0]).isdigit() else None
+    row = conn.con.execute("SELECT max(value) FROM sai.sai_meta WHERE collection = '' AND key = ?", [key]).fetchone()
+    return str(row[0]) if row and row[0] is not None else None
 
 
 def _record(conn: Connection, database: str, blocks: int) -> None:
-    """Note the file's size in blocks (a meta row of no collection: '' is no collection's name)."""
+    """Note the file's size in blocks and its row group size (meta rows of no collection: '' is
+    no collection's name)."""
     if not _has_meta(conn, database):
         return
-    conn.con.execute(f"DELETE FROM {database}.sai_meta WHERE collection = '' AND key = ?", [BASELINE_KEY])
-    conn.con.execute(f"INSERT INTO {database}.sai_meta VALUES ('', ?, ?)", [BASELINE_KEY, str(blocks)])
+    conn.con.execute(f"DELETE FROM {database}.sai_meta WHERE collection = '' AND key IN (?, ?)",
+                     [BASELINE_KEY, ROWS_KEY])
+    conn.con.execute(f"INSERT INTO {database}.sai_meta VALUES ('', ?, ?), ('', ?, ?)",
+                     [BASELINE_KEY, str(blocks), ROWS_KEY, str(ROW_GROUP_ROWS)])
 
 
 def _has_meta(conn: Connection, database: str) -> bool:
@@ -89,7 +96,7 @@ def copy_beside(conn: Connection, db: Path) -> Path | None:
     copy = compact_path(db)
     discard(copy)
     try:
-        conn.con.execute(f"ATTACH '{quote(str(copy))}' AS sai_compact")
+        conn.con.execute(f"ATTACH '{quote(str(copy))}' AS sai_compact (ROW_GROUP_SIZE {ROW_GROUP_ROWS})")
         try:
             conn.con.execute("COPY FROM DATABASE sai TO sai_compact")
             conn.con.execute("CHECKPOINT sai_compact")

@@ -30,6 +30,13 @@ from sai.store.duckdb.sidecar import Sidecar
 
 T = TypeVar("T")
 WRITER_MEMORY = "320MB"  # DuckDB's buffer pool of a writing connection
+# Rows a row group holds in what a writer writes (DuckDB's default is 122,880). DuckDB 1.5.5
+# compresses a float column well (ALPRD: ~28 bits a model's value) only while a row group holds
+# fewer than ~29.4M of its values; past that each value takes ~50 bits. A 384-d vector column
+# passes it at ~77k rows, so a row group of the default size stored a vector in ~2,430 bytes
+# instead of ~1,370 (docs/design.md, "Storage layout"). 24,576 rows keep vectors of up to 1,194
+# dimensions under it; smaller groups cost the other columns ~2 % more.
+ROW_GROUP_ROWS = 24_576
 VECTORS_COMPLETE = "vectors_complete"  # meta key: "1" when no chunk waits for a vector (reader.vectors_complete)
 
 
@@ -75,7 +82,7 @@ class Connection:
             config |= {"memory_limit": WRITER_MEMORY, "temp_directory": f"{path}.tmp"}
         con = duckdb.connect(":memory:", config=config)
         try:
-            mode = " (READ_ONLY)" if read_only else ""
+            mode = " (READ_ONLY)" if read_only else f" (ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
             con.execute(f"ATTACH '{quote(str(path))}' AS sai{mode}")
             con.execute("USE sai")
         except duckdb.Error:
