@@ -486,20 +486,21 @@ def _row_groups(db: Path, table: str = COLLECTION) -> list[int]:
         con.close()
 
 
-def _many(n: int) -> list[NewChunk]:
-    return [NewChunk(f"src/m{k // 100}.py", "python", k % 100, k % 100, f"f{k}", f"def f{k}(): pass", f"h{k}",
+def _write_many(db: Path, n: int) -> None:
+    """An index of `n` one-line chunks, 100 a file."""
+    rows = [NewChunk(f"src/m{k // 100}.py", "python", k % 100, k % 100, f"f{k}", f"def f{k}(): pass", f"h{k}",
                      f"file{k // 100}", False, f"f{k}", b"") for k in range(n)]
+    store = DuckDBStore(db, collection=COLLECTION)
+    with store.write() as writer:
+        writer.create(META)
+        writer.replace_files([], rows, np.ones((len(rows), DIM), np.float32))
+    store.close()
 
 
 def test_a_writer_cuts_row_groups_small_enough_for_vectors_to_compress(db: Path) -> None:
     """DuckDB compresses a float column well only while a row group holds fewer than ~29.4M of its
     values (tables.ROW_GROUP_ROWS): a writer's rows go into groups of at most ROW_GROUP_ROWS."""
-    store = DuckDBStore(db, collection=COLLECTION)
-    rows = _many(30_000)
-    with store.write() as writer:
-        writer.create(META)
-        writer.replace_files([], rows, np.ones((len(rows), DIM), np.float32))
-    store.close()
+    _write_many(db, 30_000)
     groups = _row_groups(db)
     assert sum(groups) == 30_000 and len(groups) >= 2 and max(groups) <= tables.ROW_GROUP_ROWS
 
@@ -507,12 +508,7 @@ def test_a_writer_cuts_row_groups_small_enough_for_vectors_to_compress(db: Path)
 def test_a_file_an_older_sai_wrote_in_larger_row_groups_is_rewritten_once_at_a_runs_end(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = DuckDBStore(db, collection=COLLECTION)
-    rows = _many(30_000)
-    with store.write() as writer:
-        writer.create(META)
-        writer.replace_files([], rows, np.ones((len(rows), DIM), np.float32))
-    store.close()
+    _write_many(db, 30_000)
     old = db.with_name("old.duckdb")  # as an SAI before ROW_GROUP_ROWS wrote it: DuckDB's default groups
     con = duckdb.connect()
     con.execute(f"ATTACH '{db}' AS new (READ_ONLY)")
