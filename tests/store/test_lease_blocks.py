@@ -31,7 +31,10 @@ def _chunks(key: str, seed: int) -> tuple[list[FileRow], list[NewChunk], np.ndar
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> DuckDBStore:
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DuckDBStore:
+    # An idle lease closes after READ_LEASE_S; on a loaded machine its first tick (0.2 s) can come
+    # that late and close it with its drop: these tests look at the open lease.
+    monkeypatch.setattr(lease_module, "READ_LEASE_S", 60.0)
     db = tmp_path / "index" / "code.duckdb"
     built = DuckDBStore(db, collection="code", lock_timeout_s=30)
     with built.write() as writer:
@@ -42,8 +45,11 @@ def store(tmp_path: Path) -> DuckDBStore:
 
 
 def _cached_bytes(store: DuckDBStore) -> int:
-    assert store.lease.state is lease_module.State.LEASED and store.lease.conn is not None  # still open
-    row = store.lease.conn.con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()
+    """Under the lease's lock, as its idle tick reads the same figure: a probe running beside the
+    tick's eviction made the eviction fail, and the lease then closed at its end with the blocks kept."""
+    with store.lease._cond:  # noqa: SLF001 - the lease's own lock; no reader is counted
+        assert store.lease.state is lease_module.State.LEASED and store.lease.conn is not None  # still open
+        row = store.lease.conn.con.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()
     return int(row[0] or 0) if row else 0
 
 
