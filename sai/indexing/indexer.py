@@ -49,8 +49,9 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
     walked = files.walk(config.walk, known=None if recreate else _accepted(project))
     walk_s = time.perf_counter() - started
     rebuild = project.store.rebuild() if recreate else contextlib.nullcontext()  # readers keep the old index
-    with project.store.run(), rebuild:  # one writer connection for the run, checkpointed once at its end
-        run, unreadable = _update(project, walked, recreate=recreate, progress=progress)
+    run = Run(project, progress=progress, deferred=project.store.pending_vectors)
+    with project.store.run(), rebuild, run.following():  # one writer connection, checkpointed once at its end
+        unreadable = _update(project, run, walked, recreate=recreate)
         if run.deferred:
             if on_searchable is not None:
                 on_searchable(_pending(project))
@@ -72,12 +73,10 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
     )
 
 
-def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progress: Progress | None
-            ) -> tuple[Run, list[tuple[str, str]]]:
-    """index()'s writes: returns the run (its counts and times) and the unreadable files."""
+def _update(project: Project, run: Run, walked: files.WalkResult, *, recreate: bool) -> list[tuple[str, str]]:
+    """index()'s writes (the run keeps its counts and times): returns the unreadable files."""
     if not recreate and project.upgrade():
         log.info("upgraded the index to this version's format; every file is chunked again")
-    run = Run(project, progress=progress, deferred=project.store.pending_vectors)
     run.load_state()
     run.probe_dim()
     wanted = {s.key for s in walked.included}
@@ -99,7 +98,7 @@ def _update(project: Project, walked: files.WalkResult, *, recreate: bool, progr
         record[vendored.META_KEY] = found
     with run.stats.timing("write"):
         _record(project, record)
-    return run, unreadable
+    return unreadable
 
 
 def refresh(project: Project, keys: list[str]) -> RefreshReport:

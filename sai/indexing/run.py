@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sai.errors import EmbedderError
-from sai.indexing.backfill import Backfill, EmbeddingThread, embedding_thread, resolved
+from sai.indexing.backfill import Backfill, EmbeddingThread, Follower, embedding_thread, resolved
 from sai.indexing.stage_times import StageTimes
 from sai.models import FileRow, IndexProgress, NewChunk, SourceFile
 from sai.project import Project, chunks_part
@@ -36,6 +36,7 @@ IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one bein
 WRITE_CHUNKS = 4096
 IN_FLIGHT_LARGE = 16
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
+FOLLOW = True  # a served model embeds beside the first stage (Follower; tests of the second stage alone turn it off)
 
 Progress = Callable[[IndexProgress], None]
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class Run:
         self.references_only = False  # ...and of them only the references' (chunks as they were)
         self.complete = True  # no chunk waited for a vector when the run began (store: vectors_complete)
         self.stored_pending = False  # this run stored a chunk without a vector
+        self.follower: Follower | None = None  # embeds beside the first stage (a served model: process)
 
     def load_state(self, keys: list[str] | None = None) -> None:
         """The index's meta and file rows: every file's, or only those of `keys` (a refresh of a
@@ -300,6 +302,9 @@ class Run:
         if self.with_chunks:  # the model loaded (or built) once, here, before a worker needs it
             self._probe()
         in_flight: deque[Batch] = deque()
+        if FOLLOW and self.deferred and self.project.embedder.served and not self.with_chunks and self.follower is None:
+            self.follower = Follower(Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
+                                              progress=self.progress))
         with embedding_thread(self.project.embedder) as embedding:
             try:
                 with contextlib.closing(self._prepared(sources)) as prepared:  # stops a pool now
@@ -310,19 +315,38 @@ class Run:
                         pending.vectors.cancel()
         if self.progress and total:
             self.progress(IndexProgress("reading", files_done=total, files_total=total,
-                                        chunks_embedded=self.counts.embedded))  # the last batch is in
+                                        chunks_embedded=self.embedded_so_far))  # the last batch is in
+        if self.follower is not None:
+            self.follower.stored.set()  # its vectors may be written now
         return skipped
+
+    @property
+    def embedded_so_far(self) -> int:
+        return self.counts.embedded + (self.follower.backfill.embedded if self.follower is not None else 0)
+
+    @contextlib.contextmanager
+    def following(self) -> Iterator[None]:
+        """The run's stages, with a follower (started by process() for a served model: it embeds
+        the chunks the first stage stores while that stage goes on) stopped if they raise."""
+        try:
+            yield
+        except BaseException:
+            if self.follower is not None:
+                self.follower.halt()
+            raise
 
     def backfill(self) -> None:
         """Embed the texts stored without a vector (this run's and any a killed run left): when
         none waited as the run began, those are this run's, known without reading every chunk."""
+        followed = self.follower.finish() if self.follower is not None else 0
         if self.complete and not self.stored_pending:
             if self.wrote and not self.meta:  # a first build whose vectors all came with their chunks
                 with self.project.store.write() as writer:
                     writer.mark_vectors_complete()
             return
-        self.counts.embedded += Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
-                                         progress=self.progress, resumed=not self.complete).run()
+        self.counts.embedded += followed + Backfill(
+            self.project.store, self.project.embedder, check=self.check_vectors, progress=self.progress,
+            resumed=not self.complete or followed > 0, already=followed).run()
 
     def _pump(self, prepared: Iterator[Prepared], embedding: EmbeddingThread, in_flight: deque[Batch],
               total: int) -> list[tuple[str, str]]:
@@ -338,7 +362,7 @@ class Run:
                 batch, last = Batch(), time.monotonic()
             if self.progress:
                 self.progress(IndexProgress("reading", files_done=done, files_total=total,
-                                            chunks_embedded=self.counts.embedded))
+                                            chunks_embedded=self.embedded_so_far))
         self._submit(batch, embedding, in_flight, depth=0)
         return skipped
 

@@ -72,11 +72,11 @@ def test_copies_a_killed_run_left_without_a_vector_are_filled_by_the_next_run_wi
     root = _tree(tmp_path / "project")
     write_config(root, ollama_server.url)
 
-    def killed(self: backfill.Backfill) -> None:  # the run dies after its last write, before the copies
+    def killed(self: backfill.Backfill, hashes: list[str]) -> None:  # dies after the last write, before the copies
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(backfill.Backfill, "_finish", killed)
+        patch.setattr(backfill.Backfill, "_copy", killed)
         project = Project(load_config(flags={}, env={}, cwd=root))
         try:
             with pytest.raises(KeyboardInterrupt):

@@ -426,7 +426,8 @@ sai.indexing.run.FLUSH_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.EMBED_GROUP = 20
 sai.indexing.backfill.WRITE_CHUNKS = int(sys.argv[2])
 sai.indexing.backfill.AHEAD = sai.indexing.backfill.AHEAD_SERVED = 0
-sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[3] == "two-phase"
+sai.store.duckdb.DuckDBStore.pending_vectors = sys.argv[3] != "one-phase"
+sai.indexing.run.FOLLOW = sys.argv[3] == "two-phase"  # "second-stage": no embedding beside the first
 sai.indexing.indexer.index(Project(load_config(cwd=Path(sys.argv[1]), env={})))
 """
 
@@ -457,7 +458,7 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     # chunks first (no request), then groups of 20 texts: two answered and written, the third stalls
     ollama_server.stall_next(2, seconds=0)
     ollama_server.stall_next(1, seconds=3)
-    deadline = _kill_at_third_request(root, written, "two-phase", ollama_server)
+    deadline = _kill_at_third_request(root, written, "second-stage", ollama_server)
     assert ollama_server.requests == 3
     while ollama_server.inputs_embedded < 60 and time.monotonic() < deadline:
         time.sleep(0.01)  # the stalled answer is counted when it ends, after the kill
@@ -473,6 +474,38 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     project.close()
     assert report.embedded == ollama_server.inputs_embedded == functions - written
     assert report.chunks == functions
+
+    clean = write_tree(tmp_path / "clean", tree)
+    write_config(clean, ollama_server.url)
+    assert _index(clean).chunks == functions
+    assert snapshot(root) == snapshot(clean)
+    project = open_project(root)
+    assert index_status(project).pending_vectors == 0
+    project.close()
+
+
+@pytest.mark.slow
+def test_killed_while_embedding_beside_the_first_stage_the_next_run_completes_the_same_index(
+    tmp_path: Path, ollama_server: OllamaStandIn
+) -> None:
+    """A served model embeds while the first stage stores (run.Follower): killed at its third request,
+    what it held is lost, never half written; the next run embeds each text left once."""
+    functions = 200
+    tree = many_functions(functions, per_file=10)
+    root = write_tree(tmp_path / "project", tree)
+    write_config(root, ollama_server.url, ollama={"url": ollama_server.url, "batch_size": 20})
+    ollama_server.stall_next(2, seconds=0)
+    ollama_server.stall_next(1, seconds=3)
+    _kill_at_third_request(root, 20, "two-phase", ollama_server)
+    project = open_project(root)
+    status = index_status(project)
+    assert 0 < status.chunk_count <= functions and status.pending_vectors <= status.chunk_count
+    ollama_server.reset_counts()
+    report = indexer.index(project)
+    project.close()
+    assert report.chunks == functions
+    assert report.embedded == ollama_server.inputs_embedded == len(set(ollama_server.received_inputs))
+    assert report.embedded >= status.pending_vectors
 
     clean = write_tree(tmp_path / "clean", tree)
     write_config(clean, ollama_server.url)
@@ -710,6 +743,8 @@ def test_ctrl_c_of_a_pooled_run_exits_130_with_one_line_and_stops_its_workers(
 def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishes(
     root: Path, ollama_server: OllamaStandIn
 ) -> None:
+    """The first request may come while the first stage still stores (a served model's Follower):
+    Ctrl-C there stops both stages with one line, and the next run finishes the index."""
     ollama_server.stall_next(1, seconds=5)
     proc = subprocess.Popen([sys.executable, "-c", POOLED_CLI_RUN, "two-phase"], cwd=root, start_new_session=True,
                             preexec_fn=default_sigint, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -722,11 +757,12 @@ def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishe
     assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
     project = open_project(root)
     try:
-        assert index_status(project).pending_vectors == TREE_CHUNKS  # stored, none embedded
-        assert search.search(project, "parseDate", mode="lexical")[0].path == "web/dates.js"
+        status = index_status(project)  # no vector written: the follower keeps its own until every chunk is stored
+        assert 0 < status.chunk_count <= TREE_CHUNKS and status.pending_vectors == status.chunk_count
         ollama_server.reset_counts()
         assert indexer.index(project).embedded == ollama_server.inputs_embedded > 0
-        assert index_status(project).pending_vectors == 0
+        assert index_status(project).pending_vectors == 0 and index_status(project).chunk_count == TREE_CHUNKS
+        assert search.search(project, "parseDate", mode="lexical")[0].path == "web/dates.js"
     finally:
         project.close()
 
