@@ -131,9 +131,13 @@ class StandInHandler(BaseHTTPRequestHandler):
     request, a JSON answer; a subclass's do_POST embeds. Its server holds inputs, requests, busy_s."""
 
     protocol_version = "HTTP/1.1"
+    VRAM = 0  # `/api/ps`'s size_vram of the model: 0, a model on this machine's cores (a subclass on a device says so)
 
     def do_GET(self) -> None:  # noqa: N802
         srv = self.server
+        if self.path == "/api/ps":  # where the model runs (OllamaEmbedder.runs_elsewhere)
+            self._send(json.dumps({"models": [{"model": "nomic-embed-text:latest", "size_vram": self.VRAM}]}).encode())
+            return
         self._send(json.dumps({"inputs": srv.inputs, "requests": srv.requests,  # type: ignore[attr-defined]
                                "busy_s": srv.busy_s}).encode())  # type: ignore[attr-defined]
 

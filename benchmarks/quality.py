@@ -95,6 +95,9 @@ class CachedEmbedder:
             self.vectors = dict(zip(saved["hashes"].tolist(), saved["vectors"], strict=True))
         self.added = self.embedded = 0
 
+    def runs_elsewhere(self) -> bool:
+        return False
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self.vectors))

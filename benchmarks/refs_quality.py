@@ -77,6 +77,9 @@ class HashEmbedder:
     with_chunks = False
     served = False
 
+    def runs_elsewhere(self) -> bool:
+        return False
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         rows = [np.random.default_rng(zlib.crc32(t.encode())).standard_normal(DIM) for t in texts]
         matrix = np.array(rows, dtype=np.float32).reshape(len(texts), DIM)

@@ -103,6 +103,9 @@ class Timed:
         finally:
             self.seconds += time.perf_counter() - started
 
+    def runs_elsewhere(self) -> bool:
+        return self.inner.runs_elsewhere()
+
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
 

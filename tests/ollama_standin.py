@@ -35,6 +35,8 @@ class OllamaStandIn:
         port: int = 0,
     ) -> None:
         self.models = {_tagged(m) for m in models}
+        self.loaded = set(self.models)  # what /api/ps lists (a real server: the models used lately)
+        self.vram = 1 << 30  # /api/ps's size_vram of each: a GPU's (0: the model runs on the CPU)
         self.dim = dim  # may be changed between requests to simulate another model
         self.context_tokens = context_tokens
         self.requests = 0  # POST /api/embed requests received, failed ones included
@@ -105,6 +107,7 @@ class OllamaStandIn:
             return 400, {"error": "model is required"}
         if _tagged(model) not in self.models:
             return 404, {"error": f'model "{model}" not found, try pulling it first'}
+        self.loaded.add(_tagged(model))
         inputs = [inputs] if isinstance(inputs, str) else list(inputs)
         too_long = any(len(WORD_RE.findall(t)) > self.context_tokens for t in inputs)
         if too_long and body.get("truncate") is False:
@@ -122,6 +125,9 @@ class OllamaStandIn:
     def handle_get(self, path: str) -> tuple[int, dict[str, Any]] | None:
         if path == "/api/version":
             return 200, {"version": "0.0.0-standin"}
+        if path == "/api/ps":
+            return 200, {"models": [{"name": m, "model": m, "size": 1 << 30, "size_vram": self.vram}
+                                    for m in sorted(self.loaded)]}
         if path == "/api/tags":
             models = [
                 {"name": m, "model": m, "modified_at": "2024-01-01T00:00:00Z", "size": 0,

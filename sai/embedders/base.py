@@ -32,6 +32,11 @@ class Embedder(Protocol):
     # side decodes answers and writes vectors (sai/indexing/backfill.py)
     served: bool
 
+    def runs_elsewhere(self) -> bool:
+        """Whether the model computes off this machine's CPU (a server on another host, or its model
+        in a GPU's memory): then the indexer embeds beside its first stage (sai/indexing/backfill.py)."""
+        ...
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors (n, d) for stored chunks or code snippets (passage prefix)."""
         ...

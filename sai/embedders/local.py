@@ -44,6 +44,9 @@ class LocalEmbedder:
     with_chunks = False
     served = False
 
+    def runs_elsewhere(self) -> bool:
+        return False  # on this machine's cores
+
     def __init__(
         self, *, model: str = MODEL_NAME, prefix_style: PrefixStyle = "none", batch_size: int | None = None,
         cache_dir: Path | None = None, threads: int | None = None,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import ipaddress
+import logging
 import ssl
 import threading
 import time
@@ -22,6 +24,7 @@ from sai.models import PrefixStyle
 # connections) surface as httpx errors; a 200 that is not an embed response fails validation
 # (pydantic's ValidationError and JSONDecodeError are both ValueErrors).
 _CLIENT_ERRORS = (ollama.ResponseError, ConnectionError, httpx.TransportError, ValueError)
+log = logging.getLogger(__name__)
 _wait = time.sleep  # between attempts (a test records the schedule through it)
 # Transport failures worth another attempt: Ollama may be starting or still loading the model.
 _TRANSIENT = (
@@ -70,6 +73,7 @@ class OllamaEmbedder:
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._dimension: int | None = None
+        self._elsewhere: bool | None = None  # runs_elsewhere(), once known
 
     @property
     def _client(self) -> ollama.Client:
@@ -136,11 +140,32 @@ class OllamaEmbedder:
             _wait(self.backoff_s * 2**attempt)
             attempt += 1
 
+    def runs_elsewhere(self) -> bool:
+        """A server on another host, or one whose model sits in a GPU's memory (`/api/ps`'s
+        `size_vram`, asked once; a model not loaded yet is loaded by one short embedding first).
+        False when the server cannot say: its model may share this machine's cores, where embedding
+        beside the indexer's first stage made the first answer later (docs/design.md, "Incremental
+        indexing"). A server in a container of this machine counts as another host."""
+        if self._elsewhere is None:  # two threads asking at once both ask the server: harmless
+            self._elsewhere = not _is_loopback(self.url) or self._in_gpu_memory()
+        return self._elsewhere
+
+    def _in_gpu_memory(self) -> bool:
+        try:
+            for attempt in range(2):
+                loaded = {_tagged(m.model or m.name or ""): m.size_vram or 0 for m in self._client.ps().models}
+                if _tagged(self.model) in loaded or attempt:
+                    return loaded.get(_tagged(self.model), 0) > 0
+                self._embed_batch([self._passage_prefix + "load"])
+        except (*_CLIENT_ERRORS, EmbedderError) as exc:
+            log.debug("Ollama at %s did not say where its model runs: %r", self.url, exc)
+        return False
+
     def _embed_call(self, inputs: list[str]) -> ollama.EmbedResponse:
         """`Client.embed`, its answer read by pydantic-core's JSON parser: the client's own
-        `json.loads` and model build took 19 s of this process's CPU (and GIL) per 72k vectors of 768
-        floats, this 3.5 s (docs/embedders.md). The same request through the client's own `_request_raw`
-        (its errors as `embed`'s); a client without it gets `embed`."""
+        `json.loads` and model build took 19 s of this process's CPU (and GIL) per 72k vectors of
+        768 floats, this 3.5 s (docs/design.md, "Incremental indexing"). The same request through
+        the client's own `_request_raw` (its errors as `embed`'s); a client without it gets `embed`."""
         request = getattr(self._client, "_request_raw", None)
         if request is None:
             return self._client.embed(model=self.model, input=inputs, truncate=True)
@@ -197,3 +222,17 @@ def _is_transient(exc: Exception) -> bool:
     if isinstance(exc, ollama.ResponseError):
         return exc.status_code >= 500 or exc.status_code == 429
     return isinstance(exc, _TRANSIENT)
+
+
+def _is_loopback(url: str) -> bool:
+    """Whether the server's address is this machine (a name that is not an address: `localhost` only)."""
+    host = (httpx.URL(url if "://" in url else f"http://{url}").host or "localhost").strip("[]")
+    try:
+        return ipaddress.ip_address(host).is_loopback or ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return host == "localhost"
+
+
+def _tagged(model: str) -> str:
+    """Ollama's name of a model: `name` is `name:latest`."""
+    return model if ":" in model else f"{model}:latest"

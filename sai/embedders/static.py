@@ -35,6 +35,9 @@ class StaticEmbedder:
     name = "local"
     with_chunks = True
     served = False
+
+    def runs_elsewhere(self) -> bool:
+        return False  # on this machine's cores
     model = MINILM_STATIC
     # texts per round of the indexer's stoppable embedding (sai/embedders/stoppable.py): a round
     # of 1,024 chunks takes well under a second here, where MiniLM's rounds are 16 to 32

@@ -49,6 +49,9 @@ class StoppableEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
 
+    def runs_elsewhere(self) -> bool:
+        return self.inner.runs_elsewhere()
+
     def stop(self) -> None:
         """Let the round in hand finish, then refuse the rest (from any thread)."""
         self.stopped.set()

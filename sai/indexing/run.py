@@ -302,7 +302,8 @@ class Run:
         if self.with_chunks:  # the model loaded (or built) once, here, before a worker needs it
             self._probe()
         in_flight: deque[Batch] = deque()
-        if FOLLOW and self.deferred and self.project.embedder.served and not self.with_chunks and self.follower is None:
+        if (FOLLOW and self.deferred and not self.with_chunks and self.follower is None
+                and self.project.embedder.runs_elsewhere()):
             self.follower = Follower(Backfill(self.project.store, self.project.embedder, check=self.check_vectors,
                                               progress=self.progress))
         with embedding_thread(self.project.embedder) as embedding:

@@ -269,6 +269,26 @@ def test_an_answer_that_is_not_an_embedding_is_one_error_naming_the_url(ollama_s
         make_ollama(ollama_server).embed_documents(["x"])
 
 
+def test_a_model_in_gpu_memory_runs_elsewhere_and_one_on_the_cpu_does_not(ollama_server):
+    assert make_ollama(ollama_server).runs_elsewhere()
+    ollama_server.vram = 0
+    assert not make_ollama(ollama_server).runs_elsewhere()
+    assert ollama_server.requests == 0  # /api/ps only: the model was loaded
+
+
+def test_a_model_not_loaded_is_loaded_by_one_embedding_before_it_is_asked_where_it_runs(ollama_server):
+    ollama_server.loaded.clear()
+    embedder = make_ollama(ollama_server)
+    assert embedder.runs_elsewhere() and embedder.runs_elsewhere()  # asked once
+    assert ollama_server.requests == 1 and ollama_server.inputs_embedded == 1
+
+
+def test_a_server_on_another_host_runs_elsewhere_without_a_request_and_one_that_cannot_say_does_not(ollama_server):
+    assert make_ollama(ollama_server, url="http://gpu-box.invalid:11434").runs_elsewhere()
+    assert not make_ollama(ollama_server, url=ollama_server.url + "/not-ollama").runs_elsewhere()  # 404s
+    assert ollama_server.requests == 0
+
+
 # --- the stand-in itself ---------------------------------------------------------------------
 
 

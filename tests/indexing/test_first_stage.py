@@ -26,10 +26,12 @@ from sai.store.duckdb.writer import DuckDBWriter
 @pytest.mark.parametrize("follow", ["beside", "beside, holding one group", "after"])
 def test_a_first_build_stores_every_chunk_before_it_writes_a_vector_then_embeds_each_once(
         tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch, follow: str) -> None:
-    """A served model embeds beside the first stage (run.Follower) or after it; either way no vector is
+    """A model off this machine's cores embeds beside the first stage (run.Follower), one on them after
+    it; either way no vector is
     written before every chunk is stored (a write would hold the lease the first stage writes through),
     the vectors held meanwhile stay within FOLLOW_BUFFER_BYTES, and each text is embedded once."""
-    monkeypatch.setattr(run_module, "FOLLOW", follow != "after")
+    if follow == "after":
+        ollama_server.vram = 0  # the model shares this machine's cores (OllamaEmbedder.runs_elsewhere)
     if follow == "beside, holding one group":
         monkeypatch.setattr(backfill, "FOLLOW_BUFFER_BYTES", 1)
     monkeypatch.setattr(run_module, "POOL_MIN_FILES", 1_000)

@@ -794,6 +794,9 @@ class _SignallingEmbedder:
             self.second_call.set()
         return self.inner.embed_documents(texts)
 
+    def runs_elsewhere(self) -> bool:
+        return self.inner.runs_elsewhere()
+
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
 

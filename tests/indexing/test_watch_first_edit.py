@@ -39,6 +39,9 @@ class LoadsOnFirstUse:
         self._load()
         return self.inner.embed_documents(texts)
 
+    def runs_elsewhere(self) -> bool:
+        return self.inner.runs_elsewhere()
+
     def embed_query(self, text: str) -> np.ndarray:
         self._load()
         return self.inner.embed_query(text)
