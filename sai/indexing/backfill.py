@@ -113,6 +113,7 @@ class Backfill:
         self.check = check
         self.progress = progress
         self.embedded = 0  # distinct texts embedded
+        self.written = 0  # ...and their vectors written
         self.already = already  # texts this run embedded before (a follower's): counted in the progress
         self.total = 0
         self._ready: list[tuple[list[Pending], np.ndarray]] = []
@@ -151,7 +152,7 @@ class Backfill:
         then it waits. After `done`, it returns once nothing new waits. The copies of a text, and
         a text whose first chunk came before the last one read, are left to run()."""
         self._stored = stored
-        after, seen = 0, set[str]()
+        after, seen = 0, set[int]()  # hash() of the texts' content hashes: 60 MB at 1M texts, not 150
         with self._embedding() as feed:
             while not self._halted.is_set():
                 last = done.is_set()
@@ -159,10 +160,10 @@ class Backfill:
                 if self.store.exists:  # a first build's file comes with its first chunks
                     with self.store.read() as reader:
                         if reader.has_index():
-                            waiting = [item for item in reader.pending(after) if item.content_hash not in seen]
-                if waiting:
+                            waiting = [item for item in reader.pending(after) if hash(item.content_hash) not in seen]
+                if waiting:  # (two texts of one hash(): the second is left to run())
                     after = max(item.first_id for item in waiting)
-                    seen.update(item.content_hash for item in waiting)
+                    seen.update(hash(item.content_hash) for item in waiting)
                     self.total += len(waiting)
                     feed(waiting)
                 elif last:
@@ -259,6 +260,7 @@ class Backfill:
             ids = [item.first_id for item in items]
             with self.store.write() as writer:
                 writer.set_vectors([item.content_hash for item in items], matrix, ids=(min(ids), max(ids)))
+            self.written += len(items)
             if not whole:
                 return
 
@@ -295,11 +297,12 @@ class Follower:
             log.debug("embedding beside the first stage stopped: %r", exc)
 
     def finish(self) -> int:
-        """Embed and write the rest; returns how many texts it embedded in all."""
+        """Embed and write the rest; returns how many texts' vectors it wrote (after a failure,
+        those it embedded and did not write are the second stage's)."""
         self.stored.set()
         self.done.set()
         self.thread.join()
-        return self.backfill.embedded
+        return self.backfill.written
 
     def halt(self) -> None:
         self.backfill.halt()

@@ -84,3 +84,24 @@ def _recorded(method: Callable[..., Any], name: str, writes: list[tuple[str, int
         writes.append((name, server.requests))
         return method(*args, **kwargs)
     return call
+
+
+def test_a_failure_beside_the_first_stage_is_left_to_the_second_which_embeds_every_text(
+        tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The follower's first call fails (an error not retried): it stops, and the second stage embeds
+    every text it did not write, with no error to the user (its calls in flight were answered in vain)."""
+    monkeypatch.setattr(run_module, "POOL_MIN_FILES", 1_000)
+    monkeypatch.setattr(prepare_module, "prepare", _slowed(prepare_module.prepare))
+    ollama_server.fail_next(1, status=400, error="a bad request")
+    root = write_tree(tmp_path / "p", many_functions(300, per_file=20))
+    write_config(root, ollama_server.url)
+    project = Project(load_config(flags={}, env={}, cwd=root))
+    try:
+        report = index(project)
+        with project.store.read() as reader:
+            complete, waiting = reader.vectors_complete(), reader.pending()
+    finally:
+        project.close()
+    assert ollama_server.requests > 1  # the failed one, then the second stage's
+    assert report.embedded == len(set(ollama_server.received_inputs)) == 300 <= ollama_server.inputs_embedded
+    assert complete and waiting == []
