@@ -447,6 +447,18 @@ def _kill_at_third_request(root: Path, batch: int, phase: str, ollama_server: Ol
     return deadline
 
 
+def _assert_same_as_a_clean_build(root: Path, tree: dict[str, str], clean: Path, ollama_server: OllamaStandIn,
+                                   chunks: int) -> None:
+    """The finished index of `root` holds what a clean build of the same tree does, every vector in."""
+    write_tree(clean, tree)
+    write_config(clean, ollama_server.url)
+    assert _index(clean).chunks == chunks
+    assert snapshot(root) == snapshot(clean)
+    project = open_project(root)
+    assert index_status(project).pending_vectors == 0
+    project.close()
+
+
 @pytest.mark.slow
 def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_run_embeds_the_rest(
     tmp_path: Path, ollama_server: OllamaStandIn
@@ -475,13 +487,7 @@ def test_killed_while_embedding_keeps_every_chunk_and_written_vector_and_next_ru
     assert report.embedded == ollama_server.inputs_embedded == functions - written
     assert report.chunks == functions
 
-    clean = write_tree(tmp_path / "clean", tree)
-    write_config(clean, ollama_server.url)
-    assert _index(clean).chunks == functions
-    assert snapshot(root) == snapshot(clean)
-    project = open_project(root)
-    assert index_status(project).pending_vectors == 0
-    project.close()
+    _assert_same_as_a_clean_build(root, tree, tmp_path / "clean", ollama_server, functions)
 
 
 @pytest.mark.slow
@@ -507,13 +513,7 @@ def test_killed_while_embedding_beside_the_first_stage_the_next_run_completes_th
     assert report.embedded == ollama_server.inputs_embedded == len(set(ollama_server.received_inputs))
     assert report.embedded >= status.pending_vectors
 
-    clean = write_tree(tmp_path / "clean", tree)
-    write_config(clean, ollama_server.url)
-    assert _index(clean).chunks == functions
-    assert snapshot(root) == snapshot(clean)
-    project = open_project(root)
-    assert index_status(project).pending_vectors == 0
-    project.close()
+    _assert_same_as_a_clean_build(root, tree, tmp_path / "clean", ollama_server, functions)
 
 
 @pytest.mark.slow
