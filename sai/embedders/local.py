@@ -44,9 +44,6 @@ class LocalEmbedder:
     with_chunks = False
     served = False
 
-    def runs_elsewhere(self) -> bool:
-        return False  # on this machine's cores
-
     def __init__(
         self, *, model: str = MODEL_NAME, prefix_style: PrefixStyle = "none", batch_size: int | None = None,
         cache_dir: Path | None = None, threads: int | None = None,
@@ -69,6 +66,9 @@ class LocalEmbedder:
         self._tokenizer: Any = None
         self._session: Any = None
         self._load_lock = threading.Lock()
+
+    def runs_elsewhere(self) -> bool:
+        return False  # on this machine's cores
 
     @property
     def dimension(self) -> int | None:

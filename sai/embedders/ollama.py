@@ -152,14 +152,21 @@ class OllamaEmbedder:
 
     def _in_gpu_memory(self) -> bool:
         try:
-            for attempt in range(2):
-                loaded = {_tagged(m.model or m.name or ""): m.size_vram or 0 for m in self._client.ps().models}
-                if _tagged(self.model) in loaded or attempt:
-                    return loaded.get(_tagged(self.model), 0) > 0
+            vram = self._vram()
+            if vram is None:  # not loaded: one short embedding loads it
                 self._embed_batch([self._passage_prefix + "load"])
+                vram = self._vram()
         except (*_CLIENT_ERRORS, EmbedderError) as exc:
             log.debug("Ollama at %s did not say where its model runs: %r", self.url, exc)
-        return False
+            return False
+        return (vram or 0) > 0
+
+    def _vram(self) -> int | None:
+        """The model's bytes in GPU memory by `/api/ps`; None when it is not loaded."""
+        for loaded in self._client.ps().models:
+            if _tagged(loaded.model or loaded.name or "") == _tagged(self.model):
+                return int(loaded.size_vram or 0)
+        return None
 
     def _embed_call(self, inputs: list[str]) -> ollama.EmbedResponse:
         """`Client.embed`, its answer read by pydantic-core's JSON parser: the client's own
@@ -228,9 +235,10 @@ def _is_loopback(url: str) -> bool:
     """Whether the server's address is this machine (a name that is not an address: `localhost` only)."""
     host = (httpx.URL(url if "://" in url else f"http://{url}").host or "localhost").strip("[]")
     try:
-        return ipaddress.ip_address(host).is_loopback or ipaddress.ip_address(host).is_unspecified
+        address = ipaddress.ip_address(host)
     except ValueError:
         return host == "localhost"
+    return address.is_loopback or address.is_unspecified
 
 
 def _tagged(model: str) -> str:

@@ -35,9 +35,6 @@ class StaticEmbedder:
     name = "local"
     with_chunks = True
     served = False
-
-    def runs_elsewhere(self) -> bool:
-        return False  # on this machine's cores
     model = MINILM_STATIC
     # texts per round of the indexer's stoppable embedding (sai/embedders/stoppable.py): a round
     # of 1,024 chunks takes well under a second here, where MiniLM's rounds are 16 to 32
@@ -66,6 +63,9 @@ class StaticEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """One vector (d,) for a search query."""
         return self._encode([text])[0]
+
+    def runs_elsewhere(self) -> bool:
+        return False  # on this machine's cores
 
     def load(self) -> None:
         """Load the table and tokenizer now rather than on first use (idempotent, thread-safe)."""

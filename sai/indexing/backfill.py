@@ -143,8 +143,8 @@ class Backfill:
         self._finish()
         return self.embedded
 
-    def follow(self, stored: threading.Event, done: threading.Event) -> int:
-        """Embed the texts a first stage stores while it runs; returns how many were embedded.
+    def follow(self, stored: threading.Event, done: threading.Event) -> None:
+        """Embed the texts a first stage stores while it runs (`embedded`, and `written` of them).
 
         Until `stored` (the first stage has stored every chunk) the vectors are kept, not written:
         a write would hold the lease and the cores the first stage works on (written as they
@@ -171,7 +171,6 @@ class Backfill:
                 else:
                     done.wait(FOLLOW_POLL_S)
         self._write()
-        return self.embedded
 
     def halt(self) -> None:
         """Stop follow() (from another thread): it raises EmbeddingStopped at its next step."""
@@ -253,8 +252,10 @@ class Backfill:
         self._last_write = time.monotonic()
         while self._ready:
             part: list[tuple[list[Pending], np.ndarray]] = []
-            while self._ready and sum(len(group) for group, _ in part) < WRITE_CHUNKS:
+            size = 0
+            while self._ready and size < WRITE_CHUNKS:
                 part.append(self._ready.pop(0))
+                size += len(part[-1][0])
             items = [item for group, _ in part for item in group]
             matrix = np.vstack([vectors for _, vectors in part])
             ids = [item.first_id for item in items]
@@ -278,8 +279,8 @@ def resolved(vectors: np.ndarray) -> Future[np.ndarray]:
 
 
 class Follower:
-    """Backfill.follow on a thread, beside a first stage (a served model: the server embeds while
-    this process chunks). Its failures are left to the second stage, which embeds the same texts
+    """Backfill.follow on a thread, beside a first stage (a model off this machine's cores embeds
+    while this process chunks). Its failures are left to the second stage, which embeds the same texts
     again and reports (the server down, a model of another length)."""
 
     def __init__(self, backfill: Backfill) -> None:

@@ -36,7 +36,7 @@ IN_FLIGHT = 3  # batches prepared and sent to the embedder ahead of the one bein
 WRITE_CHUNKS = 4096
 IN_FLIGHT_LARGE = 16
 POOL_MIN_FILES = 200  # fewer files to read are prepared in this process (a pool starts in ~1 s)
-FOLLOW = True  # a served model embeds beside the first stage (Follower; tests of the second stage alone turn it off)
+FOLLOW = True  # a model off this machine's cores embeds beside the first stage (tests of the second stage alone: off)
 
 Progress = Callable[[IndexProgress], None]
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class Run:
         self.references_only = False  # ...and of them only the references' (chunks as they were)
         self.complete = True  # no chunk waited for a vector when the run began (store: vectors_complete)
         self.stored_pending = False  # this run stored a chunk without a vector
-        self.follower: Follower | None = None  # embeds beside the first stage (a served model: process)
+        self.follower: Follower | None = None  # embeds beside the first stage (started by process())
 
     def load_state(self, keys: list[str] | None = None) -> None:
         """The index's meta and file rows: every file's, or only those of `keys` (a refresh of a
@@ -327,8 +327,8 @@ class Run:
 
     @contextlib.contextmanager
     def following(self) -> Iterator[None]:
-        """The run's stages, with a follower (started by process() for a served model: it embeds
-        the chunks the first stage stores while that stage goes on) stopped if they raise."""
+        """The run's stages, with a follower (started by process() for a model off this machine's
+        cores: it embeds the chunks the first stage stores while that stage goes on) stopped if they raise."""
         try:
             yield
         except BaseException:
