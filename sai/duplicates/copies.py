@@ -3,8 +3,9 @@ the copies a change left behind. The score is the duplicate score of sai/duplica
 (cosine and token shape), and so is the candidate rule, made exact for one target at a time:
 a pair reaching min_score has cosine >= edges.cosine_floor(min_score) or shape similarity >=
 2 * min_score - that floor. So a target's candidates are its CANDIDATES nearest chunks by
-cosine above the floor and every chunk of a shape that alike (compared with every stored
-signature, store/shapes.py); only the chunks that reach min_score are read, best first, until
+cosine above the floor (the store finds them by a bound on sign bits that misses one such chunk
+in a billion, docs/design.md "References") and every chunk of a shape that alike (compared with
+every stored signature, store/shapes.py); only the chunks that reach min_score are read, best first, until
 `limit` pass `keep`. Nothing reads every chunk's row: at 100,000 chunks a one-unit change costs
 milliseconds where reading them all cost 0.6 s.
 """
@@ -42,12 +43,12 @@ def near_copies(
         return {}
     ids = [targets[k].id for k in wanted]
     floor = cosine_floor(min_score)
-    nearest = reader.nearest_each(np.vstack([vectors[i] for i in ids]), CANDIDATES, exclude=ids)
+    nearest = reader.nearest_each(np.vstack([vectors[i] for i in ids]), CANDIDATES, exclude=ids, floor=floor)
     out: dict[int, list[Copy]] = {}
     for k, near in zip(wanted, nearest, strict=True):
         target = targets[k]
         found, scores = _scored(reader, shapes, target.id, vectors[target.id], sigs[k], int(sizes[k]),
-                                [(i, c) for i, c in near if c >= floor], min_score)
+                                near, min_score)
         out[target.id] = _kept(reader, found, scores, keep, limit)
     return out
 

@@ -95,6 +95,10 @@ class IndexReader(ABC):
     def files(self, keys: list[str] | None = None) -> dict[str, FileRow]:
         """The indexed files' state (size, mtime, hash, chunk count) by key; all when keys is None."""
 
+    def file_hashes(self) -> dict[str, str]:
+        """Every indexed file's content hash by key (what the resolver keeps per index state)."""
+        return {key: row.file_hash for key, row in self.files().items()}
+
     @abstractmethod
     def chunk_count(self, keys: list[str] | None = None) -> int: ...
 
@@ -120,10 +124,13 @@ class IndexReader(ABC):
         `scope`, best first. Exact on Qdrant, and on DuckDB up to 150,000 rows; above that a sign-bit
         pass picks the rows scored exactly (recall@10 0.997 against the exact scan at 1M chunks)."""
 
-    def nearest_each(self, vectors: np.ndarray, k: int, *, exclude: list[int]) -> list[list[tuple[int, float]]]:
-        """nearest(vectors[i], k, exclude=exclude[i]) over the whole index for each row: what
-        `impact` asks for every unit a diff changes. A store may answer them together."""
-        return [self.nearest(v, k, exclude=e) for v, e in zip(vectors, exclude, strict=True)]
+    def nearest_each(self, vectors: np.ndarray, k: int, *, exclude: list[int],
+                     floor: float = -1.0) -> list[list[tuple[int, float]]]:
+        """nearest(vectors[i], k, exclude=exclude[i]) over the whole index for each row, only the
+        chunks of cosine >= floor: what `impact` asks for every unit a diff changes (its near
+        copies). A store may answer them together."""
+        return [[hit for hit in self.nearest(v, k, exclude=e) if hit[1] >= floor]
+                for v, e in zip(vectors, exclude, strict=True)]
 
     @abstractmethod
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
@@ -187,17 +194,6 @@ class IndexReader(ABC):
     def references_in(self, key: str, start: int, end: int) -> list[Reference]:
         """Every stored use in lines start..end of one file, by position."""
         return []
-
-    def member_references(self, members: list[tuple[str, str]]) -> list[Reference]:
-        """The stored uses of each (qualifier, name) pair's name that the qualified name may mean
-        (member_may_mean): fewer uses to resolve than every use of a common name (`__init__`).
-        Asked in SQL, the same filter cost DuckDB 3.7x the plain read of the name's rows (the
-        table is not ordered by name: every row group is read either way)."""
-        wanted: dict[str, list[str]] = {}
-        for qualifier, name in members:
-            wanted.setdefault(name, []).append(qualifier)
-        return [ref for ref in self.references(sorted(wanted))
-                if any(member_may_mean(ref, qualifier) for qualifier in wanted[ref.name])]
 
     def files_using(self, names: list[str]) -> dict[str, set[str]]:
         """The files holding a stored use of each name (name -> keys), without the uses."""
@@ -400,16 +396,3 @@ class Store(ABC):
     def close(self) -> None: ...
 
 
-
-def folded(text: str) -> str:
-    """A name as narrowing compares it: lower case, `_` dropped, `::` and `->` read as '.'."""
-    return text.replace("::", ".").replace("->", ".").replace("_", "").lower()
-
-
-def member_may_mean(ref: Reference, qualifier: str) -> bool:
-    """Whether a use of a name may be one of `qualifier.name` (query/references.py narrows
-    exactly, comparing the qualifier's last segment): a bare use, one bound to a module, one whose
-    target or written qualifier ends as the qualified name does."""
-    last = folded(qualifier).rsplit(".", 1)[-1]
-    return (not ref.qualifier or (bool(ref.module) and not ref.target)
-            or folded(ref.target).endswith(f"{last}.{folded(ref.name)}") or folded(ref.qualifier).endswith(last))

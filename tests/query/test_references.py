@@ -343,9 +343,11 @@ def test_a_qualified_name_read_alone_finds_what_narrowing_every_use_of_its_name_
         with project.store.read() as reader:
             for name in asked:
                 last = split_name(name)[1]
-                alone = KnownUses(reader, [name]).of(name)  # reads the uses the name may mean (member_references)
-                assert alone == KnownUses(reader, [name, last]).of(name), name  # every use of `last` read
-            members = [split_name(name) for name in asked]
-            assert 0 < len(reader.member_references(members)) < len(reader.references([n for _, n in members]))
+                alone = KnownUses(reader, [name]).of(name)  # keeps the uses the name may mean
+                assert alone == KnownUses(reader, [name, last]).of(name), name  # every use of `last` kept
+            lasts = [split_name(name)[1] for name in asked]
+            kept = KnownUses(reader, asked)
+            assert 0 < sum(len(kept.of(name)) for name in asked) <= sum(map(len, kept._refs.values())) \
+                < len(reader.references(lasts))
     finally:
         project.close()

@@ -391,6 +391,9 @@ def test_references_are_found_by_name_and_by_lines_and_go_with_their_file(filled
         assert reader.references(["parse_date"])[0].chunk_id == unit
         assert reader.files_using(["Cart", "render", "absent"]) == {
             "Cart": {"src/cart.py"}, "render": {"web/view.js"}, "absent": set()}
+        many = ["parse_date", "render"] + [f"absent{n}" for n in range(60)]  # past the names a list holds
+        assert reader.references(many) == reader.references(["parse_date", "render"])
+        assert reader.files_using(many)["render"] == {"web/view.js"}
     with store.write() as writer:
         writer.replace_references({"src/cart.py": []})  # the file holds none now
         writer.remove_files(["web/view.js"])  # its references go with it

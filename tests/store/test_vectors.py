@@ -332,3 +332,32 @@ def test_sidecar_files_shorter_than_the_manifest_says_are_rebuilt(db: Path, dama
         assert manifest_of(db).generation == 2
     finally:
         store.close()
+
+
+def test_a_floor_few_rows_reach_is_served_by_the_bits_with_every_row_above_it(db: Path) -> None:
+    """nearest_each with a high floor (the near copies `impact` reports) narrows the scan by a
+    Hamming bound on the sign bits, then scores exactly: every live row of cosine >= floor, none
+    below; a floor most rows reach is an exact scan."""
+    store = _build(db, files=40, per_file=10)
+    try:
+        with store.write() as writer:
+            writer.replace_files(*_chunks("src/f6.py", 10, seed=606))  # tombstones ten rows
+        stored = stored_vectors(db)
+        rng = np.random.default_rng(8)
+        sources = [stored[k] for k in rng.choice(len(stored), 12, replace=False)]
+        queries = np.array([r[3] for r in sources], np.float32) + 0.08 * rng.standard_normal((12, DIM)).astype(
+            np.float32) / np.sqrt(DIM)
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        excluded = [int(sources[0][0])] + [10**9] * 11  # the first without its own source
+        with store.read() as reader:
+            table = reader.copies.vectors()
+            assert table._bits_reaching(0.99) is not None and table._bits_reaching(0.5) is None
+            for floor in (0.99, 0.5):
+                found = reader.nearest_each(queries, 10, exclude=excluded, floor=floor)
+                for q, e, hits in zip(queries, excluded, found, strict=True):
+                    assert_same(hits, [h for h in exact_top(stored, q, 11) if h[0] != e and h[1] >= floor][:10])
+            reached = reader.nearest_each(queries, 10, exclude=excluded, floor=0.99)
+            assert not any(i == sources[0][0] for i, _ in reached[0])
+            assert all(any(i == src[0] for i, _ in hits) for src, hits in zip(sources[1:], reached[1:], strict=True))
+    finally:
+        store.close()

@@ -64,6 +64,10 @@ class DuckDBReader(IndexReader):
             return dict(every) if keys is None else {k: every[k] for k in keys if k in every}
         return self._files(keys)  # a few keys after a write: not every file row (58 ms at 32k files)
 
+    def file_hashes(self) -> dict[str, str]:
+        # two columns, no FileRow: 4 ms at 5,000 files where every row's cost 10-25 ms
+        return dict(self.conn.con.execute(f"SELECT path, file_hash FROM {self.conn.files_table}").fetchall())
+
     def _files(self, keys: list[str] | None) -> dict[str, FileRow]:
         sql = f"SELECT path, size, mtime_ns, file_hash, chunk_count FROM {self.conn.files_table}"
         if keys is None:
@@ -127,8 +131,9 @@ class DuckDBReader(IndexReader):
         table = self.vector_table()
         return table.nearest(vector, k, mask=self._mask(table, scope), exclude=exclude)
 
-    def nearest_each(self, vectors: np.ndarray, k: int, *, exclude: list[int]) -> list[list[tuple[int, float]]]:
-        return self.vector_table().nearest_each(vectors, k, exclude=exclude)
+    def nearest_each(self, vectors: np.ndarray, k: int, *, exclude: list[int],
+                     floor: float = -1.0) -> list[list[tuple[int, float]]]:
+        return self.vector_table().nearest_each(vectors, k, exclude=exclude, floor=floor)
 
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
         """Okapi BM25 (k1 1.2, b 0.75) over the postings of the query's terms only, in numpy

@@ -26,9 +26,19 @@ _TYPES = (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string(), pa.stri
 _READ = "path, name, kind, line, col, qualifier, module, target, unit, unit_start, unit_end, unit_id, language"
 
 
-def _named(names: list[str]) -> list[object]:
-    """The parameters of `name_key IN {INTS} AND name IN {TEXTS}` for these names."""
-    return [int_list([name_key(n) for n in names]), text_list(names)]
+# Up to this many names, each row's key is looked for in the list of keys; past it, the keys are
+# joined. At 1.35M rows (100,000 chunks) DuckDB 1.5.5 read 2 names' rows in 16 ms by the list
+# against 55 by the join, 16 names in 30 against 60, 40 alike (~90), 300 in 336 against 163.
+_LISTED = 32
+
+
+def _named(names: list[str]) -> tuple[str, list[object]]:
+    """The condition selecting the rows of these names, and its parameters."""
+    keys, texts = int_list([name_key(n) for n in names]), text_list(names)
+    if len(names) > _LISTED:
+        return f"name_key IN {INTS} AND name IN {TEXTS}", [keys, texts]
+    return ("list_contains(CAST(?::VARCHAR AS BIGINT[]), name_key) "
+            "AND list_contains(CAST(json_extract_string(?::VARCHAR, '$[*]') AS VARCHAR[]), name)", [keys, texts])
 
 
 # a name recurs in every file (`self`, `len`): a blake2b each was a third of a write's Python time
@@ -77,14 +87,14 @@ class References:
 
     def named(self, names: list[str]) -> list[Reference]:
         """Every use of one of these names, by path and position."""
-        return self._read(f"name_key IN {INTS} AND name IN {TEXTS}", _named(names))
+        return self._read(*_named(names))
 
     def files_using(self, names: list[str]) -> dict[str, set[str]]:
         """The files holding a use of each name (name -> keys)."""
         out: dict[str, set[str]] = {name: set() for name in names}
-        for name, path in self.con.execute(
-                f"SELECT DISTINCT name, path FROM {self.table} WHERE name_key IN {INTS} AND name IN {TEXTS}",
-                _named(names)).fetchall():
+        where, params = _named(names)
+        for name, path in self.con.execute(f"SELECT DISTINCT name, path FROM {self.table} WHERE {where}",
+                                           params).fetchall():
             out[name].add(path)
         return out
 
