@@ -254,6 +254,11 @@ def test_nearest_each_answers_as_nearest_asked_alone(filled) -> None:
     assert [[i for i, _ in found] for found in together] == [[i for i, _ in found] for found in alone]
     assert [[s for _, s in found] for found in together] == [pytest.approx([s for _, s in f], abs=1e-6) for f in alone]
     assert all(len(found) == 4 for found in together)
+    with store.read() as reader:  # a floor keeps the chunks of cosine >= it, as an exact scan finds them
+        scores = sorted(s for found in alone for _, s in found)
+        floor = (scores[len(alone) * 2] + scores[len(alone) * 2 + 1]) / 2  # between two scores, none on it
+        above = reader.nearest_each(vectors[[0, 3, 5]], 4, exclude=excluded, floor=floor)
+    assert [[i for i, _ in found] for found in above] == [[i for i, s in f if s >= floor] for f in alone]
 
 
 def test_vectors_by_id_leave_unknown_ids_out(filled) -> None:
