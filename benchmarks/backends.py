@@ -120,33 +120,27 @@ class Ops:
         self.r, self.duck = reader, backend == "duckdb"
 
     def noop(self) -> int:
-        if self.duck:
-            c = self.r.conn
-            return len(c.meta()) + len(c.files()) + len(c.content_hashes())
         return len(self.r.meta()) + len(self.r.files()) + len(self.r.content_hashes())
 
     def semantic(self, vector: np.ndarray, keys: frozenset[str] | None = None) -> list:
         if self.duck:
-            table = self.r.conn.vector_table()
+            table = self.r.copies.vectors()
             return table.nearest(vector, 50, mask=table.mask(paths=keys) if keys else None)
         from sai.store.base import Scope
 
         return self.r.nearest(vector, 50, scope=Scope(keys=keys) if keys else None)
 
     def lexical(self, words: str) -> list:
-        return self.r.conn.lexical(words, 50) if self.duck else self.r.lexical(words, 50)
+        return self.r.lexical(words, 50)
 
     def top_chunk_ids(self, found: list) -> list[str]:
         """The chunk_ids of a hit list's first 10 (ids differ between backends, chunk_ids do not)."""
         return [row.chunk_id for row in self.chunks([int(i) for i, _ in found[:10]])]
 
     def chunks(self, ids: list[int]) -> list:
-        return self.r.conn.chunks(ids) if self.duck else self.r.chunks(ids)
+        return self.r.chunks(ids)
 
     def all_chunks(self) -> tuple:
-        if self.duck:
-            rows, matrix = self.r.conn.all_chunks(text=False)
-            return rows, matrix, self.r.conn.all_shapes()
         return self.r.all_chunks()
 
 

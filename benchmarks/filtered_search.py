@@ -103,7 +103,7 @@ def table_load(project: Project) -> None:
         start = time.perf_counter()
         table = conn.reads.vector_rows()
         loaded = time.perf_counter() - start
-        vectors = conn.vector_table()
+        vectors = reader.copies.vectors()
     query = vectors.matrix[0]
     start = time.perf_counter()
     for _ in range(20):

@@ -229,7 +229,7 @@ def latencies(project: Project, filters: dict[str, dict[str, str]], queries: int
 def recall(project: Project, url: str, count: int = 60) -> dict[str, float]:
     """recall@10 of the table's nearest() against an exact scan over the same live rows."""
     with project.store.read() as reader:
-        table = reader.vector_table()  # type: ignore[attr-defined]
+        table = reader.copies.vectors()  # type: ignore[attr-defined]
     rng = np.random.default_rng(5)
     live = np.arange(len(table.ids)) if table.live is None else np.flatnonzero(table.live)
     picks = [np.asarray(table.matrix[r]) for r in rng.choice(live, count - len(QUERIES), replace=False)]
@@ -449,7 +449,6 @@ class ArraySource:
 
 def vectors_only(args: argparse.Namespace) -> dict[str, Any]:
     from sai.store.duckdb.sidecar import Sidecar
-    from sai.store.duckdb.vectors import VectorTable
 
     if args.base_vectors is not None:
         base = np.load(args.base_vectors).astype(np.float32)
@@ -465,12 +464,12 @@ def vectors_only(args: argparse.Namespace) -> dict[str, Any]:
     sidecar.view(source, token="t1", origin="bench", dim=DIM)
     out["build_s"] = round(time.perf_counter() - start, 1)
     start = time.perf_counter()
-    table = VectorTable.from_view(sidecar.view(source, token="t1", origin="bench", dim=DIM))
+    table = sidecar.view(source, token="t1", origin="bench", dim=DIM)
     out["open_ms"] = round((time.perf_counter() - start) * 1000, 1)
     # a one-file refresh: its 20 chunks written again, patched from the writers' change log
     source.logged = source.ids[160:180]
     start = time.perf_counter()
-    table = VectorTable.from_view(sidecar.view(source, token="t2", origin="bench", dim=DIM))
+    table = sidecar.view(source, token="t2", origin="bench", dim=DIM)
     out["patch_one_file_ms"] = round((time.perf_counter() - start) * 1000, 1)
     out |= scan_figures(table, source)
     print(json.dumps(out), flush=True)
@@ -520,13 +519,12 @@ def scan_figures(table: Any, source: ArraySource, count: int = 40) -> dict[str, 
 
 def vector_worker(directory: Path) -> None:
     from sai.store.duckdb.sidecar import Manifest, Sidecar
-    from sai.store.duckdb.vectors import VectorTable
 
     sys.stdin.readline()
     sidecar = Sidecar(directory)
     m = Manifest.read(sidecar.manifest_path)
     assert m is not None
-    table = VectorTable.from_view(sidecar.view(None, token=m.token, origin=m.origin, dim=m.dim))  # type: ignore[arg-type]
+    table = sidecar.view(None, token=m.token, origin=m.origin, dim=m.dim)  # type: ignore[arg-type]
     rng = np.random.default_rng(os.getpid())
     for _ in range(20):
         table.nearest(np.asarray(table.matrix[int(rng.integers(0, len(table.ids)))]), 10)

@@ -98,13 +98,13 @@ def test_a_function_moved_between_files_written_in_different_batches_keeps_a_vec
 # postings built where it left an FTS index) and says so.
 PAUSE_IN_UPGRADE = """
 import sys, time
-from sai.store.duckdb import migrations
-real = migrations.MIGRATIONS[6]
+from sai.store.duckdb import schema
+real = schema.upgrade
 def slow(conn):
     real(conn)
     print("upgrading", flush=True)
     time.sleep(30)
-migrations.MIGRATIONS[6] = slow
+schema.upgrade = slow
 from sai.cli import commands as cli
 sys.exit(cli.main(["--root", sys.argv[1], "--config", sys.argv[1] + "/sai-cfg.yml"]))
 """

@@ -4,8 +4,9 @@ the copies a change left behind. The score is the duplicate score of sai/duplica
 a pair reaching min_score has cosine >= edges.cosine_floor(min_score) or shape similarity >=
 2 * min_score - that floor. So a target's candidates are its CANDIDATES nearest chunks by
 cosine above the floor (the store finds them by a bound on sign bits that misses one such chunk
-in a billion, docs/design.md "References") and every chunk of a shape that alike (compared with
-every stored signature, store/shapes.py); only the chunks that reach min_score are read, best first, until
+in a billion: docs/design.md, "References (`sai refs`, `callers`, `callees`, `impact`)") and every
+chunk of a shape that alike (compared with every stored signature, store/shapes.py); only the chunks
+that reach min_score are read, best first, until
 `limit` pass `keep`. Nothing reads every chunk's row: at 100,000 chunks a one-unit change costs
 milliseconds where reading them all cost 0.6 s.
 """

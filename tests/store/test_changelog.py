@@ -87,7 +87,7 @@ def test_a_write_the_log_did_not_see_makes_the_reader_read_every_vector(db: Path
         assert_nearest_exact(store, db)
         with store.write() as writer:  # a write that does not name its chunks (as a migration)
             writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = NULL WHERE id IN (3, 4)")
-            writer.conn.dirty = True
+            writer.conn.unlogged()
         with store.write() as writer:
             writer.replace_files(*worded_chunks("src/f7.py", 2, seed=77))
         assert_nearest_exact(store, db)

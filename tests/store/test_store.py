@@ -342,12 +342,6 @@ def test_a_full_disk_is_one_line_naming_the_fix(tmp_path: Path) -> None:
     assert "\n" not in str(error)
 
 
-def test_migrations_are_numbered_up_to_this_schema_version() -> None:
-    from sai.store.duckdb.migrations import MIGRATIONS
-
-    assert sorted(MIGRATIONS) == list(range(min(MIGRATIONS), SCHEMA_VERSION + 1))
-
-
 def _read_during_run(store: DuckDBStore, db: Path, writes: int, pause_s: float) -> tuple[int, int, float, int]:
     """Read the index while another process's run holds it (HOLD_RUN: `writes` writes `pause_s`
     apart): the run's write count seen, the chunks seen, how long the read waited, and how many

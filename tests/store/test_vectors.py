@@ -168,14 +168,14 @@ def test_chunks_without_a_vector_yet_are_left_out_until_they_have_one(db: Path) 
         assert_nearest_exact(store, db)
         with store.write() as writer:
             writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = NULL WHERE id IN (3, 4)")
-            writer.conn.dirty = True
+            writer.conn.unlogged()
         assert_nearest_exact(store, db)
         with store.read() as reader:
             assert {3, 4}.isdisjoint(i for i, _ in reader.nearest(unit_queries()[0], 100))
         with store.write() as writer:
             vector = [1.0] + [0.0] * (DIM - 1)
             writer.conn.con.execute(f"UPDATE {COLLECTION} SET embedding = ?::FLOAT[{DIM}] WHERE id = 3", [vector])
-            writer.conn.dirty = True
+            writer.conn.unlogged()
         assert_nearest_exact(store, db)
         with store.read() as reader:
             assert reader.nearest(np.array(vector, np.float32), 1)[0][0] == 3

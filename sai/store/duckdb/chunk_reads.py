@@ -1,5 +1,5 @@
 """The reads of chunk rows that the derived copies are made of: one connection's snapshot as the
-copies' CopySource (copies.py) and the vector sidecar's VectorSource (sidecar.py).
+copies' source (copies.py) and the vector sidecar's VectorSource (sidecar.py).
 
 Composed by tables.Connection, which hands it the three facts of its state it needs (the token,
 the meta, whether the vector column exists); it never calls back into the connection otherwise.
@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from sai.store.duckdb import changelog
 from sai.store.duckdb.postings import Postings
-from sai.store.duckdb.rows import INTS, TEXTS, arrow, chunk_cols, id_table, int_list, registered, text_list
+from sai.store.duckdb.rows import INTS, TEXTS, among, arrow, chunk_cols, int_list, text_list
 from sai.store.symbols import SYMBOL_COLS, SymbolRow
 
 # Rows per Arrow batch a sidecar patch reads: a batch's vectors are copied a few times on their
@@ -61,12 +61,9 @@ class ChunkReads:
             columns = "(embedding IS NOT NULL)::UTINYINT AS present, path, language, embedding"
         else:
             columns = "0::UTINYINT AS present, path, language, NULL::FLOAT[1] AS embedding"
-        sql = f"SELECT id, {columns} FROM {self.table}"
-        if ids is None:
-            yield from self.con.execute(sql).to_arrow_reader(_BATCH_ROWS)
-            return
-        with registered(self.con, "sai_wanted", id_table(ids)):
-            yield from self.con.execute(sql + " WHERE id IN (SELECT id FROM sai_wanted)").to_arrow_reader(_BATCH_ROWS)
+        with among(self.con, ids) as (where, params):
+            yield from self.con.execute(f"SELECT id, {columns} FROM {self.table} WHERE {where}",
+                                        params).to_arrow_reader(_BATCH_ROWS)
 
     def row_rows(self, ids: np.ndarray | None = None) -> pa.Table:
         """Every chunk's row without its text (of these chunk ids; None: all), by id."""
@@ -78,11 +75,8 @@ class ChunkReads:
         return table.column("id").to_numpy().astype(np.int64), table.column("shape").to_pylist()
 
     def _by_id(self, columns: str, ids: np.ndarray | None) -> pa.Table:
-        sql = f"SELECT {columns} FROM {self.table}"
-        if ids is None:
-            return arrow(self.con, f"{sql} ORDER BY id")
-        with registered(self.con, "sai_wanted", id_table(ids)):
-            return arrow(self.con, f"{sql} WHERE id IN (SELECT id FROM sai_wanted) ORDER BY id")
+        with among(self.con, ids) as (where, params):
+            return arrow(self.con, f"SELECT {columns} FROM {self.table} WHERE {where} ORDER BY id", params)
 
     def symbol_rows(self) -> pa.Table:
         """The SYMBOL_COLS of every chunk, by id."""
@@ -106,10 +100,6 @@ class ChunkReads:
         after `after_termid`; of every chunk, or of those of these ids still in the index."""
         p = self.postings
         terms = arrow(self.con, f"SELECT hash(term) AS hash, termid FROM {p.terms} WHERE termid > ?", [after_termid])
-        if ids is None:
-            return (arrow(self.con, f"SELECT id FROM {self.table} ORDER BY id"),
-                    arrow(self.con, f"SELECT id, termid, tf FROM {p.postings}"), terms)
-        with registered(self.con, "sai_wanted", id_table(ids)):
-            return (arrow(self.con, f"SELECT id FROM {self.table} WHERE id IN (SELECT id FROM sai_wanted) ORDER BY id"),
-                    arrow(self.con, f"SELECT id, termid, tf FROM {p.postings} WHERE id IN (SELECT id FROM sai_wanted)"),
-                    terms)
+        with among(self.con, ids) as (where, params):
+            return (arrow(self.con, f"SELECT id FROM {self.table} WHERE {where} ORDER BY id", params),
+                    arrow(self.con, f"SELECT id, termid, tf FROM {p.postings} WHERE {where}", params), terms)

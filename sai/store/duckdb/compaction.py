@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 
 from sai.store.dirs import fsync_path
+from sai.store.duckdb.errors import first_line
 from sai.store.duckdb.rows import quote
 from sai.store.duckdb.tables import ROW_GROUP_ROWS, Connection
 
@@ -108,7 +109,7 @@ def copy_beside(conn: Connection, db: Path) -> Path | None:
         discard(copy)
         raise
     except (duckdb.Error, OSError) as exc:
-        log.warning("compacting the index %s failed (%s); it keeps its free space", db, _first_line(exc))
+        log.warning("compacting the index %s failed (%s); it keeps its free space", db, first_line(exc))
         discard(copy)
         return None
     return copy
@@ -139,7 +140,3 @@ def discard(copy: Path) -> None:
 
 def _wal(path: Path) -> Path:
     return path.with_name(path.name + ".wal")
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -37,12 +37,13 @@ import pyarrow as pa
 
 from sai.store.cache import TokenCache
 from sai.store.duckdb import chunkrows
+from sai.store.duckdb.chunk_reads import ChunkReads
 from sai.store.duckdb.chunkrows import RowTable
 from sai.store.duckdb.postings import LexicalTable
-from sai.store.duckdb.sidecar import Sidecar, VectorSource
+from sai.store.duckdb.sidecar import Sidecar
 from sai.store.duckdb.vectors import VectorTable
 from sai.store.shapes import ShapeTable, Signatures
-from sai.store.symbols import ARRAYS, SymbolRow, SymbolTable
+from sai.store.symbols import ARRAYS, SymbolTable
 from sai.text.shape import SIGNATURE_SIZE
 
 PATCH_SHARE = 0.1  # chunks changed since a copy's full read, past this share of it: read it whole
@@ -53,32 +54,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T", RowTable, LexicalTable, SymbolTable, ShapeTable)
 
 
-class CopySource(VectorSource, Protocol):
-    """What the copies read from the index (chunk_reads.ChunkReads): one snapshot of it."""
-
-    @property
-    def token(self) -> str:
-        """The snapshot's token; '' when it holds uncommitted rows (nothing is kept)."""
-        ...
-
-    def identity(self) -> tuple[str, int]: ...
-    def vector_rows(self) -> pa.Table: ...
-    def row_rows(self, ids: np.ndarray | None = None) -> pa.Table: ...
-    def symbol_rows(self) -> pa.Table: ...
-    def shape_rows(self, ids: np.ndarray | None = None) -> tuple[np.ndarray, list[bytes | None]]: ...
-    def symbol_rows_of(self, files: frozenset[str]) -> list[SymbolRow]: ...
-    def files_of(self, ids: np.ndarray) -> set[str]: ...
-    def lexicon_rows(self, ids: np.ndarray | None = None, *, after_termid: int = -1
-                     ) -> tuple[pa.Table, pa.Table, pa.Table]: ...
-
-
 class Copy(Protocol, Generic[T]):
     """One kind of copy: how it is read whole, patched, saved to and loaded from a shared file."""
 
     name: str
 
-    def build(self, source: CopySource, token: str) -> T: ...
-    def patched(self, source: CopySource, old: T, token: str, touched: np.ndarray) -> T | None: ...
+    def build(self, source: ChunkReads, token: str) -> T: ...
+    def patched(self, source: ChunkReads, old: T, token: str, touched: np.ndarray) -> T | None: ...
     def save(self, table: T) -> pa.Table: ...
     def load(self, token: str, data: pa.Table) -> T: ...
 
@@ -86,7 +68,7 @@ class Copy(Protocol, Generic[T]):
 class Copies:
     """The derived copies of one connection's snapshot, by the rule above."""
 
-    def __init__(self, source: CopySource, cache: TokenCache, sidecar: Sidecar | None) -> None:
+    def __init__(self, source: ChunkReads, cache: TokenCache, sidecar: Sidecar | None) -> None:
         self.source = source
         self.cache = cache
         self.sidecar = sidecar  # None: no shared files (a writer, or vectors held in memory)
@@ -94,11 +76,7 @@ class Copies:
     def vectors(self) -> VectorTable:
         """Every chunk's vector, over the shared sidecar when it can be used, else in memory."""
         token = self.source.token
-        if not token:
-            return VectorTable.from_arrow("", self.source.vector_rows())
-        if self.sidecar is None:
-            return self.cache.get(token, lambda: VectorTable.from_arrow(token, self.source.vector_rows()))
-        return self.cache.get(token, lambda: self._mapped(token))
+        return self.cache.get(token, lambda: self._mapped(token)) if token else self._mapped("")
 
     def current_vectors(self) -> VectorTable | None:
         """The vector copy when it costs nothing to have (held, or a sidecar already at this token), else None."""
@@ -133,13 +111,14 @@ class Copies:
                 self.get(kind)
 
     def _mapped(self, token: str) -> VectorTable:
-        assert self.sidecar is not None
-        origin, dim = self.source.identity()
-        try:
-            return VectorTable.from_view(self.sidecar.view(self.source, token=token, origin=origin, dim=dim))
-        except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
-            log.debug("vector sidecar %s unusable (%s); reading the vectors into memory", self.sidecar.dir, exc)
-            return VectorTable.from_arrow(token, self.source.vector_rows())
+        """The sidecar's table at `token`, else (no sidecar, no token, or an unusable one) a copy in memory."""
+        if self.sidecar is not None and token:
+            origin, dim = self.source.identity()
+            try:
+                return self.sidecar.view(self.source, token=token, origin=origin, dim=dim)
+            except OSError as exc:  # a read-only place, a full disk: this process keeps its own copy
+                log.debug("vector sidecar %s unusable (%s); reading the vectors into memory", self.sidecar.dir, exc)
+        return VectorTable.from_arrow(token, self.source.vector_rows())
 
     def _patched(self, kind: Copy[T], old: T, token: str) -> T | None:
         touched = self.source.touched_since(old.token)
@@ -209,10 +188,10 @@ def _patches_too_many(old: RowTable | ShapeTable, touched: np.ndarray) -> bool:
 class Rows:
     name = "rows"
 
-    def build(self, source: CopySource, token: str) -> RowTable:
+    def build(self, source: ChunkReads, token: str) -> RowTable:
         return RowTable.from_arrow(token, source.row_rows())
 
-    def patched(self, source: CopySource, old: RowTable, token: str, touched: np.ndarray) -> RowTable | None:
+    def patched(self, source: ChunkReads, old: RowTable, token: str, touched: np.ndarray) -> RowTable | None:
         """`old` without the touched chunks, with their rows read now."""
         if _patches_too_many(old, touched):
             return None
@@ -231,10 +210,10 @@ _LEXICON_ARRAYS = ("ids", "doc_len", "hashes", "hashed", "starts", "rows", "tfs"
 class Lexicon:
     name = "lexicon"
 
-    def build(self, source: CopySource, token: str) -> LexicalTable:
+    def build(self, source: ChunkReads, token: str) -> LexicalTable:
         return LexicalTable.from_arrow(token, source.lexicon_rows())
 
-    def patched(self, source: CopySource, old: LexicalTable, token: str, touched: np.ndarray) -> LexicalTable | None:
+    def patched(self, source: ChunkReads, old: LexicalTable, token: str, touched: np.ndarray) -> LexicalTable | None:
         """`old` with the touched chunks masked out, and a new delta of every chunk written since its full read."""
         written = np.union1d(old.written, touched)
         if _too_many(len(written), len(old.ids)):
@@ -252,10 +231,10 @@ class Lexicon:
 class Symbols:
     name = "symbols"
 
-    def build(self, source: CopySource, token: str) -> SymbolTable:
+    def build(self, source: ChunkReads, token: str) -> SymbolTable:
         return SymbolTable.from_arrow(token, source.symbol_rows())
 
-    def patched(self, source: CopySource, old: SymbolTable, token: str, touched: np.ndarray) -> SymbolTable | None:
+    def patched(self, source: ChunkReads, old: SymbolTable, token: str, touched: np.ndarray) -> SymbolTable | None:
         """`old` with every file written since it was built answered from its rows read now."""
         files = frozenset(old.patched_files | old.files_of(touched) | source.files_of(touched))
         rows = source.symbol_rows_of(files) if files else []
@@ -274,10 +253,10 @@ _SHAPE_ARRAYS = ("ids", "columns", "sizes")
 class Shapes:
     name = "shapes"
 
-    def build(self, source: CopySource, token: str) -> ShapeTable:
+    def build(self, source: ChunkReads, token: str) -> ShapeTable:
         return ShapeTable.of_blobs(token, *source.shape_rows())
 
-    def patched(self, source: CopySource, old: ShapeTable, token: str, touched: np.ndarray) -> ShapeTable | None:
+    def patched(self, source: ChunkReads, old: ShapeTable, token: str, touched: np.ndarray) -> ShapeTable | None:
         """`old` without the touched chunks, with their signatures read now."""
         if _patches_too_many(old, touched):
             return None

@@ -23,11 +23,6 @@ def first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def is_lock_conflict(exc: duckdb.Error) -> bool:
-    """Another process holds the file ("Could not set lock on file … Conflicting lock")."""
-    return isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
-
-
 @contextlib.contextmanager
 def translate(path: Path) -> Iterator[None]:
     """Database errors raised in the block as one-line StoreErrors; Ctrl-C as KeyboardInterrupt
@@ -39,6 +34,10 @@ def translate(path: Path) -> Iterator[None]:
         raise KeyboardInterrupt from exc
     except duckdb.Error as exc:
         raise describe(exc, path) from exc
+    except RuntimeError as exc:  # how DuckDB's client reports a Ctrl-C it stopped a query for
+        if str(exc).strip().lower() == "query interrupted":
+            raise KeyboardInterrupt from exc
+        raise
 
 
 def describe(exc: duckdb.Error, path: Path) -> StoreError:

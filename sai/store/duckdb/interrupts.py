@@ -28,8 +28,7 @@ def kept() -> Iterator[None]:
     """Run the block; a Ctrl-C during it ends it in KeyboardInterrupt, whatever DuckDB did."""
     previous = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is not threading.main_thread() or not callable(previous):
-        with _translated():  # no handler of Python's runs here: nothing to note
-            yield
+        yield  # no handler of Python's runs here: nothing to note
         return
     came: list[int] = []
 
@@ -46,8 +45,7 @@ def kept() -> Iterator[None]:
     signal.signal(signal.SIGINT, note)
     sys.unraisablehook = quiet
     try:
-        with _translated():
-            yield
+        yield
     except BaseException as exc:
         if came and not isinstance(exc, KeyboardInterrupt):
             raise KeyboardInterrupt from exc
@@ -58,12 +56,3 @@ def kept() -> Iterator[None]:
     if came:
         raise KeyboardInterrupt
 
-
-@contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    try:
-        yield
-    except RuntimeError as exc:
-        if str(exc).strip().lower() == "query interrupted":
-            raise KeyboardInterrupt from exc
-        raise

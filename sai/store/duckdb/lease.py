@@ -37,7 +37,7 @@ import duckdb
 from sai.errors import StoreError, StoreLockedError
 from sai.store.cache import TokenCache
 from sai.store.duckdb import compaction
-from sai.store.duckdb.errors import describe, first_line, is_lock_conflict, translate
+from sai.store.duckdb.errors import describe, first_line, translate
 from sai.store.duckdb.rows import quote
 from sai.store.duckdb.tables import Connection
 from sai.store.locks import EXCLUSIVE, SHARED, FileLock, Held, wait_while
@@ -237,7 +237,8 @@ class Lease:
                     return
                 except duckdb.Error as exc:
                     held.release()
-                    if not is_lock_conflict(exc):
+                    # another process holds the file ("Could not set lock on file … Conflicting lock")
+                    if not (isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()):
                         raise describe(exc, self.path) from exc
             if time.monotonic() >= deadline:
                 raise self._locked_error()
@@ -338,9 +339,8 @@ class Lease:
         """Hold `<db>.readers` shared while connecting: a holding run sees the request and yields."""
         try:
             held = self._request_lock.take(SHARED, timeout_s=None)
-        except OSError:
-            yield  # a read-only directory: no run can be writing there either
-            return
+        except OSError:  # a read-only directory: no run can be writing there either
+            held = None
         try:
             yield
         finally:

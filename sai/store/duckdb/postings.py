@@ -48,10 +48,6 @@ class Postings:
         self.con.execute(f"CREATE OR REPLACE TABLE {self.terms} (term VARCHAR, termid INTEGER)")
         self.con.execute(f"CREATE OR REPLACE TABLE {self.postings} (id BIGINT, termid INTEGER, tf INTEGER)")
 
-    def drop(self) -> None:
-        self.con.execute(f"DROP TABLE IF EXISTS {self.postings}")
-        self.con.execute(f"DROP TABLE IF EXISTS {self.terms}")
-
     def add(self, source: str, where: str = "") -> None:
         """Write the postings of the chunks in `source` (columns id, lexemes), numbering new terms.
 

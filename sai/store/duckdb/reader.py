@@ -8,8 +8,6 @@ copies every reader derives (copies.py), a Scope turned into the vector copy's r
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC
 
@@ -21,23 +19,17 @@ from sai.store.duckdb.copies import LEXICON, ROWS, SHAPES, SYMBOLS
 from sai.store.duckdb.rows import (
     CHUNK_COLS,
     TEXTS,
+    among,
     arrow,
     chunk_cols,
     chunk_rows_of,
-    id_table,
-    int_list,
     matrix_of,
-    registered,
     text_list,
 )
 from sai.store.duckdb.tables import VECTORS_COMPLETE, Connection
 from sai.store.duckdb.vectors import VectorTable
 from sai.store.shapes import ShapeTable
 from sai.store.symbols import SymbolTable
-
-FEW_IDS = 512  # ids bound as one list; more are joined (`_among`)
-_ALL_ORDER = "ORDER BY path, start_line, end_line, id"  # all_chunks() reads rows and shapes in it
-_WITH_VECTORS = "WHERE embedding IS NOT NULL"  # duplicates compare chunks that have their vector
 
 
 class DuckDBReader(IndexReader):
@@ -110,7 +102,7 @@ class DuckDBReader(IndexReader):
             f"SELECT id FROM {self.table} WHERE content_hash IN {TEXTS}", [text_list(hashes)]).fetchall()]
         if not ids:
             return {}
-        with self._among(sorted(ids)) as (where, params):
+        with among(self.conn.con, sorted(ids)) as (where, params):
             table = arrow(self.conn.con, f"SELECT content_hash, embedding FROM {self.table} "
                                          f"WHERE {where} AND embedding IS NOT NULL ORDER BY id", params)
         if table.num_rows == 0:
@@ -122,37 +114,34 @@ class DuckDBReader(IndexReader):
         return out
 
     # -- search
-    def vector_table(self) -> VectorTable:
-        return self.copies.vectors()
-
     def nearest(
         self, vector: np.ndarray, k: int, *, scope: Scope | None = None, exclude: int | None = None
     ) -> list[tuple[int, float]]:
-        table = self.vector_table()
+        table = self.copies.vectors()
         return table.nearest(vector, k, mask=self._mask(table, scope), exclude=exclude)
 
     def nearest_each(self, vectors: np.ndarray, k: int, *, exclude: list[int],
                      floor: float = -1.0) -> list[list[tuple[int, float]]]:
-        return self.vector_table().nearest_each(vectors, k, exclude=exclude, floor=floor)
+        return self.copies.vectors().nearest_each(vectors, k, exclude=exclude, floor=floor)
 
     def lexical(self, lexemes: str, k: int, *, scope: Scope | None = None) -> list[tuple[int, float]]:
         """Okapi BM25 (k1 1.2, b 0.75) over the postings of the query's terms only, in numpy
         (postings.py); a scope takes the statistics of its chunks, as an index of only them would."""
         if not lexemes.strip():
             return []
-        among = None
+        scoped = None
         if scope is not None and not scope.everything:
-            table = self.vector_table()
+            table = self.copies.vectors()
             mask = self._mask(table, scope)
             # a scope keeping every current chunk (a language all of them are in) restricts nothing
-            among = None if mask is None or int(np.count_nonzero(mask)) == len(table) else table.ids[mask]
-        if among is not None and not len(among):
+            scoped = None if mask is None or int(np.count_nonzero(mask)) == len(table) else table.ids[mask]
+        if scoped is not None and not len(scoped):
             return []
         terms = self.conn.postings.query_terms(lexemes)
         if not terms:
             return []
         bm25 = self.copies.get(LEXICON)
-        return bm25.search(terms, k, mask=None if among is None else bm25.mask_of(among))
+        return bm25.search(terms, k, mask=None if scoped is None else bm25.mask_of(scoped))
 
     def _mask(self, table: VectorTable, scope: Scope | None) -> np.ndarray | None:
         """The rows of `table` in `scope` (None: every row), kept for the session's next question."""
@@ -164,7 +153,7 @@ class DuckDBReader(IndexReader):
         return self._masks[key]
 
     def vectors(self, ids: list[int]) -> dict[int, np.ndarray]:
-        table = self.vector_table() if ids else None
+        table = self.copies.vectors() if ids else None
         found = ((int(i), table.vector_of(int(i))) for i in ids) if table is not None else ()
         return {i: vector for i, vector in found if vector is not None}
 
@@ -179,49 +168,33 @@ class DuckDBReader(IndexReader):
         held = None if self.conn.dirty else self.copies.held(ROWS)
         if held is not None:  # a search's rows are in memory: only their texts to read
             rows = held.rows(ids, chunk_rows_of)
-            with self._among([r.id for r in rows]) as (where, params):
-                found = self.conn.con.execute(
-                    f"SELECT id, text FROM {self.table} WHERE {where}", params).fetchall() if rows else []
-            texts = dict(found)
+            texts = self.texts_by_id([r.id for r in rows])
             return [replace(r, text=texts.get(r.id, "")) for r in rows]
-        with self._among(ids) as (where, params):
+        with among(self.conn.con, ids) as (where, params):
             table = arrow(self.conn.con, f"SELECT {chunk_cols(text=text)} FROM {self.table} WHERE {where}", params)
         position = {row.id: row for row in chunk_rows_of(table)}
         return [position[i] for i in ids if i in position]
-
-    @contextlib.contextmanager
-    def _among(self, ids: list[int]) -> Iterator[tuple[str, list[object]]]:
-        """A condition on `id` holding for these ids, and its parameters: a bound list for a
-        few (a search's hits), a join with a registered table for many (duplicates' texts of
-        every small unit: a list tested against each row grew with both, 60 s and more at 838k)."""
-        within = f"id BETWEEN {int(min(ids))} AND {int(max(ids))}" if ids else "false"  # zone maps skip the rest
-        if len(ids) <= FEW_IDS:
-            yield f"{within} AND list_contains(CAST(?::VARCHAR AS BIGINT[]), id)", [int_list(ids)]
-            return
-        with registered(self.conn.con, "sai_among", id_table(ids)):
-            yield f"{within} AND id IN (SELECT id FROM sai_among)", []
 
     def chunks_of_file(self, key: str, *, line: int | None = None) -> list[ChunkRow]:
         if line is None:
             return chunk_rows_of(arrow(self.conn.con, f"SELECT {CHUNK_COLS} FROM {self.table} WHERE path = ? "
                                                       "ORDER BY start_line, end_line, id", [key]))
-        rows = self.conn.con.execute(
-            f"SELECT {CHUNK_COLS} FROM {self.table} WHERE path = ? AND start_line <= ? AND end_line >= ? "
-            "ORDER BY end_line - start_line, start_line, id", [key, int(line), int(line)]).fetchall()
-        return [ChunkRow(*r) for r in rows]
+        return chunk_rows_of(arrow(self.conn.con, f"SELECT {CHUNK_COLS} FROM {self.table} WHERE path = ? AND "
+                                  "start_line <= ? AND end_line >= ? ORDER BY end_line - start_line, start_line, id",
+                                  [key, int(line), int(line)]))
 
     def all_chunks(self) -> tuple[list[ChunkRow], np.ndarray, list[bytes | None]]:
         """Every chunk with its vector, without its text (most of the memory of a large index)."""
         empty: tuple[list[ChunkRow], np.ndarray, list[bytes | None]] = [], np.zeros((0, 0), dtype=np.float32), []
         if not self.conn.has_vectors():
             return empty
-        table = arrow(self.conn.con, f"SELECT {chunk_cols(text=False)}, embedding FROM {self.table} "
-                                     f"{_WITH_VECTORS} {_ALL_ORDER}")
+        # duplicates compare the chunks that have their vector
+        table = arrow(self.conn.con, f"SELECT {chunk_cols(text=False)}, embedding, shape FROM {self.table} "
+                                     "WHERE embedding IS NOT NULL ORDER BY path, start_line, end_line, id")
         rows = chunk_rows_of(table)
         if not rows:
             return empty
-        shapes = arrow(self.conn.con, f"SELECT shape FROM {self.table} {_WITH_VECTORS} {_ALL_ORDER}")
-        return rows, matrix_of(table.column("embedding")), shapes.column("shape").to_pylist()
+        return rows, matrix_of(table.column("embedding")), table.column("shape").to_pylist()
 
     def symbols(self) -> SymbolTable:
         return self.copies.get(SYMBOLS)
@@ -265,21 +238,18 @@ class DuckDBReader(IndexReader):
         them (ids grow as rows are stored), so reading a group costs the same at any size."""
         if not ids:
             return {}
-        rows = self.conn.con.execute(
-            f"SELECT id, text FROM {self.table} WHERE id BETWEEN ? AND ? "
-            "AND list_contains(CAST(?::VARCHAR AS BIGINT[]), id)", [min(ids), max(ids), int_list(ids)]).fetchall()
+        with among(self.conn.con, ids) as (where, params):
+            rows = self.conn.con.execute(f"SELECT id, text FROM {self.table} WHERE {where}", params).fetchall()
         return {int(i): text for i, text in rows}
 
     # -- references
     def references(self, names: list[str]) -> list[Reference]:
-        return self.conn.references.named(names) if names and self.conn.has_references() else []
+        return self.conn.references.named(names) if names else []
 
     def references_in(self, key: str, start: int, end: int) -> list[Reference]:
-        return self.conn.references.within(key, start, end) if self.conn.has_references() else []
+        return self.conn.references.within(key, start, end)
 
     def files_using(self, names: list[str]) -> dict[str, set[str]]:
-        if not names or not self.conn.has_references():
-            return {name: set() for name in names}
         return self.conn.references.files_using(names)
 
     def _one(self, sql: str, params: list[object] | None = None) -> int:

@@ -64,9 +64,6 @@ class References:
             "unit_start INTEGER, unit_end INTEGER, unit_id VARCHAR, language VARCHAR)"
         )
 
-    def drop(self) -> None:
-        self.con.execute(f"DROP TABLE IF EXISTS {self.table}")
-
     def delete(self, keys: list[str]) -> None:
         if keys:
             self.con.execute(f"DELETE FROM {self.table} WHERE path IN {TEXTS}", [text_list(keys)])

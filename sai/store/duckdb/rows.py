@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 import duckdb
@@ -16,12 +16,12 @@ from sai.errors import StoreError
 from sai.models import SCHEMA_VERSION, ChunkRow, FileRow, IndexMeta  # noqa: F401 (the store's row types)
 from sai.settings import COLLECTION_RE
 
-_COMPANIONS = ("__files", "__terms", "__postings", "__changes")  # a collection's other tables
+COMPANIONS = ("__files", "__terms", "__postings", "__changes", "__refs")  # a collection's other tables
 
 
 def check_collection(collection: str) -> None:
     """The collection is the one identifier SQL is built with: refuse anything but a name."""
-    if not COLLECTION_RE.match(collection) or collection.endswith(_COMPANIONS):
+    if not COLLECTION_RE.match(collection) or collection.endswith(COMPANIONS):
         raise StoreError(f"invalid collection name {collection!r}")
 
 
@@ -58,9 +58,25 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> It
         con.unregister(name)
 
 
-def id_table(ids: object) -> pa.Table:
-    """Chunk ids as a one-column Arrow table to register (a join, where a bound list grows with each row)."""
-    return pa.table({"id": pa.array(ids, pa.int64())})
+FEW_IDS = 512  # ids bound as one list; more are joined (`among`)
+
+
+@contextlib.contextmanager
+def among(con: duckdb.DuckDBPyConnection, ids: Sequence[int] | np.ndarray | None) -> Iterator[tuple[str, list[object]]]:
+    """A condition on `id` holding for these ids (None: every row), and its parameters: a bound
+    list for a few (a search's hits), a join with a registered table for many (duplicates' texts of
+    every small unit: a list tested against each row grew with both, 60 s and more at 838k)."""
+    if ids is None:
+        yield "true", []
+        return
+    bounds = np.asarray(ids, np.int64)
+    # zone maps skip the rest
+    within = f"id BETWEEN {int(bounds.min())} AND {int(bounds.max())}" if len(bounds) else "false"
+    if len(bounds) <= FEW_IDS:
+        yield f"{within} AND list_contains(CAST(?::VARCHAR AS BIGINT[]), id)", [int_list(bounds.tolist())]
+        return
+    with registered(con, "sai_among", pa.table({"id": pa.array(bounds, pa.int64())})):
+        yield f"{within} AND id IN (SELECT id FROM sai_among)", []
 
 
 # The integers of a bound int_list, as a subquery: `id IN {INTS}`
@@ -91,10 +107,6 @@ def quote(text: str) -> str:
 def utc_now() -> datetime:
     """Now in UTC without a zone: TIMESTAMP columns hold UTC (DuckDB's now() is local time)."""
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def quote_ident(name: str) -> str:

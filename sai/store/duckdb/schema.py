@@ -1,10 +1,20 @@
-"""A collection's tables as a whole: creating, dropping, renaming (a rebuild taking over) and
-checking them; the statements that change the schema rather than the rows (tables.py)."""
+"""A collection's tables as a whole: creating, dropping, renaming (a rebuild taking over),
+checking and upgrading them; the statements that change the schema rather than the rows (tables.py).
+
+An upgrade brings a collection of any older format (from UPGRADABLE_FROM, sai/project.py) to this
+one in one transaction, so a kill leaves the old format, upgraded again by the next run; every
+step is a no-op where the format already has what it adds, and keeps every vector. Columns added
+start empty; the chunking signature changed with them, so the next index run chunks every file
+again and fills them (vectors reused, nothing embedded). Nothing of an older format is read
+anywhere else: a file opens without the extensions older formats used (DuckDB keeps an index of
+an unknown type unbound until a write, and a dropped one needs none)."""
 
 from __future__ import annotations
 
-from sai.store.duckdb import changelog
-from sai.store.duckdb.rows import IndexMeta, check_collection, now_iso, quote_ident
+from datetime import UTC, datetime
+
+from sai.models import SCHEMA_VERSION
+from sai.store.duckdb.rows import COMPANIONS, IndexMeta, check_collection, quote_ident
 from sai.store.duckdb.tables import Connection
 
 
@@ -31,28 +41,27 @@ def create(conn: Connection, meta: IndexMeta) -> None:
     )
     conn.postings.create()
     conn.references.create()
-    conn.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": now_iso()})
-    conn.dirty = True  # a new collection: its readers build their copies anew (nothing logged)
+    conn.set_meta({k: str(v) for k, v in meta.__dict__.items()} | {"created_at": datetime.now(UTC).isoformat()})
+    conn.unlogged()  # a new collection: its readers build their copies anew (nothing logged)
 
 
-def drop(conn: Connection) -> None:
-    """Drop the collection's tables and meta rows, in the transaction."""
-    conn.dirty = False
-    conn.con.execute(f"DROP TABLE IF EXISTS {conn.collection}")
-    conn.con.execute(f"DROP TABLE IF EXISTS {conn.files_table}")
-    conn.con.execute(f"DROP TABLE IF EXISTS {changelog.table_of(conn.collection)}")
-    conn.postings.drop()
-    conn.references.drop()
+def drop(conn: Connection, collection: str | None = None) -> None:
+    """Drop the tables and meta rows of the connection's collection (or of `collection`), in the transaction."""
+    collection = collection or conn.collection
+    if collection == conn.collection:
+        conn.dirty = False
+    for suffix in ("", *COMPANIONS):
+        conn.con.execute(f"DROP TABLE IF EXISTS {collection}{suffix}")
     if conn.table_exists("sai_meta"):
-        conn.con.execute("DELETE FROM sai_meta WHERE collection = ?", [conn.collection])
+        conn.con.execute("DELETE FROM sai_meta WHERE collection = ?", [collection])
 
 
 def take_over(conn: Connection, collection: str) -> None:
     """Make this connection's collection (a rebuild) the collection `collection`, in the
     transaction: the tables and meta rows of `collection` are dropped, this one's renamed."""
     check_collection(collection)
-    drop(Connection(conn.con, collection, read_only=False))
-    for suffix in ("", "__files", "__terms", "__postings", "__refs", changelog.table_of("")):
+    drop(conn, collection)
+    for suffix in ("", *COMPANIONS):
         if conn.table_exists(conn.collection + suffix):
             conn.con.execute(f"ALTER TABLE {conn.collection}{suffix} RENAME TO {collection}{suffix}")
     if conn.table_exists("sai_meta"):
@@ -67,3 +76,20 @@ def verify(conn: Connection) -> None:
     for schema, table in tables:
         conn.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
 
+
+
+def upgrade(conn: Connection) -> None:
+    """Format 3: chunks carry a token-shape signature (sai/text/shape.py); 4: no HNSW index
+    (vectors.py); 5: chunks carry their kind of unit; 6: the references table (references.py),
+    and the postings of every chunk where an SAI before them left a DuckDB FTS index (postings.py)."""
+    conn.con.execute(f"ALTER TABLE {conn.collection} ADD COLUMN IF NOT EXISTS shape BLOB")
+    conn.con.execute(f"DROP INDEX IF EXISTS {conn.collection}_hnsw")
+    conn.con.execute(f"ALTER TABLE {conn.collection} ADD COLUMN IF NOT EXISTS kind VARCHAR")
+    conn.references.create()
+    if not conn.table_exists(conn.postings.postings):
+        conn.con.execute(f"DROP SCHEMA IF EXISTS fts_main_{conn.collection} CASCADE")
+        conn.postings.rebuild()
+    conn.con.execute("DELETE FROM sai_meta WHERE collection = ? AND key IN ('lexicon', 'lexicon_token', 'fts_token')",
+                     [conn.collection])
+    conn.set_meta({"schema_version": str(SCHEMA_VERSION)})
+    conn.unlogged()  # a new token, not logged (changelog.py): readers compare every chunk

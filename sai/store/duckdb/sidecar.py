@@ -53,6 +53,7 @@ import pyarrow as pa
 
 from sai.store.dirs import replace_synced
 from sai.store.duckdb.rows import matrix_of
+from sai.store.duckdb.vectors import VectorTable
 from sai.store.locks import EXCLUSIVE, SHARED, FileLock
 
 FORMAT = 3  # the layout above, the shared copies' included; a manifest of another format is rebuilt
@@ -104,24 +105,6 @@ class Manifest:
         replace_synced(path, lambda out: out.write(json.dumps({"format": FORMAT, **self.__dict__}).encode()))
 
 
-@dataclass(frozen=True)
-class View:
-    """One consistent state of the sidecar, mapped read-only: rows [0, len) of a generation."""
-
-    token: str
-    dead: np.ndarray  # int64: the tombstoned rows, in the order they were tombstoned
-    ids: np.ndarray  # int64 per row (dead rows included)
-    flags: np.ndarray  # uint8 per row: 1 when it has its vector
-    path_of: np.ndarray  # int32 per row, into names
-    language_of: np.ndarray  # int32 per row, into names, -1 for none
-    matrix: np.ndarray  # float32 (rows, dim), memory-mapped
-    bits: np.ndarray  # uint8 (rows, dim / 8), memory-mapped
-    rotation: np.ndarray | None  # float32 (dim, dim) the bits were taken after (None: no dimension yet)
-    live: np.ndarray | None  # bool per row; None when no row is dead
-    present: np.ndarray | None  # bool per row: has its vector; None when every row has
-    names: tuple[str, ...]
-
-
 class Sidecar:
     """The sidecar of one collection of one index file."""
 
@@ -136,7 +119,7 @@ class Sidecar:
     def manifest_path(self) -> Path:
         return self.dir / "manifest.json"
 
-    def view(self, source: VectorSource, *, token: str, origin: str, dim: int) -> View:
+    def view(self, source: VectorSource, *, token: str, origin: str, dim: int) -> VectorTable:
         """The sidecar at `token` (the reader's snapshot of `source`), patched first if behind.
 
         Opening holds the lock shared (a compaction removes old generations under it); a patch
@@ -168,10 +151,10 @@ class Sidecar:
     def _file(self, generation: int, name: str) -> Path:
         return self.dir / f"g{generation}.{name}"
 
-    def _open(self, m: Manifest) -> View:
+    def _open(self, m: Manifest) -> VectorTable:
+        """The generation's rows [0, m.rows) mapped read-only, as one table (paths and languages
+        share its one list of names)."""
         cols = {name: _map(self._file(m.generation, name), kind, (m.rows,)) for name, kind in _COLUMNS.items()}
-        matrix = _map(self._file(m.generation, "f32"), np.float32, (m.rows, m.dim))
-        bits = _map(self._file(m.generation, "bits"), np.uint8, (m.rows, _bit_width(m.dim)))
         dead = np.fromfile(self._file(m.generation, "dead"), np.int64, count=m.dead) if m.dead else None
         if dead is not None and (len(dead) != m.dead or (len(dead) and int(dead.max()) >= m.rows)):
             raise ValueError(f"{self.dir}: fewer tombstones than the manifest counts")
@@ -180,11 +163,12 @@ class Sidecar:
             live = np.ones(m.rows, dtype=bool)
             live[dead] = False
         present = np.asarray(cols["present"]).astype(bool)
-        return View(token=m.token, dead=dead if dead is not None else np.zeros(0, np.int64), ids=cols["ids"],
-                    flags=cols["present"],
-                    path_of=cols["paths"], language_of=cols["langs"], matrix=matrix, bits=bits,
-                    rotation=self._rotation(m), live=live, present=None if present.all() else present,
-                    names=self._names(m))
+        names = self._names(m)
+        return VectorTable(token=m.token, ids=cols["ids"], matrix=_map(self._file(m.generation, "f32"), np.float32,
+                           (m.rows, m.dim)), paths=names, path_of=cols["paths"], languages=names,
+                           language_of=cols["langs"], present=None if present.all() else present, live=live,
+                           bits=_map(self._file(m.generation, "bits"), np.uint8, (m.rows, _bit_width(m.dim))),
+                           rotation=self._rotation(m))
 
     def _rotation(self, m: Manifest) -> np.ndarray | None:
         if not m.dim:
@@ -217,7 +201,7 @@ class Sidecar:
             live[gone_rows] = False
             return self._rebuild(source, (view, np.flatnonzero(live)), token=token, origin=origin, dim=dim,
                                  wanted=wanted)
-        writer = _Appender(self, held, view.names)
+        writer = _Appender(self, held, view.paths)
         writer.add_dead(gone_rows)
         if len(wanted):
             for batch in source.vector_batches(wanted):
@@ -225,7 +209,7 @@ class Sidecar:
         return writer.commit(token)
 
     def _rebuild(
-        self, source: VectorSource, keep: tuple[View, np.ndarray] | None, *,
+        self, source: VectorSource, keep: tuple[VectorTable, np.ndarray] | None, *,
         token: str, origin: str, dim: int, wanted: np.ndarray | None = None,
     ) -> Manifest:
         """A new generation: the kept rows of the old one, then `wanted` (or every chunk) from DuckDB."""
@@ -237,11 +221,11 @@ class Sidecar:
         for stale in self.dir.glob(f"g{generation}.*"):  # a killed rebuild's, or the copies of a lost manifest
             stale.unlink(missing_ok=True)
         if dim:
-            _write_synced(self._file(generation, "rot"), random_rotation(dim).tobytes())
+            _write_synced(self._file(generation, "rot"), lambda out: out.write(random_rotation(dim).tobytes()))
         writer = _Appender(self, fresh, ())
         if keep is not None:
             view, rows = keep
-            writer.add_names(view.names)  # the old codes stay valid: rows are copied as they are
+            writer.add_names(view.paths)  # the old codes stay valid: rows are copied as they are
             for start in range(0, len(rows), _COPY_ROWS):
                 writer.add_rows(view, rows[start:start + _COPY_ROWS])
         if keep is None or (wanted is not None and len(wanted)):
@@ -272,10 +256,7 @@ class Sidecar:
                 held = Manifest(0, "", origin, dim, 0, 0, 0)  # no vector file yet (or another index's)
             path = self.dir / "copies" / f"{name}.{uuid.uuid4().hex[:12]}.arrow"
             path.parent.mkdir(exist_ok=True)
-            with open(path, "wb") as out:
-                write(out)
-                out.flush()
-                os.fsync(out.fileno())
+            _write_synced(path, write)
             listed = replace(held, copies=held.copies | {name: (path.name, token)})
             listed.write(self.manifest_path)
             self._sweep(listed)
@@ -303,7 +284,7 @@ class _Appender:
         self.m = m
         self.names = names
         self.rotation = sidecar._rotation(m)
-        self._known: dict[str, int] | None = None  # name -> code, made when a row is added
+        self.codes = {name: k for k, name in enumerate(names)}
         self.rows = m.rows
         self.dead = m.dead
         self.names_bytes = m.names_bytes
@@ -341,11 +322,12 @@ class _Appender:
         assert self.names_bytes == 0
         data = b"".join(name.encode("utf-8") + b"\0" for name in names)
         self.files["names"].write(data)
-        self.names_bytes, self.names, self._known = len(data), names, None
+        self.names_bytes, self.names, self.codes = len(data), names, {name: k for k, name in enumerate(names)}
 
-    def add_rows(self, view: View, rows: np.ndarray) -> None:
+    def add_rows(self, view: VectorTable, rows: np.ndarray) -> None:
         """Rows of another generation whose names add_names copied (a compaction)."""
-        self._append(view.ids[rows], np.asarray(view.flags[rows]), np.asarray(view.path_of[rows]),
+        present = np.ones(len(rows), np.uint8) if view.present is None else view.present[rows]
+        self._append(view.ids[rows], present, np.asarray(view.path_of[rows]),
                      np.asarray(view.language_of[rows]), np.asarray(view.matrix[rows]))
 
     def _append(self, ids: np.ndarray, present: np.ndarray, paths: np.ndarray, langs: np.ndarray,
@@ -357,12 +339,6 @@ class _Appender:
         if self.rotation is not None:
             self.files["bits"].write(np.packbits(matrix @ self.rotation > 0, axis=1).tobytes())
         self.rows += len(ids)
-
-    @property
-    def codes(self) -> dict[str, int]:
-        if self._known is None:
-            self._known = {name: k for k, name in enumerate(self.names)}
-        return self._known
 
     def _codes(self, names: list[str | None]) -> np.ndarray:
         out = np.empty(len(names), np.int32)
@@ -391,7 +367,7 @@ class _Appender:
         return done
 
 
-def _rows_of(view: View, ids: np.ndarray) -> np.ndarray:
+def _rows_of(view: VectorTable, ids: np.ndarray) -> np.ndarray:
     """The view's live rows of these chunk ids."""
     if not len(ids) or not len(view.ids):
         return np.zeros(0, np.int64)
@@ -434,9 +410,9 @@ def random_rotation(dim: int) -> np.ndarray:
     return rotation
 
 
-def _write_synced(path: Path, data: bytes) -> None:
+def _write_synced(path: Path, write: Callable[[BinaryIO], object]) -> None:
     with open(path, "wb") as out:
-        out.write(data)
+        write(out)
         out.flush()
         os.fsync(out.fileno())
 

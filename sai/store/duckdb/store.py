@@ -23,7 +23,7 @@ from sai.store import base
 from sai.store.base import EMPTY, IndexReader, IndexWriter
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
-from sai.store.duckdb import migrations, schema
+from sai.store.duckdb import schema
 from sai.store.duckdb.errors import first_line
 from sai.store.duckdb.lease import Lease, lock_file
 from sai.store.duckdb.reader import DuckDBReader
@@ -47,7 +47,6 @@ class DuckDBStore(base.Store):
     def __init__(self, path: Path, *, collection: str, lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
         self.collection = collection
-        self.lock_timeout_s = lock_timeout_s
         self.derived = TokenCache()  # the copies (copies.py), kept across leases
         self.lease = Lease(self.path, collection=collection, lock_timeout_s=lock_timeout_s, derived=self.derived)
         self.location = str(self.path)
@@ -87,9 +86,9 @@ class DuckDBStore(base.Store):
             yield
 
     def upgrade(self, from_version: int) -> None:
-        """Bring a collection of an older format to this one in place (store/migrations.py)."""
+        """Bring a collection of an older format to this one in place (schema.upgrade)."""
         with self.lease.transaction() as conn:
-            migrations.upgrade(conn, from_version)
+            schema.upgrade(conn)
 
     @contextlib.contextmanager
     def rebuild(self) -> Iterator[None]:

@@ -54,7 +54,7 @@ class Connection:
         self.read_only = read_only
         self.derived = derived if derived is not None else TokenCache()  # vector and symbol tables
         self.sidecar = sidecar  # the index file's shared vector copy (None: vectors held in memory)
-        self._dirty = False  # this write changed chunk rows: a new token at commit
+        self.dirty = False  # this write changed chunk rows: a new token at commit
         # the chunk ids this transaction changed, for the change log (changelog.py); None: not
         # known (no transaction begun here, a migration), so the write logs nothing
         self.touched: list[np.ndarray] | None = None
@@ -74,7 +74,6 @@ class Connection:
         cls, path: Path, collection: str, *, read_only: bool, derived: TokenCache | None = None
     ) -> Connection:
         """The file attached as `sai` (IOException while another process holds it)."""
-        check_collection(collection)
         config: dict[str, str | bool | int | float | list[str]] = {}
         if not read_only:
             # A run keeps its writer open from start to end (store.py): without a cap,
@@ -100,21 +99,15 @@ class Connection:
     def close(self) -> None:
         self.con.close()
 
-    @property
-    def dirty(self) -> bool:
-        return self._dirty
-
-    @dirty.setter
-    def dirty(self, value: bool) -> None:
-        """Set by a write that does not name the chunks it changed: the change log cannot serve it."""
-        self._dirty = value
-        if value:
-            self.touched = None
+    def unlogged(self) -> None:
+        """This write changed chunk rows without naming them: a new token at commit, and no log
+        row (the change log cannot serve it: readers read their copies whole)."""
+        self.dirty, self.touched = True, None
 
     def touch(self, ids: np.ndarray) -> None:
         """Chunk rows of these ids changed in this transaction: a new token at commit, and a log row."""
         if len(ids):
-            self._dirty = True
+            self.dirty = True
             if self.touched is not None:
                 self.touched.append(ids)
 
@@ -151,16 +144,17 @@ class Connection:
             self.cache[key] = compute()
         return self.cache[key]  # type: ignore[return-value]  # each key holds what its compute gives
 
-    def table_exists(self, name: str, schema: str = "main") -> bool:
+    def _catalog_has(self, key: str, sql: str, params: list[object]) -> bool:
+        """Whether a count over DuckDB's catalog is non-zero (cached by `key` on a lease)."""
         def count() -> bool:
-            row = self.con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'sai' "
-                "AND schema_name = ? AND table_name = ?",
-                [schema, name],
-            ).fetchone()
+            row = self.con.execute(f"SELECT count(*) FROM {sql}", params).fetchone()
             return bool(row and row[0])
 
-        return self.cached(f"table:{schema}.{name}", count)
+        return self.cached(key, count)
+
+    def table_exists(self, name: str) -> bool:
+        return self._catalog_has(f"table:main.{name}", "duckdb_tables() WHERE database_name = 'sai' "
+                                 "AND schema_name = 'main' AND table_name = ?", [name])
 
     def has_index(self) -> bool:
         return self.table_exists(self.collection)
@@ -194,14 +188,9 @@ class Connection:
 
     def has_vectors(self) -> bool:
         """Whether the chunk table has its `embedding` column (added with the first vectors)."""
-        def column() -> bool:
-            row = self.con.execute(
-                "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'sai' AND schema_name = 'main' "
-                "AND table_name = ? AND column_name = 'embedding'", [self.collection],
-            ).fetchone()
-            return bool(row and row[0])
-
-        return self.cached("column:embedding", column)
+        return self._catalog_has("column:embedding", "duckdb_columns() WHERE database_name = 'sai' AND "
+                                 "schema_name = 'main' AND table_name = ? AND column_name = 'embedding'",
+                                 [self.collection])
 
     def add_vector_column(self, dim: int) -> None:
         self.con.execute(f"ALTER TABLE {self.collection} ADD COLUMN embedding FLOAT[{dim}]")
@@ -215,21 +204,10 @@ class Connection:
         self.touch(ids)
         return len(ids)
 
-    def _next_token(self) -> str:
-        """The token this transaction commits with (a new one when it changed chunk rows)."""
-        if self.dirty:
-            token, previous = uuid.uuid4().hex, self.meta().get("token") or ""
-            self.set_meta({"token": token})
-            if self.touched is not None and previous:
-                changelog.record(self.con, self.collection, previous=previous, token=token,
-                                 ids=np.concatenate([np.zeros(0, np.int64), *self.touched]))
-            self.dirty, self.touched = False, [] if self.touched is not None else None
-        token = self.meta().get("token") or ""
-        if not token:
-            token = uuid.uuid4().hex
-            self.set_meta({"token": token})
-        return token
-
-    def has_references(self) -> bool:
-        """Whether the collection has its references table (format 6 on)."""
-        return self.table_exists(self.references.table)
+    def _next_token(self) -> None:
+        """Replace the token (this transaction changed chunk rows), logging the chunks it changed."""
+        token, previous = uuid.uuid4().hex, self.meta().get("token") or ""
+        self.set_meta({"token": token})
+        if self.touched is not None and previous:
+            changelog.record(self.con, self.collection, previous=previous, token=token,
+                             ids=np.concatenate([np.zeros(0, np.int64), *self.touched]))

@@ -38,7 +38,6 @@ import numpy as np
 import pyarrow as pa
 
 from sai.store.duckdb.rows import matrix_of
-from sai.store.duckdb.sidecar import View
 
 FIRST_PASS_ROWS = 150_000  # rows above which the bit pass runs (below it the exact scan is as fast)
 RESCORE_MIN = 2_000  # rows the bit pass hands to the exact scoring, at least
@@ -69,7 +68,6 @@ class VectorTable:
     live: np.ndarray | None = None  # bool per row; None: every row is live
     bits: np.ndarray | None = None  # uint8 (n, d / 8): sign bits of the rotated vectors; None: exact only
     rotation: np.ndarray | None = None  # float32 (d, d): the rotation the bits were taken after
-    view: View | None = None  # the sidecar state this maps (None: a copy in memory)
 
     @classmethod
     def from_arrow(cls, token: str, table: pa.Table) -> VectorTable:
@@ -94,13 +92,6 @@ class VectorTable:
             language_of=language_of,
             present=present,
         )
-
-    @classmethod
-    def from_view(cls, view: View) -> VectorTable:
-        """Over a mapped sidecar view (paths and languages share its one list of names)."""
-        return cls(token=view.token, ids=view.ids, matrix=view.matrix, paths=view.names, path_of=view.path_of,
-                   languages=view.names, language_of=view.language_of, present=view.present, live=view.live,
-                   bits=view.bits, rotation=view.rotation, view=view)
 
     def __len__(self) -> int:
         return len(self.ids) if self.live is None else int(np.count_nonzero(self.live))

@@ -48,8 +48,7 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         self.touch_files(files)
 
     def replace_references(self, by_key: dict[str, list[Reference]]) -> None:
-        if by_key and self.conn.has_references():
-            self.conn.references.replace(by_key)
+        self.conn.references.replace(by_key)
 
     def touch_files(self, files: list[FileRow]) -> None:
         if not files:
@@ -112,8 +111,7 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         if not keys:
             return 0
         self.conn.postings.remove(TEXTS, [text_list(keys)])
-        if self.conn.has_references():
-            self.conn.references.delete(keys)
+        self.conn.references.delete(keys)
         return self.conn.touching(f"DELETE FROM {self.table} WHERE {_IN_KEYS} RETURNING id", [text_list(keys)])
 
     def _insert_chunks(self, chunks: list[NewChunk], vectors: np.ndarray) -> None:
