@@ -26,14 +26,18 @@ _TYPES = (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string(), pa.stri
 _READ = "path, name, kind, line, col, qualifier, module, target, unit, unit_start, unit_end, unit_id, language"
 
 
-# Up to this many names, each row's key is looked for in the list of keys; past it, the keys are
-# joined. At 1.35M rows (100,000 chunks) DuckDB 1.5.5 read 2 names' rows in 16 ms by the list
-# against 55 by the join, 16 names in 30 against 60, 40 alike (~90), 300 in 336 against 163.
+# One name is compared; up to _LISTED names, each row's key is looked for in the list of keys;
+# past it, the keys are joined. DuckDB 1.5.5 plans an IN over two or more values as a join: at
+# 1.35M rows (100,000 chunks) 2 names' rows took 16 ms by the list against 55 by the join, 16
+# names 30 against 60, 40 alike (~90), 300 names 336 against 163; at 13.5M rows (1M chunks) 2
+# names 68 against 370 ms, and one name 20 ms compared, 23-30 joined, 45-70 by the list.
 _LISTED = 32
 
 
 def _named(names: list[str]) -> tuple[str, list[object]]:
     """The condition selecting the rows of these names, and its parameters."""
+    if len(names) == 1:
+        return "name_key = ? AND name = ?", [name_key(names[0]), names[0]]
     keys, texts = int_list([name_key(n) for n in names]), text_list(names)
     if len(names) > _LISTED:
         return f"name_key IN {INTS} AND name IN {TEXTS}", [keys, texts]
