@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 from fixtures_tree import open_served, write_tree
-from memory_store import MemoryStore
+from memory_store import MemoryReader, MemoryStore
 from ollama_standin import OllamaStandIn
 
 from sai.indexing import indexer
-from sai.models import Use
+from sai.models import MODULE_MARK, STAR_IMPORT, Use
 from sai.project import Project
+from sai.query import references as references_module
 from sai.query.references import KnownUses, find_references, split_name
 
 PY_MODELS = '''\
@@ -292,6 +293,28 @@ def test_an_es_modules_undeclared_names_are_globals_unless_a_d_ts_declares_them(
         assert places(find_references(project, "fetchAll").uses) == {("src/use.ts", 2)}  # a .d.ts declares it
         trim = find_references(project, "trim", kinds=["call"])
         assert [(u.reference.path, u.reference.qualifier) for u in trim.uses] == [("src/headers.ts", "utils")]
+
+
+def test_after_a_few_files_change_only_their_marks_are_read_again(
+        tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path_factory.mktemp("marks")
+    with indexed(root, standin, {**SCOPES, **ES_SCOPES}, "root: .\next: [py, ts, js]\n") as project:
+        with project.store.read() as reader:
+            before = references_module._marks(reader)
+        assert before[STAR_IMPORT] == {"pkg/star.py"} and "src/script.js" not in before[MODULE_MARK]
+        (root / "pkg/client.py").write_text("from pkg.wsgi import *\n" + SCOPES["pkg/client.py"], encoding="utf-8")
+        (root / "src/script.js").write_text(ES_SCOPES["src/script.js"] + "export const x = 1\n", encoding="utf-8")
+        (root / "pkg/star.py").unlink()
+        indexer.index(project)
+        read_whole = []
+        monkeypatch.setattr(MemoryReader, "files_using", lambda self, names: read_whole.append(names) or {})
+        with project.store.read() as reader:
+            after = references_module._marks(reader)
+        monkeypatch.undo()
+        with project.store.read() as reader:
+            whole = {name: frozenset(keys) for name, keys in reader.files_using([STAR_IMPORT, MODULE_MARK]).items()}
+        assert not read_whole and after == whole
+        assert after[STAR_IMPORT] == {"pkg/client.py"} and "src/script.js" in after[MODULE_MARK]
 
 
 FOLLOWED = {  # a package re-exporting its modules' names, a nested helper, a private member, an index file
