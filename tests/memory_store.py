@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
+import pyarrow as pa
 
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, Reference
 from sai.store import terms
 from sai.store.base import IndexReader, IndexSummary, IndexWriter, Pending, Scope, Store
 from sai.store.symbols import SymbolTable
+from sai.store.uses import COLUMNS, FIELDS
 
 K1, B = 1.2, 0.75  # the BM25 of store/duckdb/postings.py
 
@@ -326,9 +328,11 @@ class MemoryWriter(MemoryReader, IndexWriter):
         self.changed = self.changed or bool(chunks)
         self.touch_files(files)
 
-    def replace_references(self, by_key: dict[str, list[Reference]]) -> None:
+    def replace_references(self, by_key: dict[str, pa.Table]) -> None:
         for key, refs in by_key.items():
-            self._index.references[key] = [dataclasses.replace(r, path=key) for r in refs]
+            columns = [refs.column(c).to_pylist() for c in COLUMNS]
+            self._index.references[key] = [Reference(**dict(zip(FIELDS, row, strict=True)), path=key)
+                                           for row in zip(*columns, strict=True)]
 
     def touch_files(self, files: list[FileRow]) -> None:
         stamp = _now()

@@ -22,15 +22,17 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from sai.chunking import make_chunker
 from sai.chunking.base import Chunker, drop_noindex, strip_c_comments
 from sai.chunking.references import references
 from sai.config import Config
 from sai.embedders import Embedder, make_embedder
-from sai.models import Chunk, NewChunk, Reference, SourceFile, sha256_hex
+from sai.models import Chunk, NewChunk, SourceFile, sha256_hex
 from sai.source import files
 from sai.source.languages import C_STYLE_COMMENTS, language_of
+from sai.store.uses import as_columns
 from sai.text.lexical import lexemes
 from sai.text.shape import signature
 
@@ -50,7 +52,7 @@ class Prepared:
     rows: list[NewChunk] = field(default_factory=list)
     hashes: list[str] = field(default_factory=list)  # content hash of each chunk
     times: dict[str, float] = field(default_factory=dict)  # stage -> seconds
-    refs: list[Reference] = field(default_factory=list)  # the uses of names (index_references)
+    refs: pa.Table = field(default_factory=lambda: as_columns([]))  # the uses of names (index_references)
     vectors: np.ndarray | None = None  # row-aligned with chunks, when the CPU stage embeds (with_chunks)
 
 
@@ -108,7 +110,7 @@ def prepare(source: SourceFile, config: Config, stored_hash: str | None, *,
     now = time.perf_counter()
     out.times["shapes"], clock = now - clock, now
     if config.index_references:
-        out.refs = references(text, language_of(source.key, text), out.chunks)
+        out.refs = as_columns(references(text, language_of(source.key, text), out.chunks))
         now = time.perf_counter()
         out.times["references"], clock = now - clock, now
     if embedder is not None and out.chunks:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from sai.errors import StoreCorruptError
 from sai.models import ChunkRow, FileRow, IndexMeta, NewChunk, Reference
@@ -281,9 +282,10 @@ class IndexWriter(IndexReader):
         or a matrix of no columns, for chunks without a vector yet: `pending_vectors` stores
         only) and record the files' state. A file with no chunks keeps its file row (it was read, it holds nothing)."""
 
-    def replace_references(self, by_key: dict[str, list[Reference]]) -> None:
-        """The uses of names in these files are these (stores with `references`; after
-        `replace_files` of the same files, in the same session). `remove_files` removes them."""
+    def replace_references(self, by_key: dict[str, pa.Table]) -> None:
+        """The uses of names in these files are these (tables of store/uses.py's SCHEMA; stores with
+        `references`; after `replace_files` of the same files, in the same session). `remove_files`
+        removes them."""
 
     @abstractmethod
     def touch_files(self, files: list[FileRow]) -> None:

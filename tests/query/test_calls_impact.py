@@ -27,6 +27,7 @@ from sai.project import Project, chunks_part
 from sai.query import references
 from sai.query.calls import callees, callers, callers_of
 from sai.query.references import KnownUses, find_references, open_references
+from sai.store.uses import as_columns
 from sai.text.shape import signatures, similarity
 
 PINGPONG = '''\
@@ -266,7 +267,7 @@ def test_an_older_reference_extraction_reads_the_uses_again_and_leaves_the_chunk
         indexer.index(project)
         before = written()
         with project.store.write() as writer:  # as an older extraction left it: other uses, another version
-            writer.replace_references({key: [] for key in files})
+            writer.replace_references({key: as_columns([]) for key in files})
             writer.set_meta({"chunking": chunks_part(writer.meta()["chunking"]) + "/refs=1"})
     finally:
         project.close()

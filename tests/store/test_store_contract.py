@@ -19,6 +19,7 @@ from sai.store import Scope
 from sai.store.base import Store
 from sai.store.duckdb import DuckDBStore
 from sai.store.qdrant import QdrantStore
+from sai.store.uses import as_columns
 from sai.text.shape import SIGNATURE_SIZE
 
 BACKENDS = ["duckdb", "qdrant-local", "memory"] + (["qdrant-server"] if os.environ.get("QDRANT_URL") else [])
@@ -387,7 +388,8 @@ def test_references_are_found_by_name_and_by_lines_and_go_with_their_file(filled
                       unit_start=3, unit_end=8, unit_id=unit, language="python"),
             Reference("dates", "import", 1, 0, language="python"), Reference("Cart", "type", 12, 4, language="python")]
     with store.write() as writer:
-        writer.replace_references({"src/cart.py": cart, "web/view.js": [Reference("render", "call", 7, 2)]})
+        writer.replace_references({"src/cart.py": as_columns(cart),
+                                   "web/view.js": as_columns([Reference("render", "call", 7, 2)])})
     with store.read() as reader:
         assert reader.references(["parse_date", "render", "absent"]) == [
             dataclasses.replace(cart[0], path="src/cart.py"), Reference("render", "call", 7, 2, path="web/view.js")]
@@ -400,7 +402,7 @@ def test_references_are_found_by_name_and_by_lines_and_go_with_their_file(filled
         assert reader.references(many) == reader.references(["parse_date", "render"])
         assert reader.files_using(many)["render"] == {"web/view.js"}
     with store.write() as writer:
-        writer.replace_references({"src/cart.py": []})  # the file holds none now
+        writer.replace_references({"src/cart.py": as_columns([])})  # the file holds none now
         writer.remove_files(["web/view.js"])  # its references go with it
     with store.read() as reader:
         assert reader.references(["parse_date", "render", "Cart"]) == []

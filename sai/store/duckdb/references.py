@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from operator import attrgetter
 
 import duckdb
 import pyarrow as pa
@@ -19,10 +18,6 @@ import pyarrow as pa
 from sai.models import Reference
 from sai.store.duckdb.rows import INTS, TEXTS, int_list, registered, text_list
 
-_FIELDS = ("name", "kind", "line", "column", "qualifier", "module", "target", "unit", "unit_start", "unit_end",
-           "unit_id", "language")
-_TYPES = (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string(), pa.string(),
-          pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string())
 _READ = "path, name, kind, line, col, qualifier, module, target, unit, unit_start, unit_end, unit_id, language"
 
 
@@ -72,18 +67,17 @@ class References:
         if keys:
             self.con.execute(f"DELETE FROM {self.table} WHERE path IN {TEXTS}", [text_list(keys)])
 
-    def replace(self, by_key: dict[str, list[Reference]]) -> None:
-        """The references of these files are these (a file mapped to [] has none now)."""
+    def replace(self, by_key: dict[str, pa.Table]) -> None:
+        """The references of these files are these (tables of store/uses.py's SCHEMA; a file
+        mapped to an empty one has none now)."""
         self.delete(list(by_key))
-        keys = sorted(by_key)
-        refs = [ref for key in keys for ref in by_key[key]]
-        if not refs:
+        keys = [key for key in sorted(by_key) if by_key[key].num_rows]
+        if not keys:
             return
-        columns = {"path": pa.array([key for key in keys for _ in by_key[key]], pa.string())}
-        for field, kind in zip(_FIELDS, _TYPES, strict=True):
-            columns["col" if field == "column" else field] = pa.array(list(map(attrgetter(field), refs)), kind)
-        columns["name_key"] = pa.array([name_key(ref.name) for ref in refs], pa.int64())
-        with registered(self.con, "sai_refs", pa.table(columns)):
+        table = pa.concat_tables([by_key[key].append_column("path", pa.array([key] * by_key[key].num_rows, pa.string()))
+                                  for key in keys])
+        keyed = pa.array(list(map(name_key, table.column("name").to_pylist())), pa.int64())
+        with registered(self.con, "sai_refs", table.append_column("name_key", keyed)):
             self.con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM sai_refs")
 
     def named(self, names: list[str]) -> list[Reference]:

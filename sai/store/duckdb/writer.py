@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from sai.models import FileRow, IndexMeta, NewChunk, Reference
+from sai.models import FileRow, IndexMeta, NewChunk
 from sai.store.base import IndexWriter
 from sai.store.duckdb import schema
 from sai.store.duckdb.reader import DuckDBReader
@@ -47,7 +47,7 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         self._insert_chunks(chunks, vectors)
         self.touch_files(files)
 
-    def replace_references(self, by_key: dict[str, list[Reference]]) -> None:
+    def replace_references(self, by_key: dict[str, pa.Table]) -> None:
         self.conn.references.replace(by_key)
 
     def touch_files(self, files: list[FileRow]) -> None:
