@@ -194,8 +194,7 @@ def _marks(reader: IndexReader) -> dict[str, frozenset[str]]:
     token = reader.meta().get("token", "")
     if token in _MARKS:
         return _MARKS[token][1]
-    _file_keys(reader)  # this state's file hashes
-    hashes = dict(_FILE_HASHES)
+    hashes = _file_state(reader)[1]
     names = (STAR_IMPORT, MODULE_MARK)
     old_hashes, old = next(iter(_MARKS.values()), ({}, {}))
     changed = [key for key, digest in hashes.items() if old_hashes.get(key) != digest]
@@ -211,13 +210,19 @@ def _marks(reader: IndexReader) -> dict[str, frozenset[str]]:
     return found
 
 
-_FILE_KEYS: dict[str, FileKeys] = {}  # index token -> its keys' tables (the latest only)
+# index token -> its keys' tables and its files' content hashes (the latest only)
+_FILE_KEYS: dict[str, tuple[FileKeys, dict[str, str]]] = {}
 
 
 def _file_keys(reader: IndexReader) -> FileKeys:
-    """The file keys of the index state `reader` sees, read once per state (a token names one);
-    a state with the same keys as the one before (a write that changed files, added or removed
-    none) keeps its tables: building them cost 30 ms at 5,000 files, after every refresh."""
+    return _file_state(reader)[0]
+
+
+def _file_state(reader: IndexReader) -> tuple[FileKeys, dict[str, str]]:
+    """The file keys and content hashes of the index state `reader` sees, read once per state (a
+    token names one), as one pair whatever other threads read; a state with the same keys as the
+    one before (a write that changed files, added or removed none) keeps its tables: building
+    them cost 30 ms at 5,000 files, after every refresh."""
     token = reader.meta().get("token", "")
     found = _FILE_KEYS.get(token)
     if found is None or not token:
@@ -226,7 +231,7 @@ def _file_keys(reader: IndexReader) -> FileKeys:
         _FILE_HASHES.clear()
         _FILE_HASHES.update(hashes)
         before = next(iter(_FILE_KEYS.values()), None)
-        found = before if before is not None and before.keys == keys else FileKeys(keys)
+        found = (before[0] if before is not None and before[0].keys == keys else FileKeys(keys)), hashes
         _FILE_KEYS.clear()
         _FILE_KEYS[token] = found
     return found

@@ -5,6 +5,7 @@ contract's, tests/store/test_store_contract.py): what `sai refs` finds, resolves
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -315,6 +316,38 @@ def test_after_a_few_files_change_only_their_marks_are_read_again(
             whole = {name: frozenset(keys) for name, keys in reader.files_using([STAR_IMPORT, MODULE_MARK]).items()}
         assert not read_whole and after == whole
         assert after[STAR_IMPORT] == {"pkg/client.py"} and "src/script.js" in after[MODULE_MARK]
+
+
+def test_marks_read_by_threads_while_the_index_changes_are_each_states_own(
+        tmp_path_factory: pytest.TempPathFactory, standin: OllamaStandIn) -> None:
+    """Readers in threads, each at whatever state it sees, while runs add and remove a star
+    import: the marks each is handed are those a whole read of its own state finds."""
+    root = tmp_path_factory.mktemp("marks-threads")
+    wrong: list[str] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            with project.store.read() as reader:
+                got = references_module._marks(reader)
+                whole = {name: frozenset(keys) for name, keys in reader.files_using([STAR_IMPORT, MODULE_MARK]).items()}
+            if got != whole:
+                wrong.append(f"{got} != {whole}")
+
+    with indexed(root, standin, SCOPES, "root: .\next: [py]\n") as project:
+        readers = [threading.Thread(target=read) for _ in range(3)]
+        for thread in readers:
+            thread.start()
+        try:
+            for n in range(8):
+                head = "from pkg.wsgi import *\n" if n % 2 == 0 else ""
+                (root / "pkg/client.py").write_text(head + SCOPES["pkg/client.py"], encoding="utf-8")
+                indexer.index(project)
+        finally:
+            done.set()
+            for thread in readers:
+                thread.join()
+    assert not wrong, wrong[:3]
 
 
 FOLLOWED = {  # a package re-exporting its modules' names, a nested helper, a private member, an index file
