@@ -146,29 +146,30 @@ def resolver_for(reader: IndexReader, names: set[str], *, scopes: bool = False) 
         definitions[name] = [d for d in found if d.match in ("exact", "qualified")
                              and d.symbol.rsplit(".", 1)[-1] == name]
     marks = _marks(reader) if scopes else {}
-    return Resolver(_file_keys(reader), definitions, marks.get(STAR_IMPORT, frozenset()),
-                    marks.get(MODULE_MARK, frozenset()), _imports_reader(reader))
+    keys, hashes = _file_state(reader)
+    return Resolver(keys, definitions, marks.get(STAR_IMPORT, frozenset()),
+                    marks.get(MODULE_MARK, frozenset()), _imports_reader(reader, hashes))
 
 
 def warm_resolution(reader: IndexReader) -> None:
     """Read what every resolver of the index state `reader` sees shares (its file keys and
     marks), once per state: `impact` does it while git runs."""
-    _file_keys(reader)
+    _file_state(reader)
     _marks(reader)
 
 
 # (file key, content hash) -> its imports: kept across writes for the files they left as they were
 _IMPORTS: dict[tuple[str, str], dict[str, list[str]]] = {}
 _MAX_IMPORTS = 50_000  # files' imports kept at most (then they are read again as asked)
-_FILE_HASHES: dict[str, str] = {}  # the latest index state's file key -> content hash
 
 
-def _imports_reader(reader: IndexReader) -> Callable[[str], dict[str, list[str]]]:
+def _imports_reader(reader: IndexReader, hashes: dict[str, str]) -> Callable[[str], dict[str, list[str]]]:
     """A file's imports (bound name -> modules; "*" for whole modules), read when the resolver
-    follows a re-export through that file, kept while the file's content is unchanged."""
+    follows a re-export through that file, kept while the file's content (in `hashes`, the
+    reader's state's) is unchanged."""
 
     def imports_of(key: str) -> dict[str, list[str]]:
-        slot = (key, _FILE_HASHES.get(key, ""))
+        slot = (key, hashes.get(key, ""))
         if slot not in _IMPORTS:
             if len(_IMPORTS) >= _MAX_IMPORTS:
                 _IMPORTS.clear()
@@ -214,10 +215,6 @@ def _marks(reader: IndexReader) -> dict[str, frozenset[str]]:
 _FILE_KEYS: dict[str, tuple[FileKeys, dict[str, str]]] = {}
 
 
-def _file_keys(reader: IndexReader) -> FileKeys:
-    return _file_state(reader)[0]
-
-
 def _file_state(reader: IndexReader) -> tuple[FileKeys, dict[str, str]]:
     """The file keys and content hashes of the index state `reader` sees, read once per state (a
     token names one), as one pair whatever other threads read; a state with the same keys as the
@@ -228,8 +225,6 @@ def _file_state(reader: IndexReader) -> tuple[FileKeys, dict[str, str]]:
     if found is None or not token:
         hashes = reader.file_hashes()
         keys = sorted(hashes)
-        _FILE_HASHES.clear()
-        _FILE_HASHES.update(hashes)
         before = next(iter(_FILE_KEYS.values()), None)
         found = (before[0] if before is not None and before[0].keys == keys else FileKeys(keys)), hashes
         _FILE_KEYS.clear()

@@ -396,5 +396,3 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
-
-

@@ -11,17 +11,15 @@ import pyarrow as pa
 
 from sai.models import Reference
 
-# Reference's fields as the stored columns (`column` is `col` in SQL), their types
+# Reference's fields as the stored columns (`column` is `col` in SQL): the positions are int32, the rest text
 FIELDS = ("name", "kind", "line", "column", "qualifier", "module", "target", "unit", "unit_start", "unit_end",
           "unit_id", "language")
 COLUMNS = tuple("col" if f == "column" else f for f in FIELDS)
-SCHEMA = pa.schema(list(zip(COLUMNS, (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string(),
-                                     pa.string(), pa.string(), pa.int32(), pa.int32(), pa.string(), pa.string()),
-                             strict=True)))
+_POSITIONS = frozenset({"line", "column", "unit_start", "unit_end"})
+SCHEMA = pa.schema([(c, pa.int32() if f in _POSITIONS else pa.string()) for f, c in zip(FIELDS, COLUMNS, strict=True)])
 
 
 def as_columns(refs: list[Reference]) -> pa.Table:
     """A file's uses, in order, as a table of SCHEMA."""
-    return pa.table([pa.array(list(map(attrgetter(f), refs)), kind) for f, kind in zip(FIELDS, SCHEMA.types,
-                                                                                       strict=True)], schema=SCHEMA)
-
+    columns = [pa.array(list(map(attrgetter(f), refs)), kind) for f, kind in zip(FIELDS, SCHEMA.types, strict=True)]
+    return pa.table(columns, schema=SCHEMA)

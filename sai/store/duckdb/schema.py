@@ -77,7 +77,6 @@ def verify(conn: Connection) -> None:
         conn.con.execute(f"SELECT sum(hash(COLUMNS(*))) FROM {quote_ident(schema)}.{quote_ident(table)}").fetchall()
 
 
-
 def upgrade(conn: Connection) -> None:
     """Format 3: chunks carry a token-shape signature (sai/text/shape.py); 4: no HNSW index
     (vectors.py); 5: chunks carry their kind of unit; 6: the references table (references.py),

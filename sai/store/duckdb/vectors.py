@@ -140,13 +140,20 @@ class VectorTable:
             scores = self.matrix[rows] @ query
         elif keep is None:
             rows, scores = np.arange(len(self.ids)), self.matrix @ query
-        elif count < _GATHER_SHARE * len(self.ids):
-            rows = np.flatnonzero(keep)
-            scores = self.matrix[rows] @ query
         else:
             rows = np.flatnonzero(keep)
-            scores = (self.matrix @ query)[rows]
+            scores = self._scores(rows, query)
         return self._best(rows, scores, limit)
+
+    def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """The query's cosine with these rows: their floats gathered, or, for a share of the
+        table past _GATHER_SHARE, every row scored and these taken (the gather costs more)."""
+        return self.matrix[rows] @ query if len(rows) < _GATHER_SHARE * len(self.ids) else (self.matrix @ query)[rows]
+
+    def _distances(self, query: np.ndarray) -> np.ndarray:
+        """Every row's Hamming distance to the query's sign bits."""
+        assert self.bits is not None and self.rotation is not None
+        return _hamming(self.bits, np.packbits(query @ self.rotation > 0))
 
     def _best(self, rows: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """(chunk id, score) of the `limit` best of these rows, best first (ties by id)."""
@@ -208,21 +215,18 @@ class VectorTable:
         """nearest(query, limit, exclude=exclude) among the rows of cosine >= floor: the rows
         within `bound` bits of the query's scored exactly (4 ms at 120,000 rows where the exact
         scan took 10-25; of MiniLM's code vectors, ~5 % of rows pass a bound for floor 0.8)."""
-        assert self.bits is not None and self.rotation is not None
-        keep = _hamming(self.bits, np.packbits(query @ self.rotation > 0)) <= bound
-        keep &= self.ids != exclude
+        keep = (self._distances(query) <= bound) & (self.ids != exclude)
         if self.searchable is not None:
             keep &= self.searchable
         rows = np.flatnonzero(keep)
-        scores = self.matrix[rows] @ query if len(rows) < _GATHER_SHARE * len(self.ids) else (self.matrix @ query)[rows]
+        scores = self._scores(rows, query)
         reached = scores >= floor
         return self._best(rows[reached], scores[reached], limit)
 
     def _first_pass(self, query: np.ndarray, keep: np.ndarray | None, count: int) -> np.ndarray:
         """At least `count` kept rows whose bits are nearest the query's (Hamming distance): every
         row nearer than the count-th, and as many as it takes at its distance."""
-        assert self.bits is not None and self.rotation is not None
-        distance = _hamming(self.bits, np.packbits(query @ self.rotation > 0))
+        distance = self._distances(query)
         if keep is not None:
             distance[~keep] = _FAR
         within = np.cumsum(np.bincount(distance, minlength=_FAR + 1))  # a histogram: no sort of every row
