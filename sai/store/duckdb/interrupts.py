@@ -47,7 +47,9 @@ def kept() -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        if came and not isinstance(exc, KeyboardInterrupt):
+        # a block never left (a Ctrl-C inside contextlib's own code) is closed by the collector:
+        # its GeneratorExit goes through, the KeyboardInterrupt already went its way
+        if came and not isinstance(exc, (KeyboardInterrupt, GeneratorExit)):
             raise KeyboardInterrupt from exc
         raise
     finally:
