@@ -128,7 +128,8 @@ def emit_json(payload: dict) -> None:
 
 class StandInHandler(BaseHTTPRequestHandler):
     """The skeleton of a benchmark's stand-in Ollama: its counters on GET, the inputs of an embed
-    request, a JSON answer; a subclass's do_POST embeds. Its server holds inputs, requests, busy_s."""
+    request, a JSON answer; a subclass's do_POST embeds. Its server holds inputs, requests, busy_s
+    (and may hold last_s: time.time() when its last answer was ready)."""
 
     protocol_version = "HTTP/1.1"
     VRAM = 0  # `/api/ps`'s size_vram of the model: 0, a model on this machine's cores (a subclass on a device says so)
@@ -139,7 +140,8 @@ class StandInHandler(BaseHTTPRequestHandler):
             self._send(json.dumps({"models": [{"model": "nomic-embed-text:latest", "size_vram": self.VRAM}]}).encode())
             return
         self._send(json.dumps({"inputs": srv.inputs, "requests": srv.requests,  # type: ignore[attr-defined]
-                               "busy_s": srv.busy_s}).encode())  # type: ignore[attr-defined]
+                               "busy_s": srv.busy_s,  # type: ignore[attr-defined]
+                               "last_s": getattr(srv, "last_s", 0.0)}).encode())
 
     def _request(self) -> tuple[dict, list[str]]:
         """The request's body and its inputs as a list."""

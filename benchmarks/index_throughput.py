@@ -8,7 +8,8 @@ DIR` indexes another tree) against a stand-in Ollama server in a child process t
 cheap precomputed vectors and sleeps n/rate seconds per request, one request at a time (a device
 embedding `--rate` texts/s), so it costs no CPU. Prints wall, the embedder's own time (inputs /
 rate), their ratio (target <= 1.3), the CPU used, when the chunks were all stored (and how many
-texts the stand-in had embedded by then), the indexer's stage times, peak memory, then a no-op run.
+texts the stand-in had embedded by then), when the stand-in gave its last answer (the time it sat
+idle before it, and what came after it), the indexer's stage times, the index's size, peak memory, then a no-op run.
 
     python benchmarks/index_throughput.py --embedder fast [--rate 2000] [--limit-files N]
 
@@ -282,6 +283,7 @@ class FastServer(ThreadingHTTPServer):
         self.device = threading.Lock()  # one request on the device at a time
         self.inputs = self.requests = 0
         self.busy_s = 0.0
+        self.last_s = 0.0  # time.time() of the last answer: what of the wall came after the embedder
 
 
 class FastHandler(_common.StandInHandler):
@@ -296,6 +298,7 @@ class FastHandler(_common.StandInHandler):
             srv.inputs += len(inputs)
             srv.requests += 1
             srv.busy_s += len(inputs) / srv.rate
+            srv.last_s = time.time()
         rows = b",".join(srv.rows[hash(text) % VECTOR_POOL] for text in inputs)
         self._send(b'{"model":"' + body["model"].encode() + b'","embeddings":[' + rows + b"]}")
 
@@ -357,12 +360,15 @@ def fast_run(root: Path, url: str, args: argparse.Namespace) -> None:
             searchable.append((time.perf_counter() - start, pending, server_counts(url)["inputs"] - sent))
 
         try:
-            cpu, start = os.times(), time.perf_counter()
+            cpu, start, started = os.times(), time.perf_counter(), time.time()
             report = index(project, on_searchable=stored)
             wall = time.perf_counter() - start
             used = os.times()
         finally:
             project.close()
+        db = project.config.db_path
+        held = sum(p.stat().st_size for p in db.parent.rglob("*")
+                   if p.is_file() and p.relative_to(db.parent).parts[0].startswith(db.name))
         after = server_counts(url)
         inputs = after["inputs"] - before["inputs"]
         own = inputs / args.rate
@@ -376,6 +382,10 @@ def fast_run(root: Path, url: str, args: argparse.Namespace) -> None:
         for at, pending, sent in searchable:
             print(f"  chunks all stored at {at:.2f} s, {pending} of them waiting for a vector; "
                   f"{sent:.0f} texts embedded by then")
+        if inputs:
+            last = after["last_s"] - started
+            print(f"  the embedder's last answer at {last:.2f} s (idle {last - own:.2f} s before it); "
+                  f"{wall - last:.2f} s after it")
         if own:
             verdict = "PASS" if wall / own <= 1.3 else "FAIL"
             print(f"  ratio wall / embedder: {wall / own:.3f}   (target <= 1.3: {verdict})")
@@ -383,6 +393,8 @@ def fast_run(root: Path, url: str, args: argparse.Namespace) -> None:
             print(f"  no-op target < 1 s: {'PASS' if wall < 1 else 'FAIL'}")
         if capture.times:
             print(f"  stages: {capture.times.summary()}")
+        print(f"  index: the file {db.stat().st_size / 1e6:.1f} MB, with its sidecar and copies {held / 1e6:.1f} MB "
+              f"({held / max(report.chunks, 1):,.0f} B a chunk)")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"  peak RSS: this process {peak:.0f} MB, largest finished child {kids:.0f} MB")
