@@ -32,6 +32,11 @@ class StdChunk:
     text: str
 
 
+def bytes_under(path: Path) -> int:
+    """The bytes of every file under `path` (0 when it is absent)."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
 def stdlib_files(limit_bytes: int | None = None) -> list[Path]:
     """The stdlib's .py files in sorted order (tests and vendored trees left out)."""
     found: list[Path] = []

@@ -572,7 +572,6 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     db = project.config.db_path
     chunks = results["index"]["chunks"]
     sidecar = db.with_name(db.name + ".vectors")
-    side_bytes = sum(p.stat().st_size for p in sidecar.rglob("*") if p.is_file()) if sidecar.exists() else 0
     results["file_bytes_per_chunk"] = round(db.stat().st_size / chunks)
     print(f"no-op {results['noop_reindex_s']} s ({results['noop_stages']}), by the CLI {results['noop_cli_s']} s; "
           f"index file {db.stat().st_size / 1e6:.0f} MB "
@@ -589,8 +588,7 @@ def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     probe = max(sizes, key=lambda k: (sizes[k] < 40, sizes[k], k))  # a mid-size file to refresh
     filters = {"none": {}, f"glob {selective}": {"path_glob": selective}, "language py": {"language": "py"}}
     search(project, "warm up", limit=8, mode="hybrid")  # loads the tables once
-    side_bytes = sum(p.stat().st_size for p in sidecar.rglob("*") if p.is_file()) if sidecar.exists() else 0
-    results["sidecar_bytes_per_chunk"] = round(side_bytes / chunks)
+    results["sidecar_bytes_per_chunk"] = round(_common.bytes_under(sidecar) / chunks)
     results["latency"] = latencies(project, filters, args.queries)
     results["recall"] = recall(project, url)
     print(f"recall: {results['recall']}", flush=True)
