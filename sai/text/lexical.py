@@ -58,6 +58,30 @@ def query_lexemes(query: str) -> str:
 
 _SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
 
+# What a name's abbreviated word spells out, so a description meets the name: "Gets an unsigned
+# 32 bit integer in little-endian byte order" and `get_u32_le`. Chosen by what the words are,
+# not by any query; a word read two ways in common code (`res`, `ch`, `ts`, `cap`) is left out.
+# Used by the name signal alone (query/ranking/signals.py): spelled out in every chunk's BM25
+# terms they cost the real-task benchmark (benchmarks/DECISIONS.md, "Kept: a name's abbreviations").
+ABBREVIATIONS = {word: tuple(spelled.split()) for word, spelled in {
+    "le": "little endian", "be": "big endian", "ne": "native endian", "len": "length", "buf": "buffer",
+    "ptr": "pointer", "idx": "index", "msg": "message", "err": "error", "cfg": "config", "conf": "config",
+    "ctx": "context", "src": "source", "dst": "destination", "req": "request", "resp": "response",
+    "iter": "iterator", "fn": "function", "func": "function", "str": "string", "num": "number",
+    "cnt": "count", "arg": "argument", "args": "arguments", "param": "parameter", "params": "parameters",
+    "val": "value", "var": "variable", "init": "initialize", "alloc": "allocate", "mut": "mutable",
+    "ref": "reference", "impl": "implementation", "pos": "position", "prev": "previous", "cur": "current",
+    "curr": "current", "tmp": "temporary", "db": "database", "dir": "directory", "env": "environment",
+    "addr": "address", "conn": "connection", "sep": "separator", "opt": "option", "opts": "options",
+    "max": "maximum", "min": "minimum", "chr": "character", "char": "character", "int": "integer",
+    "uint": "unsigned integer", "bool": "boolean", "seq": "sequence", "attr": "attribute",
+    "attrs": "attributes", "elem": "element", "expr": "expression", "stmt": "statement",
+    "decl": "declaration", "def": "definition", "lib": "library", "pkg": "package", "mgr": "manager",
+    "util": "utility", "usize": "unsigned size", "isize": "signed size", "del": "delete", "rm": "remove",
+    "cmp": "compare", "eq": "equal", "gt": "greater", "lt": "less", "dup": "duplicate", "sz": "size",
+    "nr": "number", "eof": "end file", "fd": "file descriptor", "hdr": "header", "txn": "transaction",
+}.items()}
+
 
 def word_stem(word: str) -> str:
     """A light English stem, enough to meet names: `reads` and `read`, `entries` and `entry`."""

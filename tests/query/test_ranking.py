@@ -36,6 +36,17 @@ def test_symbol_whose_name_words_the_query_holds_ranks_higher():
     assert order == [2, 1]
 
 
+@pytest.mark.parametrize(("query", "share"), [
+    ("Gets an unsigned 32 bit integer from self in little-endian byte order", 1.0),  # get, 32, le
+    ("Gets an unsigned 32 bit integer from self in big-endian byte order", 2 / 3),  # le is not big endian
+    ("Gets an unsigned 32 bit integer, the little one", 2 / 3),  # le spells out two words: both are needed
+])
+def test_an_abbreviated_name_word_is_held_when_the_query_spells_it_out(query, share):
+    pool = ranking.signals.Pool([], facts_of(query))
+    got = ranking.signals.name_match(row(1, "buf.rs", symbol="Buf.get_u32_le"), pool)
+    assert got == pytest.approx(ranking.signals.NAME_MATCH * share)
+
+
 def test_merge_keeps_each_chunk_once_with_its_rank_in_each_list():
     a, b = row(1, "a.py", score=0.9), row(2, "b.py", score=0.5)
     merged = {c.row.id: c for c in merge([a, b], [(b, 7.5)])}

@@ -22,7 +22,7 @@ from sai.query import definitions
 from sai.query.ranking.candidate import Candidate, order_key
 from sai.query.ranking.facts import QueryFacts, in_scope
 from sai.source.vendored import under
-from sai.text.lexical import split_identifier, word_stem
+from sai.text.lexical import ABBREVIATIONS, split_identifier, word_stem
 
 T = TypeVar("T")
 
@@ -109,12 +109,18 @@ class Signal:
 
 # ---------------------------------------------------------------- the per-chunk measures
 def name_match(row: ChunkRow, pool: Pool) -> float:
-    """NAME_MATCH times the share of the symbol's name words (stemmed) the query holds:
-    `readFloatLE` and "reads a float"."""
+    """NAME_MATCH times the share of the symbol's name words (stemmed) the query holds, an
+    abbreviation held when every word it spells out is: `readFloatLE` and "reads a float in
+    little-endian order"."""
     name = row.symbol.rsplit(".", 1)[-1] if row.symbol else ""
     words = [w for w in split_identifier(name) if len(w) > 1]
-    share = sum(word_stem(w) in pool.facts.stems for w in words) / len(words) if words else 0.0
+    share = sum(_held(w, pool.facts.stems) for w in words) / len(words) if words else 0.0
     return NAME_MATCH * share
+
+
+def _held(word: str, stems: frozenset[str]) -> bool:
+    spelled = ABBREVIATIONS.get(word, ())
+    return word_stem(word) in stems or bool(spelled) and all(word_stem(w) in stems for w in spelled)
 
 
 def definition(row: ChunkRow, pool: Pool) -> float:
@@ -203,7 +209,8 @@ def repeat(scored: list[Candidate]) -> list[Candidate]:
 
 # ---------------------------------------------------------------- the declaration
 SIGNALS: tuple[Signal, ...] = (
-    Signal("name_match", "add", NAME_MATCH, "the symbol's name words the query holds, by share",
+    Signal("name_match", "add", NAME_MATCH,
+           "the symbol's name words the query holds (an abbreviation: every word it spells out), by share",
            measure=name_match),
     Signal("definition", "add", NAME_QUERY_BOOST,
            "the first chunk of a definition the query names: a one-word query's closest ones (the "
