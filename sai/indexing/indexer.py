@@ -55,6 +55,9 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
         if run.deferred:
             if on_searchable is not None:
                 on_searchable(_pending(project))
+            if run.wrote:
+                with run.stats.timing("warm"):
+                    project.store.warm()  # the copies of the rows now, while the model embeds
             run.backfill()
         closing = time.perf_counter()
     run.stats.walk, run.stats.close = walk_s, time.perf_counter() - closing

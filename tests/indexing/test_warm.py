@@ -16,6 +16,7 @@ from vector_stores import forbid_whole_reads
 
 from sai import search
 from sai.config import load_config
+from sai.indexing import backfill
 from sai.indexing.indexer import index, refresh
 from sai.project import Project
 from sai.query.lookup import find_symbol
@@ -65,6 +66,28 @@ def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
             assert len(reader.shapes()) == reader.chunk_count()
     finally:
         project.close()
+
+
+def test_a_first_build_writes_the_copies_of_its_rows_before_the_vectors_which_leave_them_as_they_are(
+    tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once every chunk is stored, the run writes the copies of the rows, BM25 terms, symbols and
+    shapes while the model embeds; the vectors' writes after it leave them as they are."""
+    monkeypatch.setattr(backfill, "WRITE_CHUNKS", 8)  # the 60 vectors in 8 writes
+    ollama_server.vram = 0  # a model on this machine's cores: no vector is written before the second stage
+    root = _indexed_tree(tmp_path, ollama_server)
+    forbid_whole_reads(monkeypatch)
+    project = _project(root)
+    try:
+        with project.store.read() as reader:
+            final = reader.copies.source.token  # type: ignore[attr-defined]
+            held = {kind.name: reader.copies.get(kind) for kind in copies.KINDS}  # type: ignore[attr-defined]
+        manifest = Manifest.read(Sidecar.beside(project.store.path, project.config.collection).manifest_path)
+    finally:
+        project.close()
+    assert {name: copy.token for name, copy in held.items()} == dict.fromkeys(held, final)
+    assert manifest is not None and sorted(manifest.copies) == sorted(held)
+    assert {token for _, token in manifest.copies.values()} - {final}  # written before the vectors
 
 
 def test_a_run_that_writes_nothing_builds_nothing_and_one_that_writes_a_file_patches(

@@ -105,6 +105,36 @@ def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commit
         store.close()
 
 
+def test_a_write_of_vectors_alone_leaves_the_row_copies_as_they_were_and_patches_the_vectors(db: Path) -> None:
+    store = build_worded(db)
+    try:
+        files, rows, v = worded_chunks("src/new.py", 6, seed=7)
+        with store.write() as writer:
+            writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
+        with store.read() as reader:
+            before = {kind.name: reader.copies.get(kind) for kind in copies.KINDS}  # type: ignore[attr-defined]
+            stored = reader.copies.source.token  # type: ignore[attr-defined]
+        with store.write() as writer:
+            assert writer.set_vectors([r.content_hash for r in rows], v) == 6
+        with store.read() as reader:
+            source = reader.copies.source  # type: ignore[attr-defined]
+            assert len(source.touched_since(stored)) == 6  # the sidecar's question: these chunks' vectors
+            assert len(source.touched_since(stored, rows_only=True)) == 0  # the other copies': nothing
+            after = {kind.name: reader.copies.get(kind) for kind in copies.KINDS}  # type: ignore[attr-defined]
+            assert reader.nearest(v[2], 1)[0][1] == pytest.approx(1.0, abs=1e-5)
+        for name, copy in after.items():
+            assert copy.token != before[name].token, name
+            if name == "lexicon":
+                assert copy.ids is before[name].ids and (copy.delta is None or not len(copy.delta.ids))
+            elif name == "symbols":
+                assert copy.patched_files == before[name].patched_files
+            else:
+                assert copy.patch_rows == before[name].patch_rows and copy.base is before[name].base, name
+        assert_same_as_read_whole(store, db)
+    finally:
+        store.close()
+
+
 def test_pending_count_comes_from_a_current_sidecar_and_agrees_with_the_index(db: Path) -> None:
     store = build_worded(db)
     try:

@@ -43,9 +43,11 @@ class ChunkReads:
         meta = self._meta()
         return meta.get("created_at", ""), int(meta.get("vector_dim") or 0)
 
-    def touched_since(self, token: str) -> np.ndarray | None:
-        """The ids of every chunk written since `token` (None: the change log misses a write)."""
-        return changelog.touched(self.con, self.table, since=token, until=self._meta().get("token", ""))
+    def touched_since(self, token: str, *, rows_only: bool = False) -> np.ndarray | None:
+        """The ids of every chunk written since `token` (None: the change log misses a write);
+        with `rows_only`, of the writes that changed more than their vectors."""
+        return changelog.touched(self.con, self.table, since=token, until=self._meta().get("token", ""),
+                                 rows_only=rows_only)
 
     def vector_rows(self) -> pa.Table:
         """id, path, language and embedding of every chunk, unordered: DuckDB's sort of the vectors

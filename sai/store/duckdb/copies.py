@@ -100,14 +100,20 @@ class Copies:
         return self.cache.get(token, lambda: self._load(kind, token), name=kind.name,
                               patch=lambda old: self._patched(kind, old, token))
 
-    def warm(self) -> None:
+    def warm(self, *, vectors: bool = True) -> None:
         """Bring the vectors to this token, and each other copy where a reader would pay for it:
-        when no shared file holds it (a first question would read it whole), or the collection
-        is large enough that reading it whole costs more than writing it costs here."""
-        live = len(self.vectors())
+        when no shared file holds it (read whole and written, whatever this process holds), or
+        the collection is large enough that reading it whole costs more than writing it costs
+        here. Without `vectors` (a first build's chunks stored, their vectors to come), the
+        other copies only: the vectors' writes leave them as they are (changelog.py)."""
+        live = len(self.vectors()) if vectors else WARM_MIN_CHUNKS
+        token = self.source.token
         for kind in KINDS:
             listed = self.sidecar.copy_file(kind.name) if self.sidecar is not None else None
-            if listed is None or not listed[0].exists() or live >= WARM_MIN_CHUNKS:
+            unlisted = listed is None or not listed[0].exists()
+            if unlisted and self.sidecar is not None and token:
+                self._built(kind, token)  # the shared file for the next process, whatever this one holds
+            if unlisted or live >= WARM_MIN_CHUNKS:
                 self.get(kind)
 
     def _mapped(self, token: str) -> VectorTable:
@@ -121,13 +127,11 @@ class Copies:
         return VectorTable.from_arrow(token, self.source.vector_rows())
 
     def _patched(self, kind: Copy[T], old: T, token: str) -> T | None:
-        touched = self.source.touched_since(old.token)
+        touched = self.source.touched_since(old.token, rows_only=True)  # no copy here holds a vector
         return None if touched is None else kind.patched(self.source, old, token, touched)
 
     def _load(self, kind: Copy[T], token: str) -> T:
-        if self.sidecar is None:
-            return kind.build(self.source, token)
-        listed = self.sidecar.copy_file(kind.name)
+        listed = self.sidecar.copy_file(kind.name) if self.sidecar is not None else None
         found = _read(kind, *listed) if listed is not None else None
         if found is not None:
             if found.token == token:
@@ -135,7 +139,13 @@ class Copies:
             patched = self._patched(kind, found, token)
             if patched is not None:
                 return patched
+        return self._built(kind, token)
+
+    def _built(self, kind: Copy[T], token: str) -> T:
+        """The copy read whole, and written as the shared file for the next process."""
         table = kind.build(self.source, token)
+        if self.sidecar is None:
+            return table
         origin, dim = self.source.identity()
         try:
             path = self.sidecar.add_copy(kind.name, token, lambda out: _save(out, kind.save(table)),

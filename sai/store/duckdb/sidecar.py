@@ -216,7 +216,8 @@ class Sidecar:
         old = Manifest.read(self.manifest_path)
         generation = (old.generation + 1) if old else 1
         self.dir.mkdir(parents=True, exist_ok=True)
-        kept = old.copies if old is not None and _same_index(old, origin, dim) else {}  # copies follow the log
+        # copies follow the log, and hold no vector: a first build learning its dimension keeps them
+        kept = old.copies if old is not None and old.origin == origin else {}
         fresh = Manifest(generation, "", origin, dim, 0, 0, 0, kept)
         for stale in self.dir.glob(f"g{generation}.*"):  # a killed rebuild's, or the copies of a lost manifest
             stale.unlink(missing_ok=True)
@@ -252,7 +253,7 @@ class Sidecar:
         changed in place: one killed before the listing leaves an unlisted file, swept here."""
         with self.locked(EXCLUSIVE):
             held = Manifest.read(self.manifest_path)
-            if held is None or not _same_index(held, origin, dim):
+            if held is None or held.origin != origin:  # (the copies hold no vector: the dimension is not theirs)
                 held = Manifest(0, "", origin, dim, 0, 0, 0)  # no vector file yet (or another index's)
             path = self.dir / "copies" / f"{name}.{uuid.uuid4().hex[:12]}.arrow"
             path.parent.mkdir(exist_ok=True)

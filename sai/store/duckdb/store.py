@@ -24,9 +24,11 @@ from sai.store.base import EMPTY, IndexReader, IndexWriter
 from sai.store.cache import TokenCache
 from sai.store.dirs import make_index_dir
 from sai.store.duckdb import schema
+from sai.store.duckdb.copies import Copies
 from sai.store.duckdb.errors import first_line
 from sai.store.duckdb.lease import Lease, lock_file
 from sai.store.duckdb.reader import DuckDBReader
+from sai.store.duckdb.sidecar import Sidecar
 from sai.store.duckdb.writer import DuckDBWriter
 from sai.store.locks import EXCLUSIVE
 
@@ -136,12 +138,18 @@ class DuckDBStore(base.Store):
         """Bring the vector sidecar to the committed token, and the shared row, BM25 and symbol
         copies where a reader would pay for them (copies.Copies.warm): each is patched when a file
         of it is near, else read whole and written, as a first search or look-up would (838k
-        chunks: 18 s for a search's, 12 s for a look-up's, once; docs/notebook.md, "How the cost grows")."""
+        chunks: 18 s for a search's, 12 s for a look-up's, once; docs/notebook.md, "How the cost grows").
+        Between a run's writes (its chunks stored, their vectors to come), the copies of the rows
+        alone: the vectors' writes leave them as they are."""
         if not self.exists:
             return
         with self.lease.reading() as conn:
-            if conn.has_index():
+            if not conn.has_index():
+                return
+            if conn.read_only:
                 conn.copies.warm()
+            elif self.lease.collection == self.collection:  # a run's, between its writes (not a rebuild's)
+                Copies(conn.reads, conn.derived, Sidecar.beside(self.path, self.collection)).warm(vectors=False)
 
     def prepare(self) -> None:
         """Create the index directory, or fail with one line before any work is done."""

@@ -58,6 +58,7 @@ class Connection:
         # the chunk ids this transaction changed, for the change log (changelog.py); None: not
         # known (no transaction begun here, a migration), so the write logs nothing
         self.touched: list[np.ndarray] | None = None
+        self.rows_touched = False  # this transaction changed more than chunks' vectors
         # A read-only attach never sees another process's writes, so what it learns about the
         # schema holds for the lease's life: cursors share their parent's cache.
         self.cache: dict[str, object] = {} if cache is None else cache
@@ -102,12 +103,14 @@ class Connection:
     def unlogged(self) -> None:
         """This write changed chunk rows without naming them: a new token at commit, and no log
         row (the change log cannot serve it: readers read their copies whole)."""
-        self.dirty, self.touched = True, None
+        self.dirty, self.touched, self.rows_touched = True, None, True
 
-    def touch(self, ids: np.ndarray) -> None:
-        """Chunk rows of these ids changed in this transaction: a new token at commit, and a log row."""
+    def touch(self, ids: np.ndarray, *, vectors_only: bool = False) -> None:
+        """Chunk rows of these ids changed in this transaction (their vectors alone when
+        `vectors_only`): a new token at commit, and a log row."""
         if len(ids):
             self.dirty = True
+            self.rows_touched |= not vectors_only
             if self.touched is not None:
                 self.touched.append(ids)
 
@@ -120,16 +123,16 @@ class Connection:
 
     def begin(self) -> None:
         self.con.execute("BEGIN TRANSACTION")
-        self.touched = []
+        self.touched, self.rows_touched = [], False
 
     def commit(self) -> None:
         if self.dirty and self.has_index():
             self._next_token()  # readers reload their vector and symbol tables
         self.con.execute("COMMIT")
-        self.dirty, self.touched = False, None
+        self.dirty, self.touched, self.rows_touched = False, None, False
 
     def rollback(self) -> None:
-        self.dirty, self.touched = False, None
+        self.dirty, self.touched, self.rows_touched = False, None, False
         try:
             self.con.execute("ROLLBACK")
         except duckdb.Error:
@@ -197,11 +200,11 @@ class Connection:
         self.cache.pop("column:embedding", None)
         self.set_meta({"vector_dim": str(dim)})
 
-    def touching(self, sql: str, params: list[object] | None = None) -> int:
+    def touching(self, sql: str, params: list[object] | None = None, *, vectors_only: bool = False) -> int:
         """Run an UPDATE or DELETE that returns the ids of the chunks it changed; note them for
         the change log and return how many."""
         ids = self.con.execute(sql, params).fetchnumpy()["id"].astype(np.int64)
-        self.touch(ids)
+        self.touch(ids, vectors_only=vectors_only)
         return len(ids)
 
     def _next_token(self) -> None:
@@ -210,4 +213,5 @@ class Connection:
         self.set_meta({"token": token})
         if self.touched is not None and previous:
             changelog.record(self.con, self.collection, previous=previous, token=token,
-                             ids=np.concatenate([np.zeros(0, np.int64), *self.touched]))
+                             ids=np.concatenate([np.zeros(0, np.int64), *self.touched]),
+                             vectors_only=not self.rows_touched)

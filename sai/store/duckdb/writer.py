@@ -87,7 +87,8 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
         with registered(self.conn.con, "sai_vectors", batch):
             return self.conn.touching(
                 f"UPDATE {t} SET embedding = v.embedding FROM sai_vectors v "
-                f"WHERE {t}.content_hash = v.content_hash AND {t}.embedding IS NULL{within} RETURNING {t}.id")
+                f"WHERE {t}.content_hash = v.content_hash AND {t}.embedding IS NULL{within} RETURNING {t}.id",
+                vectors_only=True)
 
     def copy_vectors(self, hashes: list[str]) -> int:
         """Give each chunk of these content hashes without a vector the one its hash has in
@@ -101,7 +102,8 @@ class DuckDBWriter(DuckDBReader, IndexWriter):
                 f"UPDATE {t} SET embedding = s.embedding FROM (SELECT content_hash, any_value(embedding) AS embedding "
                 f"FROM {t} WHERE content_hash IN (SELECT content_hash FROM sai_copying) AND embedding IS NOT NULL "
                 f"GROUP BY content_hash) s "
-                f"WHERE {t}.content_hash = s.content_hash AND {t}.embedding IS NULL RETURNING {t}.id")
+                f"WHERE {t}.content_hash = s.content_hash AND {t}.embedding IS NULL RETURNING {t}.id",
+                vectors_only=True)
 
     def mark_vectors_complete(self) -> None:
         self.set_meta({VECTORS_COMPLETE: "1"})
