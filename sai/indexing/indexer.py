@@ -55,7 +55,7 @@ def _index(project: Project, *, recreate: bool, progress: Progress | None,
         if run.deferred:
             if on_searchable is not None:
                 on_searchable(_pending(project))
-            if run.wrote:
+            if run.wrote and run.follower is not None:  # a model off this machine's cores: the cores are free
                 with run.stats.timing("warm"):
                     project.store.warm()  # the copies of the rows now, while the model embeds
             run.backfill()

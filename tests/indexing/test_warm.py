@@ -71,10 +71,12 @@ def test_the_first_question_after_an_index_run_maps_the_copies_the_run_built(
 def test_a_first_build_writes_the_copies_of_its_rows_before_the_vectors_which_leave_them_as_they_are(
     tmp_path: Path, ollama_server: OllamaStandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Once every chunk is stored, the run writes the copies of the rows, BM25 terms, symbols and
-    shapes while the model embeds; the vectors' writes after it leave them as they are."""
-    monkeypatch.setattr(backfill, "WRITE_CHUNKS", 8)  # the 60 vectors in 8 writes
-    ollama_server.vram = 0  # a model on this machine's cores: no vector is written before the second stage
+    """Once every chunk is stored, a run whose model works off this machine's cores writes the
+    copies of the rows, BM25 terms, symbols and shapes while the model embeds; the vectors'
+    writes after it leave them as they are."""
+    monkeypatch.setattr(backfill, "EMBED_GROUP", 4)
+    monkeypatch.setattr(backfill, "WRITE_CHUNKS", 4)  # the 60 vectors in 15 writes, one a call
+    ollama_server.stall_next(100, seconds=0.1)  # the calls (1.5 s) outlast the first stage
     root = _indexed_tree(tmp_path, ollama_server)
     forbid_whole_reads(monkeypatch)
     project = _project(root)
