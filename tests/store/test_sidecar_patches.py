@@ -26,6 +26,7 @@ from vector_stores import (
     worded_chunks,
 )
 
+from sai.models import NewChunk
 from sai.store.duckdb import DuckDBStore, copies
 from sai.store.duckdb.postings import LexicalTable
 from sai.store.duckdb.sidecar import Sidecar
@@ -79,13 +80,19 @@ def test_a_write_patches_the_row_and_lexical_copies_which_answer_as_read_whole(
     assert len(bases) > 1, bases
 
 
+def _six_pending(store: DuckDBStore) -> tuple[list[NewChunk], np.ndarray]:
+    """Store six chunks of src/new.py without their vectors; returns them and their vectors."""
+    files, rows, v = worded_chunks("src/new.py", 6, seed=7)
+    with store.write() as writer:
+        writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
+    return rows, v
+
+
 def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commits(db: Path) -> None:
     store = build_worded(db)
     try:
         assert_nearest_exact(store, db)
-        files, rows, v = worded_chunks("src/new.py", 6, seed=7)
-        with store.write() as writer:
-            writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
+        rows, v = _six_pending(store)
         with store.read() as reader:
             table = reader.copies.vectors()  # type: ignore[attr-defined]
             pending = {int(i) for i in table.ids[table.present is not None and ~table.present]}
@@ -108,9 +115,7 @@ def test_chunks_stored_before_their_vectors_are_searched_once_set_vectors_commit
 def test_a_write_of_vectors_alone_leaves_the_row_copies_as_they_were_and_patches_the_vectors(db: Path) -> None:
     store = build_worded(db)
     try:
-        files, rows, v = worded_chunks("src/new.py", 6, seed=7)
-        with store.write() as writer:
-            writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
+        rows, v = _six_pending(store)
         with store.read() as reader:
             before = {kind.name: reader.copies.get(kind) for kind in copies.KINDS}  # type: ignore[attr-defined]
             stored = reader.copies.source.token  # type: ignore[attr-defined]
@@ -138,9 +143,7 @@ def test_a_write_of_vectors_alone_leaves_the_row_copies_as_they_were_and_patches
 def test_pending_count_comes_from_a_current_sidecar_and_agrees_with_the_index(db: Path) -> None:
     store = build_worded(db)
     try:
-        files, rows, _ = worded_chunks("src/new.py", 6, seed=7)
-        with store.write() as writer:
-            writer.replace_files(files, rows, np.full((6, DIM), np.nan, np.float32))
+        _six_pending(store)
         behind = DuckDBStore(db, collection=COLLECTION, lock_timeout_s=30)  # a process of its own
         with behind.read() as reader:
             assert reader.pending_count() == 6  # the sidecar is behind: counted in DuckDB, not patched
