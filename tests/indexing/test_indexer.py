@@ -753,7 +753,7 @@ def test_ctrl_c_while_embedding_stored_chunks_exits_130_and_the_next_run_finishe
         time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     assert err.startswith("error: interrupted;") and err.count("\n") == 1, err
     project = open_project(root)
     try:
