@@ -106,15 +106,19 @@ class Copies:
         the collection is large enough that reading it whole costs more than writing it costs
         here. Without `vectors` (a first build's chunks stored, their vectors to come), the
         other copies only: the vectors' writes leave them as they are (changelog.py)."""
-        live = len(self.vectors()) if vectors else WARM_MIN_CHUNKS
+        large = not vectors or len(self.vectors()) >= WARM_MIN_CHUNKS
         token = self.source.token
         for kind in KINDS:
             listed = self.sidecar.copy_file(kind.name) if self.sidecar is not None else None
             unlisted = listed is None or not listed[0].exists()
             if unlisted and self.sidecar is not None and token:
-                self._built(kind, token)  # the shared file for the next process, whatever this one holds
-            if unlisted or live >= WARM_MIN_CHUNKS:
+                self._hold(kind, token, self._built(kind, token))  # the shared file for the next process
+            elif unlisted or large:
                 self.get(kind)
+
+    def _hold(self, kind: Copy[T], token: str, table: T) -> None:
+        """Hold `table` as the copy `kind` at `token`, unless a copy at this token is held already."""
+        self.cache.get(token, lambda: table, name=kind.name)
 
     def _mapped(self, token: str) -> VectorTable:
         """The sidecar's table at `token`, else (no sidecar, no token, or an unusable one) a copy in memory."""
